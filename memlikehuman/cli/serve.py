@@ -1,0 +1,38 @@
+"""`memlikehuman serve`: run the MCP server over stdio."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from pathlib import Path
+
+import click
+
+from .main import db_option, settings_from
+
+
+@click.command()
+@db_option
+@click.pass_context
+def serve(ctx: click.Context, db: Path | None) -> None:
+    """Run the MCP server on stdin/stdout (the command an MCP host starts).
+
+    Standard output carries JSON-RPC only; the archive path and all logs go to stderr.
+    It opens no network listener.
+    """
+    settings = settings_from(ctx, db)
+    # A dependency that prints on import would corrupt the JSON-RPC stream: send it to stderr.
+    with contextlib.redirect_stdout(sys.stderr):
+        from ..server import build_server
+
+        server = build_server(settings)
+    click.echo(
+        f"memlikehuman: archive {settings.db_path}; extractor {settings.extractor}, embedder {settings.embedder};"
+        " waiting for an MCP host on stdio (Ctrl-C to stop)",
+        err=True,
+    )
+    with contextlib.suppress(KeyboardInterrupt):
+        server.run("stdio")
+
+
+COMMAND = serve

@@ -1,0 +1,54 @@
+"""Timestamps: parsing with a required offset, and the one UTC output format."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from .errors import InvalidArgument
+
+
+def now() -> datetime:
+    """The current time, timezone-aware UTC."""
+    return datetime.now(UTC)
+
+
+def parse(value: str, field: str) -> datetime:
+    """Parse ISO 8601 with an explicit offset; raise InvalidArgument otherwise."""
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidArgument(f"{field} must be an ISO 8601 timestamp with an offset, e.g. 2026-11-30T09:15:00Z")
+    try:
+        parsed = datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise InvalidArgument(
+            f"{field} is not an ISO 8601 timestamp: use e.g. 2026-11-30T09:15:00+01:00 or ...Z"
+        ) from None
+    if parsed.tzinfo is None or parsed.utcoffset() is None:
+        raise InvalidArgument(
+            f"{field} has no timezone offset: add one (e.g. 'Z' or '+01:00'); local time is never assumed"
+        )
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError:
+        raise InvalidArgument(f"{field} is out of range once converted to UTC: use a year within 1-9999") from None
+
+
+def parse_optional(value: str | None, field: str) -> datetime | None:
+    """Like parse(), but None stays None."""
+    return None if value is None else parse(value, field)
+
+
+def format_utc(moment: datetime) -> str:
+    """The stored and returned form: UTC, fixed width (sortable as text), ``Z`` suffix."""
+    m = moment.astimezone(UTC)
+    # Built by hand: strftime's %Y does not zero-pad years below 1000 on every platform.
+    return f"{m.year:04d}-{m.month:02d}-{m.day:02d}T{m.hour:02d}:{m.minute:02d}:{m.second:02d}.{m.microsecond:06d}Z"
+
+
+def stamp(value: str, field: str) -> str:
+    """Parse an input timestamp and return its stored form."""
+    return format_utc(parse(value, field))
+
+
+def now_stamp() -> str:
+    """The current time in stored form."""
+    return format_utc(now())

@@ -1,0 +1,117 @@
+"""Settings: CLI flag > environment > config file > default.
+
+The config file is TOML with the same keys as the environment variables, e.g.
+``MEMLIKEHUMAN_EXTRACTOR = "openai"``. Its path is ``MEMLIKEHUMAN_CONFIG`` or
+``<user config dir>/memlikehuman/config.toml``. This is the only module that reads the environment.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import platformdirs
+
+from .errors import InvalidArgument
+
+KEYS = (
+    "MEMLIKEHUMAN_DB",
+    "MEMLIKEHUMAN_EXTRACTOR",
+    "MEMLIKEHUMAN_EXTRACTOR_MODEL",
+    "MEMLIKEHUMAN_EXTRACTOR_BASE_URL",
+    "MEMLIKEHUMAN_EXTRACTOR_API_KEY",
+    "MEMLIKEHUMAN_EMBEDDER",
+    "MEMLIKEHUMAN_EMBEDDER_MODEL",
+    "MEMLIKEHUMAN_EMBEDDER_BASE_URL",
+    "MEMLIKEHUMAN_EMBEDDER_API_KEY",
+    "MEMLIKEHUMAN_TIMEOUT",
+    "MEMLIKEHUMAN_SEMANTIC_WINDOW",
+    "MEMLIKEHUMAN_GIST_AFTER_DAYS",
+    "MEMLIKEHUMAN_TOKENIZER_JSON",
+)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything configurable, resolved once at start-up."""
+
+    db_path: Path
+    extractor: str = "none"
+    extractor_model: str = "gpt-4o-mini"
+    extractor_base_url: str | None = None
+    extractor_api_key: str | None = None
+    embedder: str = "local"
+    embedder_model: str | None = None
+    embedder_base_url: str | None = None
+    embedder_api_key: str | None = None
+    timeout: float = 30.0
+    # semantic mode scans the vectors of this many most recent items (deep scans all)
+    semantic_window: int = 20_000
+    # detail=auto shows episodic memories older than this as overviews
+    gist_after_days: float = 30.0
+    tokenizer_json: Path | None = None
+
+    def with_db(self, path: Path | str) -> Settings:
+        """A copy with another archive path."""
+        return replace(self, db_path=Path(path))
+
+
+def default_db_path() -> Path:
+    """The platform's user data directory for the archive."""
+    return Path(platformdirs.user_data_dir("memlikehuman", appauthor=False)) / "memory.sqlite3"
+
+
+def _config_file(env: Mapping[str, str]) -> dict[str, str]:
+    path = Path(env.get("MEMLIKEHUMAN_CONFIG") or Path(platformdirs.user_config_dir("memlikehuman")) / "config.toml")
+    if not path.is_file():
+        return {}
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise InvalidArgument(f"config file {path} cannot be read ({exc}): fix or remove it") from None
+    return {key: str(value) for key, value in data.items() if key in KEYS}
+
+
+def _number(values: Mapping[str, str], key: str, default: float, low: float) -> float:
+    raw = values.get(key)
+    if raw is None or raw == "":
+        return default
+    try:
+        number = float(raw)
+    except ValueError:
+        raise InvalidArgument(f"{key}={raw!r} is not a number") from None
+    if number < low:
+        raise InvalidArgument(f"{key} must be at least {low}")
+    return number
+
+
+def load(db: str | Path | None = None, env: Mapping[str, str] | None = None) -> Settings:
+    """Resolve settings from the flag, the environment and the config file."""
+    env = os.environ if env is None else env
+    values = {**_config_file(env), **{k: v for k, v in env.items() if k in KEYS}}
+    extractor = values.get("MEMLIKEHUMAN_EXTRACTOR", "none").strip().lower() or "none"
+    embedder = values.get("MEMLIKEHUMAN_EMBEDDER", "local").strip().lower() or "local"
+    if extractor not in ("none", "openai"):
+        raise InvalidArgument("MEMLIKEHUMAN_EXTRACTOR must be 'none' or 'openai'")
+    if embedder not in ("none", "local", "openai"):
+        raise InvalidArgument("MEMLIKEHUMAN_EMBEDDER must be 'none', 'local' or 'openai'")
+    path = db or values.get("MEMLIKEHUMAN_DB") or default_db_path()
+    tokenizer = values.get("MEMLIKEHUMAN_TOKENIZER_JSON")
+    return Settings(
+        db_path=Path(path).expanduser(),
+        extractor=extractor,
+        extractor_model=values.get("MEMLIKEHUMAN_EXTRACTOR_MODEL") or "gpt-4o-mini",
+        extractor_base_url=values.get("MEMLIKEHUMAN_EXTRACTOR_BASE_URL") or None,
+        extractor_api_key=values.get("MEMLIKEHUMAN_EXTRACTOR_API_KEY") or env.get("OPENAI_API_KEY") or None,
+        embedder=embedder,
+        embedder_model=values.get("MEMLIKEHUMAN_EMBEDDER_MODEL") or None,
+        embedder_base_url=values.get("MEMLIKEHUMAN_EMBEDDER_BASE_URL") or None,
+        embedder_api_key=values.get("MEMLIKEHUMAN_EMBEDDER_API_KEY") or env.get("OPENAI_API_KEY") or None,
+        timeout=_number(values, "MEMLIKEHUMAN_TIMEOUT", 30.0, 0.01),
+        semantic_window=int(_number(values, "MEMLIKEHUMAN_SEMANTIC_WINDOW", 20_000, 1)),
+        gist_after_days=_number(values, "MEMLIKEHUMAN_GIST_AFTER_DAYS", 30.0, 0),
+        tokenizer_json=Path(tokenizer).expanduser() if tokenizer else None,
+    )

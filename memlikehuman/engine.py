@@ -1,0 +1,99 @@
+"""The synchronous core, one per process: the archive wired to its providers.
+
+The MCP server and the CLI call these methods; nothing here knows about either.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from . import events, memories, validate
+from .config import Settings
+from .db import Database
+from .errors import InvalidArgument
+from .migrations import migrate
+from .records import ReadResult, RecordResult, Scope
+
+log = logging.getLogger("memlikehuman")
+
+
+class Engine:
+    """Owns the open archive and the configured providers."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.db = Database(settings.db_path)
+        self.schema_version = migrate(self.db)
+
+    def close(self) -> None:
+        """Release the archive."""
+        self.db.close()
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- memory_record -------------------------------------------------------------------------
+
+    def record(
+        self,
+        scope: Scope,
+        event_id: str,
+        text: str,
+        role: str,
+        source: str,
+        category: str = "conversation",
+        session_id: str = "default",
+        occurred_at: str | None = None,
+        cues: Sequence[Any] | None = None,
+    ) -> RecordResult:
+        """Validate and durably store an event, then derive memories when an extractor is configured.
+
+        Raises InvalidArgument, LimitExceeded (nothing stored) or Conflict (ID taken).
+        """
+        payload = events.new_event(scope, event_id, text, role, source, category, session_id, occurred_at, cues)
+        sequence, duplicate = events.insert(self.db, payload)
+        # The event is committed: everything below may fail or time out without losing it.
+        warnings: tuple[str, ...] = ()
+        # [extraction hook]: derive memories when an extractor is configured (issue 4)
+        # [indexing hook]: queue the event and its memories for embedding (issue 3)
+        event = events.load(self.db, sequence)
+        return RecordResult(
+            event_id=event.event_id,
+            sequence=event.sequence,
+            duplicate=duplicate,
+            extraction_state=event.extraction_state,
+            memory_ids=event.memory_ids,
+            error=event.extraction_error,
+            warnings=warnings,
+        )
+
+    # -- memory_read ---------------------------------------------------------------------------
+
+    def read(self, scope: Scope, record_id: str, offset: int = 0, max_chars: int = 4000) -> ReadResult:
+        """An event, or a memory with its original event, and a page of the original text.
+
+        Raises InvalidArgument for bad paging, NotFound when the record is not in this scope.
+        """
+        scope = Scope(*validate.scope(scope.persona_id, scope.project_id))
+        validate.identifier(record_id, "record_id", max_len=256)
+        validate.int_range(max_chars, "max_chars", 1, 20_000)
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise InvalidArgument("offset must be a non-negative integer")
+        with self.db.read():
+            if record_id.startswith(memories.MEMORY_PREFIX):
+                memory = memories.find(self.db, scope, record_id)
+                event = events.load(self.db, memory.event_sequence)
+            else:
+                memory = None
+                event = events.find(self.db, scope, record_id)
+        return ReadResult(
+            record_type="memory" if memory else "event",
+            event=event,
+            page=events.page(event.text, offset, max_chars),
+            memory=memory,
+        )

@@ -1,0 +1,70 @@
+"""The one error tree of MemLikeHuman.
+
+Every failure the core anticipates is a ``MemoryError_`` subclass whose ``code`` is one of the
+codes fixed in tools.md. The edges (MCP server, CLI) turn them into ``code: message`` texts::
+
+    MemLikeHumanError            code
+     +-- InvalidArgument         invalid_argument  bad input; nothing was changed
+     +-- NotFound                not_found         no such record in this scope
+     +-- Conflict                conflict          an ID is taken by a different payload or scope
+     +-- LimitExceeded           limit_exceeded    input over a documented limit
+     +-- Forbidden               forbidden         the operation is not allowed on this record
+     +-- Unavailable             unavailable       a provider or the database is out of reach
+     +-- Internal                internal          a bug or corrupted state; see the stderr log
+
+Messages say what was wrong and what to do, in one sentence.
+"""
+
+from __future__ import annotations
+
+
+class MemLikeHumanError(Exception):
+    """Base of every anticipated failure; ``code`` names it for hosts."""
+
+    code = "internal"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message}"
+
+
+class InvalidArgument(MemLikeHumanError):
+    code = "invalid_argument"
+
+
+class NotFound(MemLikeHumanError):
+    code = "not_found"
+
+
+class Conflict(MemLikeHumanError):
+    code = "conflict"
+
+
+class LimitExceeded(MemLikeHumanError):
+    code = "limit_exceeded"
+
+
+class Forbidden(MemLikeHumanError):
+    code = "forbidden"
+
+
+class Unavailable(MemLikeHumanError):
+    code = "unavailable"
+
+
+class Internal(MemLikeHumanError):
+    code = "internal"
+
+
+CODES = (
+    "invalid_argument",
+    "not_found",
+    "conflict",
+    "limit_exceeded",
+    "forbidden",
+    "unavailable",
+    "internal",
+)

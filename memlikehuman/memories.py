@@ -1,0 +1,167 @@
+"""Derived memories: storing checked candidates with supersession, and loading them."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from .db import Database, Row
+from .errors import NotFound
+from .records import Candidate, Event, Memory, Scope
+
+MEMORY_PREFIX = "mem_"
+
+MEMORY_SELECT = """
+SELECT m.id, m.memory_id, m.event_sequence, m.persona_id, m.project_id, m.session_id, m.content, m.quote,
+       m.kind, m.basis, m.category, m.subject, m.gist, m.valid_from, m.valid_to, m.recorded_at,
+       m.revoked_at, m.revoke_reason,
+       (SELECT memory_id FROM memories r WHERE r.id = m.replaced_by) AS replaced_by,
+       (SELECT memory_id FROM memories s WHERE s.id = m.superseded_by) AS superseded_by,
+       (SELECT memory_id FROM memories p WHERE p.id = m.supersedes) AS supersedes,
+       e.event_id, e.role, e.source, e.occurred_at
+FROM memories m JOIN events e ON e.sequence = m.event_sequence
+"""
+
+
+def new_memory_id() -> str:
+    """A server-made memory ID; the prefix is refused as an event ID."""
+    return MEMORY_PREFIX + uuid.uuid4().hex
+
+
+def from_row(row: Row) -> Memory:
+    """Build a Memory from a MEMORY_SELECT row."""
+    return Memory(
+        rowid=row["id"],
+        memory_id=row["memory_id"],
+        event_sequence=row["event_sequence"],
+        persona_id=row["persona_id"],
+        project_id=row["project_id"],
+        session_id=row["session_id"],
+        content=row["content"],
+        quote=row["quote"],
+        kind=row["kind"],
+        basis=row["basis"],
+        category=row["category"],
+        subject=row["subject"],
+        gist=row["gist"],
+        valid_from=row["valid_from"],
+        valid_to=row["valid_to"],
+        recorded_at=row["recorded_at"],
+        revoked_at=row["revoked_at"],
+        revoke_reason=row["revoke_reason"],
+        replaced_by=row["replaced_by"],
+        superseded_by=row["superseded_by"],
+        supersedes=row["supersedes"],
+        event_id=row["event_id"],
+        role=row["role"],
+        source=row["source"],
+        occurred_at=row["occurred_at"],
+    )
+
+
+def find(db: Database, scope: Scope, memory_id: str) -> Memory:
+    """The memory with this ID in this scope; NotFound otherwise."""
+    row = db.one(
+        MEMORY_SELECT + " WHERE m.memory_id = ? AND m.persona_id = ? AND m.project_id = ?",
+        (memory_id, scope.persona_id, scope.project_id),
+    )
+    if row is None:
+        raise NotFound(f"no memory {memory_id!r} in persona {scope.persona_id!r}, project {scope.project_id!r}")
+    return from_row(row)
+
+
+def by_rowids(db: Database, rowids: Sequence[int]) -> dict[int, Memory]:
+    """Memories by internal row ID (missing ones are simply absent)."""
+    if not rowids:
+        return {}
+    marks = ",".join("?" * len(rowids))
+    rows = db.query(MEMORY_SELECT + f" WHERE m.id IN ({marks})", tuple(rowids))
+    return {row["id"]: from_row(row) for row in rows}
+
+
+def normalized(text: str) -> str:
+    """Case- and whitespace-insensitive form used for duplicate checks."""
+    return re.sub(r"\s+", " ", text).strip().casefold()
+
+
+def current(db: Database, scope: Scope, limit: int = 200) -> list[Memory]:
+    """The newest current (not revoked, not superseded) memories of the scope."""
+    rows = db.query(
+        MEMORY_SELECT + " WHERE m.persona_id = ? AND m.project_id = ? AND m.revoked_at IS NULL"
+        " AND m.valid_to IS NULL ORDER BY m.id DESC LIMIT ?",
+        (scope.persona_id, scope.project_id, limit),
+    )
+    return [from_row(row) for row in rows]
+
+
+def _insert(conn: Any, event: Event, item: Candidate, recorded_at: str) -> int:
+    conn.execute(
+        "INSERT INTO memories (memory_id, event_sequence, persona_id, project_id, session_id, content, quote, kind,"
+        " basis, category, subject, gist, valid_from, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            new_memory_id(),
+            event.sequence,
+            event.persona_id,
+            event.project_id,
+            event.session_id,
+            item.content,
+            item.quote,
+            item.kind,
+            item.basis,
+            event.category,
+            item.subject,
+            item.gist,
+            item.valid_from,
+            recorded_at,
+        ),
+    )
+    rowid = int(conn.last_insert_rowid())
+    conn.execute(
+        "INSERT INTO memories_fts (rowid, content, attribution) VALUES (?, ?, ?)",
+        (rowid, item.content, " ".join(filter(None, [event.source, item.subject, item.kind]))),
+    )
+    return rowid
+
+
+def _supersede(conn: Any, event: Event, rowid: int, item: Candidate) -> None:
+    """Link the new memory into the timeline of its subject, closing validity windows."""
+    older = conn.execute(
+        "SELECT id, valid_from FROM memories WHERE persona_id = ? AND project_id = ? AND subject = ? AND id != ?"
+        " AND revoked_at IS NULL AND valid_to IS NULL ORDER BY valid_from DESC",
+        (event.persona_id, event.project_id, item.subject, rowid),
+    ).fetchall()
+    for row in older:
+        if row["valid_from"] <= item.valid_from:
+            conn.execute(
+                "UPDATE memories SET valid_to = ?, superseded_by = ? WHERE id = ?",
+                (item.valid_from, rowid, row["id"]),
+            )
+            conn.execute("UPDATE memories SET supersedes = ? WHERE id = ?", (row["id"], rowid))
+        else:
+            # The new fact dates from before the current one: it is history, closed at once.
+            conn.execute(
+                "UPDATE memories SET valid_to = ?, superseded_by = ? WHERE id = ?",
+                (row["valid_from"], row["id"], rowid),
+            )
+            conn.execute("UPDATE memories SET supersedes = ? WHERE id = ?", (rowid, row["id"]))
+
+
+def store(db: Database, event: Event, items: Sequence[Candidate], recorded_at: str) -> tuple[list[int], int]:
+    """Store checked candidates of one event; return (new row IDs, duplicates skipped)."""
+    existing = {normalized(m.content) for m in current(db, event.scope, limit=10_000)}
+    rowids: list[int] = []
+    skipped = 0
+    with db.write() as conn:
+        for item in items:
+            key = normalized(item.content)
+            if key in existing:
+                skipped += 1
+                continue
+            existing.add(key)
+            rowid = _insert(conn, event, item, recorded_at)
+            if item.subject:
+                _supersede(conn, event, rowid, item)
+            rowids.append(rowid)
+    return rowids, skipped

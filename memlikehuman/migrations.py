@@ -1,0 +1,179 @@
+"""The schema, as an append-only list of migrations with a ledger.
+
+Released migrations are never edited: a change is a new function appended to MIGRATIONS.
+Each migration runs in one transaction together with its ledger row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .clock import now_stamp
+from .db import Database
+
+Migration = Callable[[Any], None]
+MIGRATIONS: list[Migration] = []
+
+
+def migration(fn: Migration) -> Migration:
+    """Register a migration; order of definition is order of application."""
+    MIGRATIONS.append(fn)
+    return fn
+
+
+@migration
+def m001_create_archive(conn: Any) -> None:
+    conn.execute(
+        """
+        -- sequence is the coverage sequence: AUTOINCREMENT never reuses a value, and a
+        -- write transaction assigns it, so it increases strictly in commit order.
+        CREATE TABLE events (
+            sequence          INTEGER PRIMARY KEY AUTOINCREMENT,
+            event_id          TEXT NOT NULL UNIQUE,
+            persona_id        TEXT NOT NULL,
+            project_id        TEXT NOT NULL,
+            session_id        TEXT NOT NULL,
+            role              TEXT NOT NULL,
+            source            TEXT NOT NULL,
+            category          TEXT NOT NULL,
+            kind              TEXT NOT NULL DEFAULT 'record',  -- record | correction
+            text              TEXT NOT NULL,
+            occurred_at       TEXT NOT NULL,
+            occurred_at_given INTEGER NOT NULL,
+            recorded_at       TEXT NOT NULL,
+            payload_hash      TEXT NOT NULL,
+            extraction_state  TEXT NOT NULL,                   -- complete | pending | failed
+            extraction_error  TEXT
+        );
+        CREATE INDEX events_by_scope ON events(persona_id, project_id, sequence);
+        CREATE INDEX events_by_session ON events(persona_id, project_id, session_id, sequence);
+        CREATE INDEX events_by_state ON events(extraction_state) WHERE extraction_state != 'complete';
+
+        CREATE TABLE cues (
+            event_sequence INTEGER NOT NULL REFERENCES events(sequence) ON DELETE CASCADE,
+            position       INTEGER NOT NULL,
+            kind           TEXT NOT NULL,                      -- text | photo
+            key            TEXT NOT NULL,
+            label          TEXT,
+            PRIMARY KEY (event_sequence, position)
+        );
+        CREATE INDEX cues_by_key ON cues(key);
+
+        -- Contentless: the text lives once, in events; secure-delete removes a deleted
+        -- row's terms from the index itself, so forgetting leaves no tokens behind.
+        CREATE VIRTUAL TABLE events_fts USING fts5(
+            text, attribution, context,
+            content='', contentless_delete=1,
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+        INSERT INTO events_fts(events_fts, rank) VALUES ('secure-delete', 1);
+
+        CREATE TABLE memories (
+            id              INTEGER PRIMARY KEY AUTOINCREMENT,
+            memory_id       TEXT NOT NULL UNIQUE,
+            event_sequence  INTEGER NOT NULL REFERENCES events(sequence) ON DELETE CASCADE,
+            persona_id      TEXT NOT NULL,
+            project_id      TEXT NOT NULL,
+            session_id      TEXT NOT NULL,
+            content         TEXT NOT NULL,
+            quote           TEXT NOT NULL,
+            kind            TEXT NOT NULL,   -- fact | preference | event | plan | emotion | persona | reference
+            basis           TEXT NOT NULL,   -- stated | inferred
+            category        TEXT NOT NULL,
+            subject         TEXT,
+            gist            TEXT,
+            valid_from      TEXT NOT NULL,
+            valid_to        TEXT,
+            recorded_at     TEXT NOT NULL,
+            supersedes      INTEGER REFERENCES memories(id) ON DELETE SET NULL,
+            superseded_by   INTEGER REFERENCES memories(id) ON DELETE SET NULL,
+            revoked_at      TEXT,
+            revoke_reason   TEXT,
+            replaced_by     INTEGER REFERENCES memories(id) ON DELETE SET NULL
+        );
+        CREATE INDEX memories_by_scope ON memories(persona_id, project_id, id);
+        CREATE INDEX memories_by_event ON memories(event_sequence);
+        CREATE INDEX memories_by_subject ON memories(persona_id, project_id, subject) WHERE subject IS NOT NULL;
+
+        CREATE VIRTUAL TABLE memories_fts USING fts5(
+            content, attribution,
+            content='', contentless_delete=1,
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+        INSERT INTO memories_fts(memories_fts, rank) VALUES ('secure-delete', 1);
+
+        -- A correction event (events.kind = 'correction') revokes one memory and derives its replacement.
+        CREATE TABLE corrections (
+            event_sequence  INTEGER PRIMARY KEY REFERENCES events(sequence) ON DELETE CASCADE,
+            original_id     INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+            reason          TEXT NOT NULL
+        );
+        CREATE INDEX corrections_by_original ON corrections(original_id);
+
+        CREATE TABLE event_vectors (
+            event_sequence INTEGER PRIMARY KEY REFERENCES events(sequence) ON DELETE CASCADE,
+            model          TEXT NOT NULL,
+            dim            INTEGER NOT NULL,
+            vector         BLOB NOT NULL
+        );
+        CREATE TABLE memory_vectors (
+            memory_rowid   INTEGER PRIMARY KEY REFERENCES memories(id) ON DELETE CASCADE,
+            model          TEXT NOT NULL,
+            dim            INTEGER NOT NULL,
+            vector         BLOB NOT NULL
+        );
+
+        CREATE TABLE checkpoints (
+            id               INTEGER PRIMARY KEY AUTOINCREMENT,
+            checkpoint_id    TEXT NOT NULL UNIQUE,
+            persona_id       TEXT NOT NULL,
+            project_id       TEXT NOT NULL,
+            session_id       TEXT NOT NULL,
+            covered_event_id TEXT NOT NULL,
+            covered_sequence INTEGER NOT NULL,
+            state            TEXT,            -- JSON; wiped when a forget invalidates it
+            created_at       TEXT NOT NULL,
+            invalidated_at   TEXT,
+            invalidated_reason TEXT
+        );
+        CREATE INDEX checkpoints_by_scope ON checkpoints(persona_id, project_id, session_id, id);
+
+        -- Core persona: each CLI edit is a new version; the newest is current.
+        CREATE TABLE persona_versions (
+            persona_id  TEXT NOT NULL,
+            version     INTEGER NOT NULL,
+            text        TEXT NOT NULL,
+            created_at  TEXT NOT NULL,
+            PRIMARY KEY (persona_id, version)
+        );
+        """
+    )
+
+
+def schema_version(db: Database) -> int:
+    """How many migrations the archive has applied (0 for a new file)."""
+    exists = db.scalar("SELECT count(*) FROM sqlite_master WHERE name = 'schema_migrations'")
+    if not exists:
+        return 0
+    return int(db.scalar("SELECT count(*) FROM schema_migrations") or 0)
+
+
+def migrate(db: Database) -> int:
+    """Apply pending migrations, each in its own transaction; return the schema version."""
+    with db.write() as conn:
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations"
+            " (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+        )
+    for number, fn in enumerate(MIGRATIONS, start=1):
+        with db.write() as conn:
+            # Re-checked inside the write lock: another process may have just applied it.
+            if db.scalar("SELECT 1 FROM schema_migrations WHERE id = ?", (number,)):
+                continue
+            fn(conn)
+            conn.execute(
+                "INSERT INTO schema_migrations (id, name, applied_at) VALUES (?, ?, ?)",
+                (number, fn.__name__, now_stamp()),
+            )
+    return schema_version(db)

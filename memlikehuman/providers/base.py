@@ -1,0 +1,38 @@
+"""Provider interfaces: one method each; capabilities are class attributes.
+
+A provider raises ``errors.Unavailable`` when the service cannot be reached in time (connection
+refused, timeout, HTTP 5xx/429): the caller keeps the event pending and may retry later. Any
+answer it does get is returned as is; judging it is the caller's job.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import numpy as np
+
+
+class Embedder(ABC):
+    """Turns texts into L2-normalized float32 vectors."""
+
+    #: stored with every vector; a different ID means the vectors must be rebuilt
+    model_id: str = ""
+    batch_size: int = 32
+    needs_network: bool = False
+
+    @abstractmethod
+    def embed(self, texts: Sequence[str], kind: Literal["query", "passage"]) -> np.ndarray:
+        """Return an array of shape (len(texts), dim), float32, rows of unit length."""
+
+
+class Extractor(ABC):
+    """Asks a chat model for the extraction JSON (see tools.md, "Extraction response")."""
+
+    model_id: str = ""
+    needs_network: bool = True
+
+    @abstractmethod
+    def complete(self, system: str, user: str, schema: dict[str, Any]) -> str:
+        """Return the model's raw answer text for the system and user messages."""

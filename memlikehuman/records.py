@@ -1,0 +1,131 @@
+"""Frozen records that cross module boundaries."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+ROLES = ("user", "assistant", "tool", "system")
+CATEGORIES = ("conversation", "reference", "persona")
+CUE_KINDS = ("text", "photo")
+MEMORY_KINDS = ("fact", "preference", "event", "plan", "emotion", "persona", "reference")
+BASES = ("stated", "inferred")
+
+
+@dataclass(frozen=True)
+class Scope:
+    """The (persona_id, project_id) pair that bounds every query."""
+
+    persona_id: str = "default"
+    project_id: str = "default"
+
+
+@dataclass(frozen=True)
+class Cue:
+    kind: str
+    key: str
+    label: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "key": self.key, "label": self.label}
+
+
+@dataclass(frozen=True)
+class Event:
+    """An original event as stored."""
+
+    sequence: int
+    event_id: str
+    persona_id: str
+    project_id: str
+    session_id: str
+    role: str
+    source: str
+    category: str
+    kind: str
+    text: str
+    occurred_at: str
+    recorded_at: str
+    extraction_state: str
+    extraction_error: str | None
+    cues: tuple[Cue, ...] = ()
+    memory_ids: tuple[str, ...] = ()
+
+    @property
+    def scope(self) -> Scope:
+        return Scope(self.persona_id, self.project_id)
+
+
+@dataclass(frozen=True)
+class Memory:
+    """A derived memory with its attribution and validity window."""
+
+    rowid: int
+    memory_id: str
+    event_sequence: int
+    persona_id: str
+    project_id: str
+    session_id: str
+    content: str
+    quote: str
+    kind: str
+    basis: str
+    category: str
+    subject: str | None
+    gist: str | None
+    valid_from: str
+    valid_to: str | None
+    recorded_at: str
+    revoked_at: str | None = None
+    revoke_reason: str | None = None
+    replaced_by: str | None = None
+    superseded_by: str | None = None
+    supersedes: str | None = None
+    # attribution copied from the source event
+    event_id: str = ""
+    role: str = ""
+    source: str = ""
+    occurred_at: str = ""
+
+
+@dataclass(frozen=True)
+class RecordResult:
+    event_id: str
+    sequence: int
+    duplicate: bool
+    extraction_state: str
+    memory_ids: tuple[str, ...]
+    error: str | None
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Page:
+    """A window of an event's original text."""
+
+    text: str
+    offset: int
+    next_offset: int | None
+    total_chars: int
+
+
+@dataclass(frozen=True)
+class ReadResult:
+    record_type: str  # event | memory
+    event: Event
+    page: Page
+    memory: Memory | None = None
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A checked memory ready to be stored (output of extraction, input of the archive)."""
+
+    content: str
+    quote: str
+    kind: str
+    basis: str
+    subject: str | None
+    valid_from: str
+    gist: str | None = None
+    warnings: tuple[str, ...] = field(default=())

@@ -1,0 +1,93 @@
+"""Pydantic models of tool inputs and structured outputs (names fixed by tools.md)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class CueInput(Strict):
+    kind: Literal["text", "photo"] = Field(description="text or photo")
+    key: str = Field(description="a stable identifier of the cue (e.g. a file name or photo ID), 1-128 chars")
+    label: str | None = Field(default=None, description="optional caption or description")
+
+
+class CueOut(BaseModel):
+    kind: str
+    key: str
+    label: str | None
+
+
+class RecordOut(BaseModel):
+    event_id: str
+    sequence: int = Field(description="coverage sequence: strictly increasing in recording order")
+    duplicate: bool = Field(description="true when this exact event was already recorded (safe retry)")
+    extraction_state: Literal["complete", "pending", "failed"]
+    memory_ids: list[str]
+    error: str | None = Field(description="why extraction is pending or failed")
+    warnings: list[str]
+
+
+class SourceOut(BaseModel):
+    event_id: str
+    role: str
+    source: str
+    session_id: str
+    occurred_at: str
+    quote: str
+
+
+class MemoryOut(BaseModel):
+    memory_id: str
+    content: str
+    kind: str
+    basis: Literal["stated", "inferred"]
+    category: str
+    detail: Literal["full", "overview"]
+    status: Literal["current", "superseded", "revoked"]
+    valid_from: str
+    valid_to: str | None
+    recorded_at: str
+    score: float | None = None
+    source: SourceOut
+    revoked_at: str | None = None
+    revoke_reason: str | None = None
+    replaced_by: str | None = None
+    superseded_by: str | None = None
+    supersedes: str | None = None
+
+
+class EventOut(BaseModel):
+    event_id: str
+    sequence: int
+    role: str
+    source: str
+    category: str
+    session_id: str
+    occurred_at: str
+    recorded_at: str
+    extraction_state: str
+    extraction_error: str | None = None
+    kind: Literal["record", "correction"] = "record"
+    cues: list[CueOut]
+    memory_ids: list[str]
+    length: int
+
+
+class PageOut(BaseModel):
+    text: str
+    offset: int
+    next_offset: int | None
+    total_chars: int
+
+
+class ReadOut(BaseModel):
+    record_type: Literal["event", "memory"]
+    memory: MemoryOut | None
+    event: EventOut
+    source_page: PageOut

@@ -1,0 +1,93 @@
+"""Input rules shared by every tool: identifiers, lengths, enumerations."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+
+from .errors import InvalidArgument, LimitExceeded
+
+MAX_EVENT_CHARS = 200_000
+MAX_DERIVED_CHARS = 4_000
+MAX_CUES = 20
+MAX_QUERY_CHARS = 4_000
+MAX_LABEL_CHARS = 1_000
+RESERVED_PREFIXES = ("mem_", "corr_", "ckpt_")
+
+_PERSONA_RE = re.compile(r"[A-Za-z0-9._:\-]{1,128}")
+
+
+def _has_control(value: str) -> bool:
+    return any(unicodedata.category(ch) in ("Cc", "Cs") for ch in value)
+
+
+def encodable(value: str, field: str) -> str:
+    """Reject text that cannot be stored as UTF-8 (lone surrogates)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidArgument(f"{field} contains a lone surrogate code point: send valid Unicode text") from None
+    return value
+
+
+def identifier(value: str, field: str, max_len: int = 128) -> str:
+    """1..max_len characters, no control characters."""
+    if not isinstance(value, str) or not value:
+        raise InvalidArgument(f"{field} must be a non-empty string of at most {max_len} characters")
+    if len(value) > max_len:
+        raise InvalidArgument(f"{field} is {len(value)} characters long: use at most {max_len}")
+    if _has_control(value):
+        raise InvalidArgument(f"{field} contains control characters: remove them")
+    return value
+
+
+def persona_id(value: str) -> str:
+    """An identifier that is also safe inside persona://{persona_id}/current."""
+    identifier(value, "persona_id")
+    if not _PERSONA_RE.fullmatch(value):
+        raise InvalidArgument(
+            "persona_id may contain only letters, digits, '.', '_', '-' and ':' (it is part of a URI)"
+        )
+    return value
+
+
+def scope(persona: str, project: str) -> tuple[str, str]:
+    """Validate and return the (persona_id, project_id) pair."""
+    return persona_id(persona), identifier(project, "project_id")
+
+
+def text(value: str, field: str, max_len: int, *, allow_empty: bool = False) -> str:
+    """A free-text field: length-limited, valid Unicode. Over the limit is limit_exceeded."""
+    if not isinstance(value, str):
+        raise InvalidArgument(f"{field} must be a string")
+    if not value and not allow_empty:
+        raise InvalidArgument(f"{field} must not be empty")
+    if len(value) > max_len:
+        raise LimitExceeded(f"{field} is {len(value):,} characters long; the limit is {max_len:,}: shorten or split it")
+    return encodable(value, field)
+
+
+def choice(value: str, field: str, allowed: Iterable[str]) -> str:
+    """One of a fixed set of values."""
+    options = tuple(allowed)
+    if value not in options:
+        raise InvalidArgument(f"{field} must be one of {', '.join(options)}; got {value!r:.60}")
+    return value
+
+
+def int_range(value: int, field: str, low: int, high: int) -> int:
+    """An integer within [low, high]."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise InvalidArgument(f"{field} must be an integer from {low} to {high}")
+    return value
+
+
+def event_id(value: str) -> str:
+    """A caller-chosen event ID: 1-256 characters, no control characters, no reserved prefix."""
+    identifier(value, "event_id", max_len=256)
+    if value.startswith(RESERVED_PREFIXES):
+        raise InvalidArgument(
+            f"event_id must not start with {', '.join(RESERVED_PREFIXES)} (reserved for server IDs): use a UUID"
+        )
+    return value
