@@ -129,3 +129,41 @@ class Candidate:
     valid_from: str
     gist: str | None = None
     warnings: tuple[str, ...] = field(default=())
+
+
+@dataclass(frozen=True)
+class MemoryHit:
+    """A memory returned by recall, with how it is shown."""
+
+    memory: Memory
+    score: float
+    detail: str  # full | overview
+    status: str  # current | superseded
+
+
+@dataclass(frozen=True)
+class RawHit:
+    """An excerpt of an original event returned by recall."""
+
+    event: Event
+    excerpt: str
+    truncated: bool
+    score: float
+
+
+@dataclass(frozen=True)
+class Coverage:
+    events_in_scope: int
+    events_pending: int
+    events_failed: int
+    events_without_vectors: int
+
+
+@dataclass(frozen=True)
+class RecallResult:
+    memories: tuple[MemoryHit, ...]
+    raw_fallback: tuple[RawHit, ...]
+    search_mode: str
+    as_of: str
+    coverage: Coverage
+    warnings: tuple[str, ...] = ()

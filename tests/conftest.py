@@ -1,0 +1,106 @@
+"""Shared fixtures: real archives under tmp dirs, MCP clients in-process and over stdio."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+from mcp import Client, StdioServerParameters
+
+from memlikehuman import config
+from memlikehuman.engine import Engine
+from memlikehuman.server import build_server
+
+# Tests choose providers explicitly; nothing leaks in from the developer's environment.
+BASE_ENV = {"MEMLIKEHUMAN_EXTRACTOR": "none", "MEMLIKEHUMAN_EMBEDDER": "none", "MEMLIKEHUMAN_CONFIG": "/nonexistent"}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--runslow", action="store_true", default=False, help="run long variants")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--runslow"):
+        return
+    skip = pytest.mark.skip(reason="long variant: pass --runslow")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
+
+
+def make_settings(db: Path, **env: str) -> config.Settings:
+    return config.load(db, env={**BASE_ENV, **env})
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "archive" / "memory.sqlite3"
+
+
+@pytest.fixture
+def settings(db_path: Path) -> config.Settings:
+    return make_settings(db_path)
+
+
+@pytest.fixture
+def engine(settings: config.Settings) -> Iterator[Engine]:
+    with Engine(settings) as opened:
+        yield opened
+
+
+class SyncClient:
+    """A blocking facade over mcp.Client, for plain (non-async) tests."""
+
+    def __init__(self, portal: BlockingPortal, client: Client) -> None:
+        self.portal = portal
+        self.client = client
+
+    def call(self, name: str, **arguments: Any) -> Any:
+        return self.portal.call(self.client.call_tool, name, arguments)
+
+    def ok(self, name: str, **arguments: Any) -> dict[str, Any]:
+        """Call a tool that must succeed; return its structured content."""
+        result = self.call(name, **arguments)
+        assert not result.is_error, result.content[0].text
+        assert result.structured_content is not None
+        return dict(result.structured_content)
+
+    def error(self, name: str, **arguments: Any) -> str:
+        """Call a tool that must fail; return the error text from its code on."""
+        result = self.call(name, **arguments)
+        assert result.is_error, f"expected an error, got {result.structured_content}"
+        text = result.content[0].text
+        return text.split(": ", 1)[1] if text.startswith("Error executing tool") else text
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self.client, name)
+        return lambda *args, **kwargs: self.portal.call(lambda: method(*args, **kwargs))
+
+
+def open_client(target: Any) -> Iterator[SyncClient]:
+    with start_blocking_portal() as portal, portal.wrap_async_context_manager(Client(target)) as client:
+        yield SyncClient(portal, client)
+
+
+@pytest.fixture
+def client(settings: config.Settings) -> Iterator[SyncClient]:
+    """An in-process MCP client on a fresh archive."""
+    yield from open_client(build_server(settings))
+
+
+def stdio_params(db: Path, **env: str) -> StdioServerParameters:
+    full_env = {**os.environ, **BASE_ENV, **env}
+    return StdioServerParameters(
+        command=sys.executable, args=["-m", "memlikehuman", "serve", "--db", str(db)], env=full_env
+    )
+
+
+@pytest.fixture
+def stdio_client(db_path: Path) -> Iterator[SyncClient]:
+    """A real `memlikehuman serve` subprocess over stdio, on a fresh archive."""
+    yield from open_client(stdio_params(db_path))
