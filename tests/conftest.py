@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -82,15 +83,21 @@ class SyncClient:
         return lambda *args, **kwargs: self.portal.call(lambda: method(*args, **kwargs))
 
 
-def open_client(target: Any) -> Iterator[SyncClient]:
+@contextmanager
+def connected(target: Any) -> Iterator[SyncClient]:
+    """A blocking MCP client connected to an MCPServer (in-process) or StdioServerParameters (subprocess)."""
     with start_blocking_portal() as portal, portal.wrap_async_context_manager(Client(target)) as client:
         yield SyncClient(portal, client)
+
+
+open_client = connected
 
 
 @pytest.fixture
 def client(settings: config.Settings) -> Iterator[SyncClient]:
     """An in-process MCP client on a fresh archive."""
-    yield from open_client(build_server(settings))
+    with connected(build_server(settings)) as opened:
+        yield opened
 
 
 def stdio_params(db: Path, **env: str) -> StdioServerParameters:
@@ -103,4 +110,5 @@ def stdio_params(db: Path, **env: str) -> StdioServerParameters:
 @pytest.fixture
 def stdio_client(db_path: Path) -> Iterator[SyncClient]:
     """A real `memlikehuman serve` subprocess over stdio, on a fresh archive."""
-    yield from open_client(stdio_params(db_path))
+    with connected(stdio_params(db_path)) as opened:
+        yield opened

@@ -1,0 +1,94 @@
+"""The archive file: pragmas, migrations, configuration, and the core/edge boundary."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from memlikehuman import config
+from memlikehuman.db import Database
+from memlikehuman.engine import Engine
+from memlikehuman.errors import InvalidArgument
+from memlikehuman.migrations import MIGRATIONS, migrate, schema_version
+
+PACKAGE = Path(__file__).resolve().parent.parent / "memlikehuman"
+
+
+def test_a_new_archive_is_created_with_its_parent_directories_in_wal_mode(tmp_path):
+    path = tmp_path / "deep" / "er" / "memory.sqlite3"
+    db = Database(path)
+    assert path.exists()
+    assert db.scalar("PRAGMA journal_mode") == "wal"
+    assert db.scalar("PRAGMA foreign_keys") == 1
+    assert db.scalar("PRAGMA secure_delete") == 1
+    db.close()
+
+
+def test_migrations_apply_once_and_are_recorded_in_the_ledger(tmp_path):
+    db = Database(tmp_path / "m.sqlite3")
+    assert schema_version(db) == 0
+    assert migrate(db) == len(MIGRATIONS)
+    assert migrate(db) == len(MIGRATIONS)
+    names = [r["name"] for r in db.query("SELECT name FROM schema_migrations ORDER BY id")]
+    assert names == [fn.__name__ for fn in MIGRATIONS]
+    db.close()
+
+
+def test_the_bundled_sqlite_supports_fts5_secure_delete(engine):
+    flag = engine.db.scalar("SELECT v FROM events_fts_config WHERE k = 'secure-delete'")
+    assert flag == 1
+
+
+def test_the_archive_path_comes_from_the_flag_then_the_environment(tmp_path):
+    env = {"MEMLIKEHUMAN_DB": str(tmp_path / "env.sqlite3"), "MEMLIKEHUMAN_CONFIG": "/nonexistent"}
+    assert config.load(tmp_path / "flag.sqlite3", env=env).db_path == tmp_path / "flag.sqlite3"
+    assert config.load(None, env=env).db_path == tmp_path / "env.sqlite3"
+    default = config.load(None, env={"MEMLIKEHUMAN_CONFIG": "/nonexistent"}).db_path
+    assert default.name == "memory.sqlite3" and "memlikehuman" in str(default)
+
+
+def test_the_config_file_sets_keys_that_the_environment_overrides(tmp_path):
+    path = tmp_path / "config.toml"
+    path.write_text('MEMLIKEHUMAN_TIMEOUT = 5\nMEMLIKEHUMAN_EMBEDDER = "none"\n', encoding="utf-8")
+    from_file = config.load(tmp_path / "a.db", env={"MEMLIKEHUMAN_CONFIG": str(path)})
+    assert from_file.timeout == 5 and from_file.embedder == "none"
+    overridden = config.load(tmp_path / "a.db", env={"MEMLIKEHUMAN_CONFIG": str(path), "MEMLIKEHUMAN_TIMEOUT": "7"})
+    assert overridden.timeout == 7
+
+
+@pytest.mark.parametrize(
+    "env",
+    [{"MEMLIKEHUMAN_EXTRACTOR": "magic"}, {"MEMLIKEHUMAN_EMBEDDER": "cloud"}, {"MEMLIKEHUMAN_TIMEOUT": "soon"}],
+)
+def test_bad_configuration_is_an_invalid_argument(tmp_path, env):
+    with pytest.raises(InvalidArgument):
+        config.load(tmp_path / "a.db", env={"MEMLIKEHUMAN_CONFIG": "/nonexistent", **env})
+
+
+def test_an_engine_reopens_an_existing_archive_without_migrating_again(settings):
+    with Engine(settings) as first:
+        version = first.schema_version
+    with Engine(settings) as second:
+        assert second.schema_version == version
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def test_only_the_edges_import_mcp_or_click():
+    offenders = [
+        str(path.relative_to(PACKAGE))
+        for path in PACKAGE.rglob("*.py")
+        if path.parts[-2] not in ("server", "cli") and _imports(path) & {"mcp", "click"}
+    ]
+    assert offenders == []

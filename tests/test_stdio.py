@@ -1,0 +1,115 @@
+"""The real `memlikehuman serve` subprocess: JSON-RPC-only stdout, restart durability, concurrency."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import BASE_ENV, connected, stdio_params
+
+from memlikehuman import config
+from memlikehuman.engine import Engine
+
+
+def _rpc(message_id: int, method: str, params: dict) -> str:
+    return json.dumps({"jsonrpc": "2.0", "id": message_id, "method": method, "params": params}) + "\n"
+
+
+def test_a_raw_stdio_session_writes_only_json_rpc_to_stdout(db_path: Path):
+    init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}
+    calls = [
+        _rpc(1, "initialize", init),
+        json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n",
+        _rpc(2, "tools/list", {}),
+        _rpc(3, "tools/call", {"name": "memory_record", "arguments": {
+            "event_id": "raw-1", "text": "print('hello')\nSYSTEM: not a log line", "role": "user", "source": "raw"}}),
+        _rpc(4, "tools/call", {"name": "memory_record", "arguments": {"event_id": "raw-2", "text": "", "role": "x"}}),
+        _rpc(5, "tools/call", {"name": "memory_read", "arguments": {"record_id": "raw-1"}}),
+        _rpc(6, "tools/call", {"name": "no_such_tool", "arguments": {}}),
+    ]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memlikehuman", "serve", "--db", str(db_path)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, **BASE_ENV},
+    )
+    assert proc.stdin and proc.stdout
+    proc.stdin.write("".join(calls))
+    proc.stdin.flush()
+    lines: list[str] = []
+    while len([line for line in lines if '"id"' in line]) < 6:
+        line = proc.stdout.readline()
+        assert line, "the server closed stdout early"
+        lines.append(line)
+    proc.stdin.close()
+    lines += proc.stdout.read().splitlines()
+    stderr = proc.stderr.read() if proc.stderr else ""
+    assert proc.wait(timeout=30) == 0
+    proc.stdout.close()
+    if proc.stderr:
+        proc.stderr.close()
+    lines = [line for line in lines if line.strip()]
+    messages = [json.loads(line) for line in lines]
+    assert all(m.get("jsonrpc") == "2.0" for m in messages)
+    by_id = {m["id"]: m for m in messages if "id" in m}
+    assert set(by_id) >= {1, 2, 3, 4, 5, 6}
+    assert by_id[3]["result"]["structuredContent"]["event_id"] == "raw-1"
+    assert by_id[4]["result"]["isError"] is True
+    assert by_id[4]["result"]["content"][0]["text"].startswith("invalid_argument:")
+    assert by_id[5]["result"]["structuredContent"]["source_page"]["text"].startswith("print('hello')")
+    assert "Traceback" not in "".join(lines)
+    assert "waiting for an MCP host on stdio" in stderr
+    assert str(db_path) in stderr
+
+
+def test_every_tool_advertises_an_output_schema(stdio_client):
+    tools = stdio_client.list_tools().tools
+    assert {"memory_record", "memory_read"} <= {t.name for t in tools}
+    assert all(t.output_schema for t in tools)
+
+
+def test_recorded_events_survive_a_server_restart(db_path: Path):
+    with connected(stdio_params(db_path)) as client:
+        client.ok("memory_record", event_id="durable", text="still here", role="user", source="chat")
+    with connected(stdio_params(db_path)) as client:
+        assert client.ok("memory_read", record_id="durable")["source_page"]["text"] == "still here"
+
+
+WRITER = r"""
+import sys
+from memlikehuman import config
+from memlikehuman.engine import Engine
+from memlikehuman.records import Scope
+db, worker, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+env = {"MEMLIKEHUMAN_EXTRACTOR": "none", "MEMLIKEHUMAN_EMBEDDER": "none", "MEMLIKEHUMAN_CONFIG": "/nonexistent"}
+with Engine(config.load(db, env=env)) as engine:
+    for i in range(count):
+        out = engine.record(Scope("p", "proj"), f"{worker}-{i}", f"text {worker} {i}", "user", worker)
+        print(out.event_id, out.sequence, flush=True)
+"""
+
+
+def test_four_processes_recording_at_once_lose_and_duplicate_nothing(db_path: Path):
+    count = 60
+    procs = [
+        subprocess.Popen([sys.executable, "-c", WRITER, str(db_path), f"w{n}", str(count)], stdout=subprocess.PIPE, text=True)
+        for n in range(4)
+    ]
+    acknowledged = {}
+    for proc in procs:
+        out, _ = proc.communicate(timeout=120)
+        assert proc.returncode == 0
+        for line in out.splitlines():
+            event_id, sequence = line.split()
+            acknowledged[event_id] = int(sequence)
+    assert len(acknowledged) == 4 * count
+    assert len(set(acknowledged.values())) == 4 * count
+    settings = config.load(db_path, env=BASE_ENV)
+    with Engine(settings) as engine:
+        rows = engine.db.query("SELECT event_id, sequence FROM events ORDER BY sequence")
+    assert {r["event_id"]: r["sequence"] for r in rows} == acknowledged
+    for n in range(4):
+        mine = [acknowledged[f"w{n}-{i}"] for i in range(count)]
+        assert mine == sorted(mine), "each writer's sequences increase in its recording order"
