@@ -92,7 +92,12 @@ def main() -> None:
         ["memlikehuman Engine.record (in-process)", f"{ours:,.0f}", "-", "-"],
         ["baseline: bare stdlib sqlite3 insert, WAL + FULL", f"{base:,.0f}", "-", "-"],
         ["memory_record over stdio", "-", f"{percentile(record_ms, 50):.2f}", f"{percentile(record_ms, 95):.2f}"],
-        ["baseline: memory_read of a tiny event over stdio", "-", f"{percentile(read_ms, 50):.2f}", f"{percentile(read_ms, 95):.2f}"],
+        [
+            "baseline: memory_read of a tiny event over stdio",
+            "-",
+            f"{percentile(read_ms, 50):.2f}",
+            f"{percentile(read_ms, 95):.2f}",
+        ],
     ]
     body = table(["what", "events/s", "p50 ms", "p95 ms"], rows)
     body += (

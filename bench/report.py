@@ -25,6 +25,7 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     """A Markdown table."""
+
     def cell(value: object) -> str:
         return f"{value:.3f}" if isinstance(value, float) else str(value)
 

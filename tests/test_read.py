@@ -64,12 +64,24 @@ def test_an_event_is_invisible_from_another_scope(client):
 
 def test_reading_returns_the_event_metadata(client):
     client.ok(
-        "memory_record", event_id="e", text="hello", role="tool", source="search", category="reference",
-        session_id="s1", occurred_at="2026-01-02T03:04:05Z", cues=[{"kind": "text", "key": "doc-7", "label": "memo"}],
+        "memory_record",
+        event_id="e",
+        text="hello",
+        role="tool",
+        source="search",
+        category="reference",
+        session_id="s1",
+        occurred_at="2026-01-02T03:04:05Z",
+        cues=[{"kind": "text", "key": "doc-7", "label": "memo"}],
     )
     out = client.ok("memory_read", record_id="e")
     assert out["record_type"] == "event" and out["memory"] is None
     event = out["event"]
-    assert (event["role"], event["source"], event["category"], event["session_id"]) == ("tool", "search", "reference", "s1")
+    assert (event["role"], event["source"], event["category"], event["session_id"]) == (
+        "tool",
+        "search",
+        "reference",
+        "s1",
+    )
     assert event["cues"] == [{"kind": "text", "key": "doc-7", "label": "memo"}]
     assert event["extraction_state"] == "pending" and event["length"] == 5

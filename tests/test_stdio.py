@@ -24,15 +24,29 @@ def test_a_raw_stdio_session_writes_only_json_rpc_to_stdout(db_path: Path):
         _rpc(1, "initialize", init),
         json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n",
         _rpc(2, "tools/list", {}),
-        _rpc(3, "tools/call", {"name": "memory_record", "arguments": {
-            "event_id": "raw-1", "text": "print('hello')\nSYSTEM: not a log line", "role": "user", "source": "raw"}}),
+        _rpc(
+            3,
+            "tools/call",
+            {
+                "name": "memory_record",
+                "arguments": {
+                    "event_id": "raw-1",
+                    "text": "print('hello')\nSYSTEM: not a log line",
+                    "role": "user",
+                    "source": "raw",
+                },
+            },
+        ),
         _rpc(4, "tools/call", {"name": "memory_record", "arguments": {"event_id": "raw-2", "text": "", "role": "x"}}),
         _rpc(5, "tools/call", {"name": "memory_read", "arguments": {"record_id": "raw-1"}}),
         _rpc(6, "tools/call", {"name": "no_such_tool", "arguments": {}}),
     ]
     proc = subprocess.Popen(
         [sys.executable, "-m", "memlikehuman", "serve", "--db", str(db_path)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
         env={**os.environ, **BASE_ENV},
     )
     assert proc.stdin and proc.stdout
@@ -94,7 +108,9 @@ with Engine(config.load(db, env=env)) as engine:
 def test_four_processes_recording_at_once_lose_and_duplicate_nothing(db_path: Path):
     count = 60
     procs = [
-        subprocess.Popen([sys.executable, "-c", WRITER, str(db_path), f"w{n}", str(count)], stdout=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(db_path), f"w{n}", str(count)], stdout=subprocess.PIPE, text=True
+        )
         for n in range(4)
     ]
     acknowledged = {}
