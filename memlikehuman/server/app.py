@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -27,7 +28,7 @@ INSTRUCTIONS = (
 
 
 # Each module registers its tools (and resources/prompts) on the server.
-TOOL_MODULES = ("tools_events",)
+TOOL_MODULES = ("tools_events", "tools_corrections")
 
 
 class Holder:
@@ -67,6 +68,17 @@ def _validation_text(exc: ValidationError) -> str:
 
 class MemoryMCPServer(MCPServer[Any]):
     """MCPServer whose argument-validation failures carry the invalid_argument code."""
+
+    def tool(  # type: ignore[override]
+        self, name: str | None = None, title: str | None = None, description: str | None = None, **kwargs: Any
+    ) -> Any:
+        """Like MCPServer.tool, with the docstring dedented into the description the agent reads."""
+
+        def decorate(fn: Callable[..., Any]) -> Any:
+            text = description or inspect.cleandoc(fn.__doc__ or "")
+            return MCPServer.tool(self, name=name, title=title, description=text, **kwargs)(fn)
+
+        return decorate
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         tool = self._tool_manager.get_tool(name)
