@@ -1,0 +1,301 @@
+"""memory_forget: delete an event and everything derived from it, leaving no readable trace.
+
+What goes, in one write transaction: the source event; every memory derived from it; every
+correction event of those memories and what it derived, recursively; their cues, full-text rows
+and vectors (vectors and cues by ON DELETE CASCADE, the contentless FTS5 rows explicitly).
+What changes: surviving memories are re-linked as if the forgotten events had never been recorded
+(an original whose correction is forgotten is reinstated in its replacement's place; a version
+whose successor is forgotten is valid again until the next surviving version, or open-ended);
+the next events of the session are re-indexed, because their full-text ``context`` column holds the
+tail of the forgotten text; every checkpoint of the scope is invalidated and loses its saved state.
+
+Then the write-ahead log is checkpointed with TRUNCATE, so the old page images that still hold the
+text leave the -wal file (see ``scrub`` for what happens when another process blocks that).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import apsw
+
+from . import events, memories, validate
+from .correct import invalidate_checkpoints, take_place
+from .db import Database
+from .errors import NotFound
+from .records import Scope
+
+log = logging.getLogger("memlikehuman")
+
+# How long the WAL truncation waits for other connections' read transactions to end.
+SCRUB_TIMEOUT_MS = 5_000
+
+
+@dataclass(frozen=True)
+class ForgetResult:
+    deleted_event_ids: tuple[str, ...]
+    deleted_memory_ids: tuple[str, ...]
+    invalidated_checkpoints: int
+    # Internal row IDs, for in-memory caches: deleted events and memories, and surviving events
+    # whose vector was dropped because it embedded the forgotten text as context.
+    event_sequences: tuple[int, ...] = ()
+    memory_rowids: tuple[int, ...] = ()
+    reembed_sequences: tuple[int, ...] = ()
+    # False when another connection kept the WAL from being truncated within SCRUB_TIMEOUT_MS.
+    scrubbed: bool = True
+
+
+@dataclass(frozen=True)
+class _Plan:
+    events: dict[int, str]  # sequence -> event_id, in the order they were reached
+    memories: dict[int, str]  # rowid -> memory_id
+
+
+def forget(db: Database, scope: Scope, record_id: str) -> ForgetResult:
+    """Delete the record's source event and everything connected to it; then scrub the WAL.
+
+    Raises InvalidArgument for a bad ID and NotFound when the record is not (or no longer) in this scope.
+    """
+    scope = Scope(*validate.scope(scope.persona_id, scope.project_id))
+    validate.identifier(record_id, "record_id", max_len=256)
+    with db.write() as conn:
+        plan = _plan(conn, _root(db, scope, record_id))
+        dependents = _context_dependents(conn, plan)
+        _reinstate_originals(conn, plan)
+        for rowid in plan.memories:
+            _unlink(conn, rowid, plan.memories)
+        _delete(conn, plan)
+        for sequence in dependents:
+            _reindex(conn, sequence)
+        # Their vectors embedded the forgotten text as context too; the indexer makes new ones.
+        conn.execute(f"DELETE FROM event_vectors WHERE event_sequence IN ({_marks(dependents)})", dependents)
+        _purge_index(conn, plan)
+        invalidated = invalidate_checkpoints(conn, scope, "records were forgotten (memory_forget)", wipe_state=True)
+    return ForgetResult(
+        deleted_event_ids=tuple(plan.events.values()),
+        deleted_memory_ids=tuple(plan.memories[rowid] for rowid in sorted(plan.memories)),
+        invalidated_checkpoints=invalidated,
+        event_sequences=tuple(plan.events),
+        memory_rowids=tuple(sorted(plan.memories)),
+        reembed_sequences=tuple(dependents),
+        scrubbed=scrub(db),
+    )
+
+
+def _root(db: Database, scope: Scope, record_id: str) -> int:
+    if record_id.startswith(memories.MEMORY_PREFIX):
+        try:
+            return memories.find(db, scope, record_id).event_sequence
+        except NotFound:
+            raise NotFound(
+                f"no memory {record_id!r} in persona {scope.persona_id!r}, project {scope.project_id!r}:"
+                " it may have been forgotten already; check the ID and the scope"
+            ) from None
+    sequence = db.scalar(
+        "SELECT sequence FROM events WHERE event_id = ? AND persona_id = ? AND project_id = ?",
+        (record_id, scope.persona_id, scope.project_id),
+    )
+    if sequence is None:
+        raise NotFound(
+            f"no event {record_id!r} in persona {scope.persona_id!r}, project {scope.project_id!r}:"
+            " it may have been forgotten already; check the ID and the scope"
+        )
+    return int(sequence)
+
+
+def _plan(conn: Any, root: int) -> _Plan:
+    """The closure: events, their memories, the corrections of those memories, and so on."""
+    found_events: dict[int, str] = {}
+    found_memories: dict[int, str] = {}
+    frontier = [root]
+    while frontier:
+        marks = _marks(frontier)
+        for row in conn.execute(f"SELECT sequence, event_id FROM events WHERE sequence IN ({marks})", frontier):
+            found_events.setdefault(row["sequence"], row["event_id"])
+        new_memories = {
+            row["id"]: row["memory_id"]
+            for row in conn.execute(
+                f"SELECT id, memory_id FROM memories WHERE event_sequence IN ({marks}) ORDER BY id", frontier
+            )
+        }
+        found_memories.update(new_memories)
+        ids = list(new_memories)
+        frontier = [
+            row["event_sequence"]
+            for row in conn.execute(
+                f"SELECT event_sequence FROM corrections WHERE original_id IN ({_marks(ids)}) ORDER BY event_sequence",
+                ids,
+            )
+            if row["event_sequence"] not in found_events
+        ]
+    return _Plan(found_events, found_memories)
+
+
+def _marks(values: Iterable[Any]) -> str:
+    return ",".join("?" for _ in values)
+
+
+def _reinstate_originals(conn: Any, plan: _Plan) -> None:
+    """A surviving original whose replacement goes is un-revoked and takes back its place."""
+    deleted = list(plan.memories)
+    rows = conn.execute(
+        f"SELECT id, replaced_by FROM memories WHERE replaced_by IN ({_marks(deleted)})", deleted
+    ).fetchall()
+    for row in rows:
+        if row["id"] in plan.memories:
+            continue
+        conn.execute(
+            "UPDATE memories SET revoked_at = NULL, revoke_reason = NULL, replaced_by = NULL WHERE id = ?",
+            (row["id"],),
+        )
+        take_place(conn, _place_holder(conn, row["replaced_by"]), row["id"])
+
+
+def _place_holder(conn: Any, rowid: int) -> int:
+    """The memory that now stands in the timeline for ``rowid``: follow replacements to the live one."""
+    seen = {rowid}
+    while True:
+        row = conn.execute("SELECT replaced_by FROM memories WHERE id = ?", (rowid,)).fetchone()
+        if row is None or row["replaced_by"] is None or row["replaced_by"] in seen:
+            return rowid
+        rowid = row["replaced_by"]
+        seen.add(rowid)
+
+
+def _unlink(conn: Any, rowid: int, deleted: dict[int, str]) -> None:
+    """Take a memory out of its timeline: its neighbours close on the nearest surviving versions."""
+    after = _nearest(conn, rowid, "superseded_by", deleted)
+    before = _nearest(conn, rowid, "supersedes", deleted)
+    if after is None:
+        conn.execute("UPDATE memories SET superseded_by = NULL, valid_to = NULL WHERE superseded_by = ?", (rowid,))
+    else:
+        conn.execute(
+            "UPDATE memories SET superseded_by = ?, valid_to = (SELECT valid_from FROM memories WHERE id = ?)"
+            " WHERE superseded_by = ?",
+            (after, after, rowid),
+        )
+    conn.execute("UPDATE memories SET supersedes = ? WHERE supersedes = ?", (before, rowid))
+    conn.execute("UPDATE memories SET supersedes = NULL, superseded_by = NULL WHERE id = ?", (rowid,))
+
+
+def _nearest(conn: Any, rowid: int, link: str, deleted: dict[int, str]) -> int | None:
+    """Follow ``link`` (supersedes or superseded_by) past memories being deleted."""
+    seen = {rowid}
+    current: int | None = rowid
+    while current is not None:
+        row = conn.execute(f"SELECT {link} AS next FROM memories WHERE id = ?", (current,)).fetchone()
+        current = None if row is None else row["next"]
+        if current is None or current in seen:
+            return None
+        if current not in deleted:
+            return current
+        seen.add(current)
+    return None
+
+
+def _context_dependents(conn: Any, plan: _Plan) -> list[int]:
+    """Surviving events whose full-text ``context`` holds the tail of a forgotten record event.
+
+    An event's context is the previous record event of its session, so after a forgotten record
+    event that is every later event up to and including the next surviving record event.
+    """
+    gone = list(plan.events)
+    forgotten = conn.execute(
+        f"SELECT sequence, persona_id, project_id, session_id FROM events WHERE kind = 'record'"
+        f" AND sequence IN ({_marks(gone)})",
+        gone,
+    ).fetchall()
+    dependents: set[int] = set()
+    for row in forgotten:
+        where = (
+            "persona_id = ? AND project_id = ? AND session_id = ? AND sequence > ?"
+            f" AND sequence NOT IN ({_marks(gone)})"
+        )
+        params = (row["persona_id"], row["project_id"], row["session_id"], row["sequence"], *gone)
+        bound = conn.execute(f"SELECT min(sequence) AS s FROM events WHERE {where} AND kind = 'record'", params)
+        limit = bound.fetchone()["s"]
+        later = conn.execute(
+            f"SELECT sequence FROM events WHERE {where}" + ("" if limit is None else " AND sequence <= ?"),
+            params if limit is None else (*params, limit),
+        )
+        dependents.update(r["sequence"] for r in later)
+    return sorted(dependents)
+
+
+def _delete(conn: Any, plan: _Plan) -> None:
+    seqs, rowids = list(plan.events), list(plan.memories)
+    # Contentless FTS5 rows are not reached by foreign keys; secure-delete purges their terms.
+    conn.executemany("DELETE FROM memories_fts WHERE rowid = ?", [(r,) for r in rowids])
+    conn.executemany("DELETE FROM events_fts WHERE rowid = ?", [(s,) for s in seqs])
+    # Memories of other events first, then the events (cues, corrections, vectors cascade).
+    conn.execute(f"DELETE FROM memories WHERE id IN ({_marks(rowids)})", rowids)
+    conn.execute(f"DELETE FROM events WHERE sequence IN ({_marks(seqs)})", seqs)
+
+
+def _purge_index(conn: Any, plan: _Plan) -> None:
+    """Rewrite the full-text indexes so no segment keeps the deleted rows' terms.
+
+    With ``contentless_delete=1`` a DELETE only adds a tombstone: the terms stay in their segment,
+    readable in the file, until that segment is merged. 'optimize' merges every segment now;
+    it costs time proportional to the index (see docs/design.md), which a rare, deliberate
+    forget can afford.
+    """
+    conn.execute("INSERT INTO events_fts(events_fts) VALUES ('optimize')")
+    if plan.memories:
+        conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('optimize')")
+
+
+def _reindex(conn: Any, sequence: int) -> None:
+    """Rebuild one event's full-text row as events.insert builds it, with its new previous text."""
+    row = conn.execute(
+        "SELECT persona_id, project_id, session_id, source, text FROM events WHERE sequence = ?", (sequence,)
+    ).fetchone()
+    cues = [
+        events.Cue(r["kind"], r["key"], r["label"])
+        for r in conn.execute(
+            "SELECT kind, key, label FROM cues WHERE event_sequence = ? ORDER BY position", (sequence,)
+        )
+    ]
+    previous = conn.execute(
+        "SELECT text FROM events WHERE persona_id = ? AND project_id = ? AND session_id = ? AND sequence < ?"
+        " AND kind = 'record' ORDER BY sequence DESC LIMIT 1",
+        (row["persona_id"], row["project_id"], row["session_id"], sequence),
+    ).fetchone()
+    conn.execute("DELETE FROM events_fts WHERE rowid = ?", (sequence,))
+    conn.execute(
+        "INSERT INTO events_fts (rowid, text, attribution, context) VALUES (?, ?, ?, ?)",
+        (
+            sequence,
+            row["text"],
+            events.attribution(row["source"], cues),
+            previous["text"][-events.CONTEXT_CHARS :] if previous else "",
+        ),
+    )
+
+
+def scrub(db: Database, timeout_ms: int = SCRUB_TIMEOUT_MS) -> bool:
+    """Checkpoint the WAL into the database file and truncate it to zero bytes.
+
+    Old page images holding deleted text live on in the -wal file until it is truncated. A
+    separate short-lived connection does it, so its own busy timeout (``timeout_ms``) bounds the
+    wait for other connections' read transactions. Returns False when they outlast it: the old
+    images then stay until the next successful checkpoint (the next forget, or when the last
+    connection closes and SQLite checkpoints and deletes the WAL itself).
+    """
+    if str(db.path) == ":memory:":
+        return True
+    conn = apsw.Connection(str(db.path))
+    try:
+        conn.set_busy_timeout(timeout_ms)
+        row = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        busy = 1 if row is None else int(row[0])
+    except apsw.BusyError:
+        busy = 1
+    finally:
+        conn.close()
+    if busy:
+        log.warning("memory_forget: another connection kept the WAL from being truncated; retried at the next forget")
+    return not busy

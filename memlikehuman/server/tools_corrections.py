@@ -1,0 +1,109 @@
+"""memory_correct and memory_forget."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from mcp.types import CallToolResult
+from pydantic import BaseModel, Field
+
+from .. import correct, forget
+from ..records import Scope
+from .app import Holder, MemoryMCPServer, call
+from .convert import tool_result
+
+PersonaId = Annotated[str, Field(description="persona scope; choose explicitly for real projects")]
+ProjectId = Annotated[str, Field(description="project scope; choose explicitly for real projects")]
+
+
+class CorrectOut(BaseModel):
+    replacement_id: str = Field(description="the new memory that holds the corrected statement")
+    revoked_ids: list[str] = Field(description="memories revoked by this correction")
+    correction_event_id: str = Field(description="the recorded correction event (corr_...)")
+    invalidated_checkpoints: int = Field(description="task checkpoints of this scope invalidated by the correction")
+
+
+class ForgetOut(BaseModel):
+    deleted_event_ids: list[str] = Field(description="the source event and connected correction events")
+    deleted_memory_ids: list[str] = Field(description="every memory derived from the deleted events")
+    invalidated_checkpoints: int = Field(description="task checkpoints of this scope invalidated by the deletion")
+
+
+def register(server: MemoryMCPServer, holder: Holder) -> None:
+    @server.tool()
+    def memory_correct(
+        memory_id: Annotated[str, Field(description="the wrong memory (mem_...)")],
+        content: Annotated[str, Field(description="the corrected statement, 1-4,000 characters")],
+        reason: Annotated[str, Field(description="why it is corrected, as the user said, 1-4,000 characters")],
+        valid_at: Annotated[
+            str | None,
+            Field(description="ISO 8601 with offset: when the corrected fact became true; default: the original's"),
+        ] = None,
+        persona_id: PersonaId = "default",
+        project_id: ProjectId = "default",
+    ) -> Annotated[CallToolResult, CorrectOut]:
+        """Fix a wrong memory, only when the user explicitly asks for it.
+
+        Records an attributed correction event with the reason, stores the corrected statement as a
+        new memory that takes the original's place, and revokes the original (recall never shows it
+        again; memory_read shows it revoked, with the reason and the replacement). Every task
+        checkpoint of this scope is invalidated. Core persona entries and emotion records cannot be
+        corrected (the error says what to do instead).
+        """
+        result = call(
+            lambda: correct.correct(
+                holder.engine.db, Scope(persona_id, project_id), memory_id, content, reason, valid_at
+            )
+        )
+        holder.engine.indexer.notify()  # embeds the correction event and its replacement in the background
+        out = CorrectOut(
+            replacement_id=result.replacement_id,
+            revoked_ids=list(result.revoked_ids),
+            correction_event_id=result.correction_event_id,
+            invalidated_checkpoints=result.invalidated_checkpoints,
+        )
+        return tool_result(
+            f"Corrected {memory_id}: replacement {result.replacement_id}, correction event"
+            f" {result.correction_event_id}; {result.invalidated_checkpoints} checkpoints invalidated.",
+            out,
+        )
+
+    @server.tool()
+    def memory_forget(
+        record_id: Annotated[
+            str, Field(description="an event ID, a correction event ID (corr_...) or a memory ID (mem_...)")
+        ],
+        persona_id: PersonaId = "default",
+        project_id: ProjectId = "default",
+    ) -> Annotated[CallToolResult, ForgetOut]:
+        """Delete something for good, only when the user explicitly asks for it.
+
+        Deletes the whole source event of the record (a memory ID forgets its entire event), every
+        memory derived from it, and every correction connected to those memories with what it
+        derived. Nothing readable remains in the archive file afterwards. Every task checkpoint of
+        this scope is invalidated and its saved state erased. Copies and backups made earlier are
+        not affected. Forgetting the same record again is not_found.
+        """
+        scope = Scope(persona_id, project_id)
+        engine = holder.engine
+        result = call(lambda: forget.forget(engine.db, scope, record_id))
+        # Vectors held in memory go as well; the next events of the session get new ones.
+        engine.vectors.discard("event", scope, result.event_sequences + result.reembed_sequences)
+        engine.vectors.discard("memory", scope, result.memory_rowids)
+        engine.indexer.notify()
+        out = ForgetOut(
+            deleted_event_ids=list(result.deleted_event_ids),
+            deleted_memory_ids=list(result.deleted_memory_ids),
+            invalidated_checkpoints=result.invalidated_checkpoints,
+        )
+        note = (
+            ""
+            if result.scrubbed
+            else " Warning: another process kept the write-ahead log busy; old page images stay in the -wal file"
+            " until its next checkpoint."
+        )
+        return tool_result(
+            f"Forgot {len(result.deleted_event_ids)} events and {len(result.deleted_memory_ids)} memories;"
+            f" {result.invalidated_checkpoints} checkpoints invalidated.{note}",
+            out,
+        )

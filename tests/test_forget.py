@@ -1,0 +1,353 @@
+"""memory_forget: cascades, re-linking, checkpoints, and no readable residue in the files."""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+import apsw
+import pytest
+
+from memlikehuman import events, forget, memories
+from memlikehuman.db import Database
+from memlikehuman.engine import Engine
+from memlikehuman.records import Candidate, Scope
+
+OTHER = Scope("default", "other-project")
+
+DEFAULT = Scope()
+
+
+def add_memory(
+    db_path: Path,
+    event_id: str,
+    content: str,
+    *,
+    quote: str | None = None,
+    subject: str | None = None,
+    valid_from: str | None = None,
+    scope: Scope = DEFAULT,
+) -> str:
+    """Store one derived memory of a recorded event, as extraction would (public core function)."""
+    db = Database(db_path)
+    try:
+        event = events.find(db, scope, event_id)
+        item = Candidate(
+            content=content,
+            quote=quote or content,
+            kind="fact",
+            basis="stated",
+            subject=subject,
+            valid_from=valid_from or event.occurred_at,
+        )
+        rowids, _ = memories.store(db, event, [item], event.recorded_at)
+        return str(db.scalar("SELECT memory_id FROM memories WHERE id = ?", (rowids[0],)))
+    finally:
+        db.close()
+
+
+def execute(db_path: Path, sql: str, params: tuple[object, ...] = ()) -> None:
+    db = Database(db_path)
+    try:
+        with db.write() as conn:
+            conn.execute(sql, params)
+    finally:
+        db.close()
+
+
+def query(db_path: Path, sql: str, params: tuple[object, ...] = ()) -> list[dict[str, object]]:
+    db = Database(db_path)
+    try:
+        return db.query(sql, params)
+    finally:
+        db.close()
+
+
+def file_hits(db_path: Path, marker: str) -> dict[str, int]:
+    """How often the marker's bytes occur in the database file, its WAL and its shared-memory file."""
+    hits = {}
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        path = Path(str(db_path) + suffix)
+        if path.exists():
+            hits[suffix or "main"] = path.read_bytes().count(marker.encode())
+    return hits
+
+
+def record(client, event_id: str, text: str, **extra: object) -> dict[str, object]:
+    return client.ok("memory_record", event_id=event_id, text=text, role="user", source="chat", **extra)
+
+
+def test_forgetting_an_event_deletes_it_with_its_memories_cues_index_rows_and_vectors(client, db_path):
+    record(client, "e1", "My locker code is 4711.", cues=[{"kind": "photo", "key": "IMG_1", "label": "locker"}])
+    first = add_memory(db_path, "e1", "User's locker code is 4711", quote="locker code is 4711")
+    second = add_memory(db_path, "e1", "User has a locker", quote="My locker")
+    execute(db_path, "INSERT OR REPLACE INTO event_vectors VALUES (1, 'm', 1, x'00000000')")
+    execute(
+        db_path,
+        "INSERT OR REPLACE INTO memory_vectors SELECT id, 'm', 1, x'00000000' FROM memories WHERE memory_id = ?",
+        (first,),
+    )
+    out = client.ok("memory_forget", record_id="e1")
+    assert out == {"deleted_event_ids": ["e1"], "deleted_memory_ids": [first, second], "invalidated_checkpoints": 0}
+    for record_id in ("e1", first, second):
+        assert client.error("memory_read", record_id=record_id).startswith("not_found:")
+    for table in ("events", "memories", "cues", "event_vectors", "memory_vectors"):
+        assert query(db_path, f"SELECT count(*) AS n FROM {table}")[0]["n"] == 0
+    assert query(db_path, "SELECT rowid FROM events_fts WHERE events_fts MATCH 'locker'") == []
+    assert query(db_path, "SELECT rowid FROM memories_fts WHERE memories_fts MATCH 'locker'") == []
+
+
+def test_forgetting_by_memory_id_forgets_the_whole_source_event(client, db_path):
+    record(client, "e1", "I have two cats, Tom and Kit.")
+    tom = add_memory(db_path, "e1", "User has a cat named Tom", quote="Tom")
+    kit = add_memory(db_path, "e1", "User has a cat named Kit", quote="Kit")
+    record(client, "e2", "Unrelated: I like tea.")
+    out = client.ok("memory_forget", record_id=kit)
+    assert out["deleted_event_ids"] == ["e1"]
+    assert out["deleted_memory_ids"] == [tom, kit]
+    assert client.ok("memory_read", record_id="e2")["source_page"]["text"] == "Unrelated: I like tea."
+
+
+def test_forgetting_cascades_through_a_correction_of_a_correction(client, db_path):
+    record(client, "e1", "I work at Acme.")
+    original = add_memory(db_path, "e1", "User works at Acme", subject="user.employer")
+    first = client.ok("memory_correct", memory_id=original, content="User works at Apex", reason="Apex")
+    second = client.ok("memory_correct", memory_id=first["replacement_id"], content="User works at Axis", reason="Axis")
+    out = client.ok("memory_forget", record_id="e1")
+    assert out["deleted_event_ids"] == ["e1", first["correction_event_id"], second["correction_event_id"]]
+    assert out["deleted_memory_ids"] == [original, first["replacement_id"], second["replacement_id"]]
+    for table in ("events", "memories", "corrections"):
+        assert query(db_path, f"SELECT count(*) AS n FROM {table}")[0]["n"] == 0
+
+
+def test_forgetting_a_correction_reinstates_the_original_in_its_place(client, db_path):
+    record(client, "e1", "I work at Acme.", occurred_at="2024-01-01T00:00:00Z")
+    record(client, "e0", "I worked at Zeta.", occurred_at="2023-01-01T00:00:00Z")
+    older = add_memory(db_path, "e0", "User works at Zeta", subject="user.employer")
+    original = add_memory(db_path, "e1", "User works at Acme", subject="user.employer")
+    first = client.ok("memory_correct", memory_id=original, content="User works at Apex", reason="Apex")
+    second = client.ok("memory_correct", memory_id=first["replacement_id"], content="User works at Axis", reason="Axis")
+    out = client.ok("memory_forget", record_id=first["correction_event_id"])
+    assert out["deleted_event_ids"] == [first["correction_event_id"], second["correction_event_id"]]
+    assert out["deleted_memory_ids"] == [first["replacement_id"], second["replacement_id"]]
+    back = client.ok("memory_read", record_id=original)["memory"]
+    assert back["status"] == "current"
+    assert (back["revoked_at"], back["revoke_reason"], back["replaced_by"]) == (None, None, None)
+    assert back["supersedes"] == older
+    assert client.ok("memory_read", record_id=older)["memory"]["superseded_by"] == original
+
+
+def test_forgetting_the_current_version_makes_the_previous_one_current_again(client, db_path):
+    record(client, "e1", "I live in Paris.", occurred_at="2023-01-01T00:00:00Z")
+    record(client, "e2", "I moved to Rome.", occurred_at="2024-01-01T00:00:00Z")
+    paris = add_memory(db_path, "e1", "User lives in Paris", subject="user.city")
+    add_memory(db_path, "e2", "User lives in Rome", subject="user.city")
+    client.ok("memory_forget", record_id="e2")
+    paris_now = client.ok("memory_read", record_id=paris)["memory"]
+    assert (paris_now["status"], paris_now["valid_to"], paris_now["superseded_by"]) == ("current", None, None)
+
+
+def test_forgetting_a_middle_version_links_its_neighbours(client, db_path):
+    for event_id, year, city in (("e1", 2021, "Paris"), ("e2", 2022, "Rome"), ("e3", 2023, "Oslo")):
+        record(client, event_id, f"I live in {city}.", occurred_at=f"{year}-01-01T00:00:00Z")
+    paris = add_memory(db_path, "e1", "User lives in Paris", subject="user.city")
+    add_memory(db_path, "e2", "User lives in Rome", subject="user.city")
+    oslo = add_memory(db_path, "e3", "User lives in Oslo", subject="user.city")
+    client.ok("memory_forget", record_id="e2")
+    first = client.ok("memory_read", record_id=paris)["memory"]
+    assert (first["superseded_by"], first["valid_to"]) == (oslo, "2023-01-01T00:00:00.000000Z")
+    assert client.ok("memory_read", record_id=oslo)["memory"]["supersedes"] == paris
+
+
+def test_a_second_forget_of_the_same_record_is_not_found(client, db_path):
+    record(client, "e1", "Forget me.")
+    memory = add_memory(db_path, "e1", "User wants to be forgotten", quote="Forget me")
+    client.ok("memory_forget", record_id=memory)
+    assert client.error("memory_forget", record_id=memory).startswith("not_found:")
+    assert client.error("memory_forget", record_id="e1").startswith("not_found:")
+
+
+def test_forget_of_a_record_in_another_scope_is_not_found_and_deletes_nothing(client):
+    record(client, "e1", "Mine.")
+    assert client.error("memory_forget", record_id="e1", project_id=OTHER.project_id).startswith("not_found:")
+    assert client.ok("memory_read", record_id="e1")["source_page"]["text"] == "Mine."
+
+
+def test_forget_invalidates_every_checkpoint_of_the_scope_and_erases_their_state(client, db_path):
+    record(client, "e1", "Task notes.")
+    for checkpoint_id, project, invalidated in (
+        ("c1", "default", None),
+        ("c2", "default", "2026-01-01"),
+        ("c3", OTHER.project_id, None),
+    ):
+        execute(
+            db_path,
+            "INSERT INTO checkpoints (checkpoint_id, persona_id, project_id, session_id, covered_event_id,"
+            " covered_sequence, state, created_at, invalidated_at) VALUES (?, 'default', ?, 'default', 'e1', 1,"
+            " ?, '2026-01-01', ?)",
+            (checkpoint_id, project, json.dumps({"goal": "Task notes."}), invalidated),
+        )
+    out = client.ok("memory_forget", record_id="e1")
+    assert out["invalidated_checkpoints"] == 1
+    rows = {r["checkpoint_id"]: r for r in query(db_path, "SELECT * FROM checkpoints")}
+    assert rows["c1"]["invalidated_at"] is not None and rows["c1"]["state"] is None
+    assert rows["c2"]["state"] is None and rows["c2"]["invalidated_at"] == "2026-01-01"
+    assert rows["c3"]["invalidated_at"] is None and rows["c3"]["state"] is not None
+
+
+def test_no_byte_of_the_forgotten_text_remains_in_the_database_files(client, db_path):
+    marker = "zqx" + uuid.uuid4().hex[:12]
+    for i in range(30):
+        record(client, f"before-{i}", f"Filler message {i} about the weather and gardening.")
+    record(client, "just-before", "We saw a quokka today.")
+    long_text = f"The alarm code is {marker}. " + "padding words " * 2000 + f"Again: {marker}."
+    record(client, "secret", long_text, cues=[{"kind": "photo", "key": "IMG_9", "label": f"photo of {marker}"}])
+    add_memory(db_path, "secret", f"User's alarm code is {marker}", quote=f"The alarm code is {marker}")
+    record(client, "next", "Thanks, noted.")
+    for i in range(30):
+        record(client, f"after-{i}", f"Later message {i} about cooking.")
+    # The next event of the session is indexed with the forgotten event's tail as its context.
+    assert query(db_path, "SELECT rowid FROM events_fts WHERE events_fts MATCH ?", (f"context:{marker}",))
+    before = file_hits(db_path, marker)
+    assert sum(before.values()) > 0, before
+    client.ok("memory_forget", record_id="secret")
+    assert file_hits(db_path, marker) == {"main": 0, "-wal": 0, "-shm": 0}
+    assert Path(str(db_path) + "-wal").stat().st_size == 0
+    hits = query(db_path, "SELECT rowid FROM events_fts WHERE events_fts MATCH 'text:noted'")
+    next_sequence = client.ok("memory_read", record_id="next")["event"]["sequence"]
+    assert [h["rowid"] for h in hits] == [next_sequence]
+    # Its context is now the surviving previous event.
+    assert query(db_path, "SELECT rowid FROM events_fts WHERE events_fts MATCH 'context:quokka'") == hits
+
+
+def test_forgetting_in_one_scope_leaves_the_identical_text_of_another_scope_intact(client, db_path):
+    marker = "zqx" + uuid.uuid4().hex[:12]
+    for project in ("default", OTHER.project_id):
+        client.ok(
+            "memory_record",
+            event_id=f"e-{project}",
+            text=f"Shared secret {marker}.",
+            role="user",
+            source="chat",
+            project_id=project,
+        )
+    kept = add_memory(db_path, f"e-{OTHER.project_id}", f"Secret is {marker}", quote=marker, scope=OTHER)
+    client.ok("memory_forget", record_id="e-default")
+    read = client.ok("memory_read", record_id=kept, project_id=OTHER.project_id)
+    assert marker in read["memory"]["content"] and marker in read["source_page"]["text"]
+    assert len(query(db_path, "SELECT rowid FROM events_fts WHERE events_fts MATCH ?", (marker,))) == 1
+    assert file_hits(db_path, marker)["main"] > 0
+
+
+def sql_snapshot(db: Database) -> tuple[list[str], int]:
+    """Problems seen in one read snapshot of the zebrafish records, and how many events it had."""
+    with db.read():
+        found = db.query(
+            "SELECT m.event_sequence AS seq,"
+            " (SELECT count(*) FROM events e WHERE e.sequence = m.event_sequence) AS has_event,"
+            " (SELECT count(*) FROM memories o WHERE o.event_sequence = m.event_sequence) AS siblings"
+            " FROM memories m WHERE m.id IN (SELECT rowid FROM memories_fts WHERE memories_fts MATCH 'zebrafish')"
+        )
+        fts_events = db.query("SELECT rowid FROM events_fts WHERE events_fts MATCH 'zebrafish'")
+        events_left = int(db.scalar("SELECT count(*) FROM events"))
+    problems = [f"memory of missing event {r['seq']}" for r in found if not r["has_event"]]
+    problems += [f"event {r['seq']} has {r['siblings']} memories" for r in found if r["siblings"] != 2]
+    if not len(found) == 2 * len(fts_events) == 2 * events_left:
+        problems.append(f"{len(found)} memories, {len(fts_events)} indexed events, {events_left} events")
+    return problems, events_left
+
+
+class Readers:
+    """Reader threads with their own connections, observing while the main thread forgets."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.progress = threading.Condition()
+        self.seen: dict[str, list[int]] = {}
+        self.problems: list[str] = []
+
+    def run(self, name: str, observe: Callable[[], tuple[list[str], int]]) -> threading.Thread:
+        self.seen[name] = []
+
+        def loop() -> None:
+            try:
+                while not self.done.is_set():
+                    problems, size = observe()
+                    with self.progress:
+                        self.problems += [f"{name}: {p}" for p in problems]
+                        self.seen[name].append(size)
+                        self.progress.notify_all()
+            except Exception as exc:  # a crashed reader must fail the test, not hang it
+                with self.progress:
+                    self.problems.append(f"{name} crashed: {exc!r}")
+                    self.done.set()
+                    self.progress.notify_all()
+
+        thread = threading.Thread(target=loop)
+        thread.start()
+        return thread
+
+    def wait_for_each(self) -> None:
+        """Block until every reader has finished one more observation."""
+        with self.progress:
+            target = {name: len(seen) + 1 for name, seen in self.seen.items()}
+            self.progress.wait_for(
+                lambda: self.done.is_set() or all(len(self.seen[n]) >= t for n, t in target.items()), timeout=120
+            )
+
+
+def test_concurrent_readers_never_see_half_forgotten_records(settings, db_path):
+    recall = pytest.importorskip("memlikehuman.recall")
+    count = 30
+    with Engine(settings) as engine, Engine(settings) as other:
+        for i in range(count):
+            engine.record(Scope(), f"e{i}", f"Entry {i} with keyword zebrafish.", "user", "chat")
+            add_memory(db_path, f"e{i}", f"Memory {i} about zebrafish", quote=f"Entry {i}")
+            add_memory(db_path, f"e{i}", f"Second memory {i} about zebrafish", quote="zebrafish")
+
+        def recalled() -> tuple[list[str], int]:
+            result = recall.recall(other, Scope(), "zebrafish", limit=100)
+            per_event = Counter(hit.memory.event_id for hit in result.memories)
+            return [f"{e} has {n} memories" for e, n in per_event.items() if n != 2], len(per_event)
+
+        readers = Readers()
+        reader_db = Database(db_path)
+        threads = [readers.run("sql", lambda: sql_snapshot(reader_db)), readers.run("recall", recalled)]
+        try:
+            for i in range(count):
+                readers.wait_for_each()
+                forget.forget(engine.db, Scope(), f"e{i}")
+        finally:
+            readers.done.set()
+            for thread in threads:
+                thread.join()
+            reader_db.close()
+    assert readers.problems == []
+    assert len(set(readers.seen["sql"])) > 2 and len(set(readers.seen["recall"])) > 2
+
+
+def test_a_reader_holding_a_snapshot_delays_the_wal_truncation_until_it_ends(engine, db_path):
+    engine.record(Scope(), "e1", "Something to forget.", "user", "chat")
+    assert forget.forget(engine.db, Scope(), "e1").scrubbed is True
+    engine.record(Scope(), "e2", "Something else.", "user", "chat")
+    wal = Path(str(db_path) + "-wal")
+    reader = apsw.Connection(str(db_path))
+    try:
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM events").fetchall()
+        assert forget.scrub(engine.db, timeout_ms=10) is False
+        assert wal.stat().st_size > 0
+        reader.execute("COMMIT")
+    finally:
+        reader.close()
+    assert forget.scrub(engine.db) is True
+    assert wal.stat().st_size == 0
+
+
+@pytest.mark.parametrize("record_id", ["", "x" * 257])
+def test_an_invalid_record_id_is_refused(client, record_id):
+    assert client.error("memory_forget", record_id=record_id).startswith("invalid_argument:")
