@@ -9,11 +9,12 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from . import events, memories, validate
+from . import events, extract, memories, validate
 from .config import Settings
 from .db import Database
 from .errors import InvalidArgument
 from .migrations import migrate
+from .providers.base import Extractor
 from .records import ReadResult, RecordResult, Scope
 
 log = logging.getLogger("memlikehuman")
@@ -26,6 +27,8 @@ class Engine:
         self.settings = settings
         self.db = Database(settings.db_path)
         self.schema_version = migrate(self.db)
+        self._extractor: Extractor | None = None
+        self._extractor_built = False
 
     def close(self) -> None:
         """Release the archive."""
@@ -36,6 +39,18 @@ class Engine:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    @property
+    def extractor(self) -> Extractor | None:
+        """The configured extractor, built on first use; None when MEMLIKEHUMAN_EXTRACTOR=none."""
+        if not self._extractor_built:
+            if self.settings.extractor != "none":
+                # Imported here: the openai SDK is slow to import and unused without an extractor.
+                from .providers.openai_chat import build_extractor
+
+                self._extractor = build_extractor(self.settings)
+            self._extractor_built = True
+        return self._extractor
 
     # -- memory_record -------------------------------------------------------------------------
 
@@ -59,7 +74,8 @@ class Engine:
         sequence, duplicate = events.insert(self.db, payload)
         # The event is committed: everything below may fail or time out without losing it.
         warnings: tuple[str, ...] = ()
-        # [extraction hook]: derive memories when an extractor is configured (issue 4)
+        # Pending/failed extraction is tried again on a duplicate; a complete one is left alone.
+        warnings += extract.run(self.db, self.extractor, sequence).warnings
         # [indexing hook]: queue the event and its memories for embedding (issue 3)
         event = events.load(self.db, sequence)
         return RecordResult(

@@ -125,36 +125,81 @@ def _insert(conn: Any, event: Event, item: Candidate, recorded_at: str) -> int:
     return rowid
 
 
+def _versions(conn: Any, event: Event, rowid: int, subject: str) -> list[Row]:
+    """The other live versions of a subject: same scope, same category, oldest first."""
+    return list(
+        conn.execute(
+            "SELECT id, valid_from FROM memories WHERE persona_id = ? AND project_id = ? AND category = ?"
+            " AND subject = ? AND id != ? AND revoked_at IS NULL ORDER BY valid_from, id",
+            (event.persona_id, event.project_id, event.category, subject, rowid),
+        )
+    )
+
+
+def _close(conn: Any, older: int, newer: int, at: str) -> None:
+    """End `older`'s validity at `at`, when `newer` takes over; link the two both ways."""
+    conn.execute("UPDATE memories SET valid_to = ?, superseded_by = ? WHERE id = ?", (at, newer, older))
+    conn.execute("UPDATE memories SET supersedes = ? WHERE id = ?", (older, newer))
+
+
 def _supersede(conn: Any, event: Event, rowid: int, item: Candidate) -> None:
-    """Link the new memory into the timeline of its subject, closing validity windows."""
-    older = conn.execute(
-        "SELECT id, valid_from FROM memories WHERE persona_id = ? AND project_id = ? AND subject = ? AND id != ?"
-        " AND revoked_at IS NULL AND valid_to IS NULL ORDER BY valid_from DESC",
-        (event.persona_id, event.project_id, item.subject, rowid),
-    ).fetchall()
-    for row in older:
-        if row["valid_from"] <= item.valid_from:
-            conn.execute(
-                "UPDATE memories SET valid_to = ?, superseded_by = ? WHERE id = ?",
-                (item.valid_from, rowid, row["id"]),
-            )
-            conn.execute("UPDATE memories SET supersedes = ? WHERE id = ?", (row["id"], rowid))
-        else:
-            # The new fact dates from before the current one: it is history, closed at once.
-            conn.execute(
-                "UPDATE memories SET valid_to = ?, superseded_by = ? WHERE id = ?",
-                (row["valid_from"], row["id"], rowid),
-            )
-            conn.execute("UPDATE memories SET supersedes = ? WHERE id = ?", (rowid, row["id"]))
+    """Insert the new memory into the timeline of its subject, closing validity windows.
+
+    The timeline is ordered by valid_from (ties: the later recording wins). The version before the
+    new one ends where the new one starts; a version after it (the new fact dates from earlier than
+    what is known) ends the new one's window. Category is part of the key: a quoted document never
+    supersedes what a user said, and conversation never rewrites a persona definition.
+    """
+    if item.subject is None:
+        return
+    versions = _versions(conn, event, rowid, item.subject)
+    before = [row for row in versions if row["valid_from"] <= item.valid_from]
+    after = [row for row in versions if row["valid_from"] > item.valid_from]
+    if before:
+        _close(conn, before[-1]["id"], rowid, item.valid_from)
+    if after:
+        _close(conn, rowid, after[0]["id"], after[0]["valid_from"])
 
 
-def store(db: Database, event: Event, items: Sequence[Candidate], recorded_at: str) -> tuple[list[int], int]:
-    """Store checked candidates of one event; return (new row IDs, duplicates skipped)."""
-    existing = {normalized(m.content) for m in current(db, event.scope, limit=10_000)}
+def _replace_target(conn: Any, event: Event, rowid: int, target: int, valid_from: str) -> None:
+    """Close a memory the extractor named (by alias) as updated by the new one, if still open."""
+    conn.execute(
+        "UPDATE memories SET valid_to = ?, superseded_by = ? WHERE id = ? AND persona_id = ? AND project_id = ?"
+        " AND category = ? AND valid_to IS NULL AND revoked_at IS NULL AND valid_from <= ?",
+        (valid_from, rowid, target, event.persona_id, event.project_id, event.category, valid_from),
+    )
+    if conn.changes():
+        conn.execute("UPDATE memories SET supersedes = coalesce(supersedes, ?) WHERE id = ?", (target, rowid))
+
+
+def _current_contents(db: Database, scope: Scope) -> set[str]:
+    rows = db.query(
+        "SELECT content FROM memories WHERE persona_id = ? AND project_id = ? AND revoked_at IS NULL"
+        " AND valid_to IS NULL",
+        (scope.persona_id, scope.project_id),
+    )
+    return {normalized(row["content"]) for row in rows}
+
+
+def store(
+    db: Database,
+    event: Event,
+    items: Sequence[Candidate],
+    recorded_at: str,
+    targets: Sequence[int | None] | None = None,
+) -> tuple[list[int], int]:
+    """Store checked candidates of one event; return (new row IDs, duplicates skipped).
+
+    An item whose content repeats a current memory of the scope (ignoring case and whitespace) is
+    skipped. ``targets[i]``, when given, is the row ID of a memory of the same scope that item i
+    explicitly updates: it is closed where the new one starts (if it is still open and not newer).
+    """
+    targets = list(targets) if targets is not None else [None] * len(items)
     rowids: list[int] = []
     skipped = 0
     with db.write() as conn:
-        for item in items:
+        existing = _current_contents(db, event.scope)
+        for item, target in zip(items, targets, strict=True):
             key = normalized(item.content)
             if key in existing:
                 skipped += 1
@@ -163,5 +208,7 @@ def store(db: Database, event: Event, items: Sequence[Candidate], recorded_at: s
             rowid = _insert(conn, event, item, recorded_at)
             if item.subject:
                 _supersede(conn, event, rowid, item)
+            if target is not None:
+                _replace_target(conn, event, rowid, target, item.valid_from)
             rowids.append(rowid)
     return rowids, skipped

@@ -127,3 +127,47 @@ class ScriptedOpenAI:
     def __exit__(self, *exc: object) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+# -- extraction helpers (issue 4) ---------------------------------------------------------------
+
+
+def memory_item(
+    content: str,
+    quote: str,
+    *,
+    kind: str = "fact",
+    basis: str = "stated",
+    subject: str | None = None,
+    valid_from: str | None = None,
+    gist: str | None = None,
+    supersedes: int | None = None,
+) -> dict[str, Any]:
+    """One item of the extraction response shape (tools.md, "Extraction response")."""
+    return {
+        "content": content,
+        "quote": quote,
+        "kind": kind,
+        "basis": basis,
+        "subject": subject,
+        "supersedes": supersedes,
+        "valid_from": valid_from,
+        "gist": gist,
+    }
+
+
+def extraction_reply(*items: dict[str, Any], delay: float = 0.0) -> Reply:
+    """A chat answer carrying {"memories": [items...]}."""
+    reply = chat_reply(json.dumps({"memories": list(items)}))
+    reply.delay = delay
+    return reply
+
+
+def closed_port_url() -> str:
+    """A base URL on 127.0.0.1 where nothing listens (the port was just bound and released)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"

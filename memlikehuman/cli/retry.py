@@ -1,0 +1,89 @@
+"""`memlikehuman retry`: run extraction again for pending and failed events."""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from pathlib import Path
+
+import click
+
+from .. import extract, validate
+from ..engine import Engine
+from ..errors import MemLikeHumanError, NotFound
+from .main import EXIT_PROBLEM, EXIT_USAGE, db_option, fail, settings_from
+
+# A provider that is down fails every event the same way: stop instead of waiting out N timeouts.
+GIVE_UP_AFTER = 3
+
+
+@click.command()
+@db_option
+@click.option("--persona", "persona_id", default=None, help="Persona of the scope (default: default).")
+@click.option("--project", "project_id", default=None, help="Project of the scope (default: default).")
+@click.option("--all", "all_scopes", is_flag=True, help="Retry the events of every scope.")
+@click.pass_context
+def retry(
+    ctx: click.Context, db: Path | None, persona_id: str | None, project_id: str | None, all_scopes: bool
+) -> None:
+    """Extract memories again from every pending or failed event of one scope, or of all.
+
+    Shows progress on stderr and prints a summary. Stops early after 3 events in a row could not reach
+    the extractor. Exit status 0 when every event is complete, 3 when some are still pending or failed.
+    """
+    if all_scopes and (persona_id or project_id):
+        click.echo("error: use either --all or --persona/--project, not both", err=True)
+        sys.exit(EXIT_USAGE)
+    settings = settings_from(ctx, db)
+    if settings.extractor == "none":
+        click.echo(
+            "error: no extractor is configured: set MEMLIKEHUMAN_EXTRACTOR=openai (and its _MODEL, _BASE_URL,"
+            " _API_KEY) in the environment or the config file",
+            err=True,
+        )
+        sys.exit(EXIT_PROBLEM)
+    try:
+        scope = None if all_scopes else validate.scope(persona_id or "default", project_id or "default")
+        with Engine(settings) as engine:
+            counts, memories, stopped = _retry_all(engine, scope)
+    except MemLikeHumanError as exc:
+        fail(exc)
+    where = "all scopes" if scope is None else f"persona {scope[0]!r}, project {scope[1]!r}"
+    _summary(counts, memories, stopped, where)
+    if counts["pending"] or counts["failed"] or stopped:
+        sys.exit(EXIT_PROBLEM)
+
+
+def _retry_all(engine: Engine, scope: tuple[str, str] | None) -> tuple[Counter[str], int, int]:
+    """Retry the queue; return outcome counts, memories derived, and events left untried."""
+    queue = extract.retry_queue(engine.db, *(scope or (None, None)))
+    counts: Counter[str] = Counter()
+    memories = 0
+    unreachable = 0
+    with click.progressbar(queue, label="extracting", file=sys.stderr, show_pos=True) as bar:
+        for done, sequence in enumerate(bar, start=1):
+            try:
+                outcome = extract.run(engine.db, engine.extractor, sequence)
+            except NotFound:
+                continue  # forgotten while we worked
+            counts[outcome.state] += 1
+            memories += len(outcome.memory_ids)
+            unreachable = unreachable + 1 if outcome.state == "pending" else 0
+            if unreachable >= GIVE_UP_AFTER:
+                click.echo(f"\nstopping: {GIVE_UP_AFTER} events in a row stayed pending ({outcome.error})", err=True)
+                return counts, memories, len(queue) - done
+    return counts, memories, 0
+
+
+def _summary(counts: Counter[str], memories: int, stopped: int, where: str) -> None:
+    tried = sum(counts.values())
+    line = (
+        f"retried {tried} event(s) in {where}: {counts['complete']} complete ({memories} memories),"
+        f" {counts['pending']} pending, {counts['failed']} failed"
+    )
+    if stopped:
+        line += f"; {stopped} not tried (run `memlikehuman retry` again once the extractor is reachable)"
+    click.echo(line)
+
+
+COMMAND = retry
