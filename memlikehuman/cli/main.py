@@ -65,7 +65,7 @@ def main(ctx: click.Context, db: Path | None, verbose: bool) -> None:
 
 
 # Each module defines COMMAND (a click command or group) and is added to `main`.
-COMMAND_MODULES = ("serve", "retry")
+COMMAND_MODULES = ("serve", "retry", "persona")
 
 
 def _register() -> None:

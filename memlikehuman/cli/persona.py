@@ -1,0 +1,103 @@
+"""`memlikehuman persona show|set|edit`: the core persona, edited only here (never through MCP)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TextIO
+
+import click
+
+from .. import personas
+from ..engine import Engine
+from ..errors import MemLikeHumanError
+from .main import EXIT_OK, db_option, fail, settings_from
+
+persona_option = click.option(
+    "--persona",
+    "persona_id",
+    default="default",
+    show_default=True,
+    help="The persona_id whose core persona this is (the same ID hosts pass to the tools).",
+)
+
+
+def _engine(ctx: click.Context, db: Path | None) -> Engine:
+    try:
+        return Engine(settings_from(ctx, db))
+    except MemLikeHumanError as exc:
+        fail(exc)
+
+
+def _describe(version: personas.PersonaVersion) -> str:
+    return f"persona {version.persona_id}, version {version.version}, set {version.created_at}"
+
+
+@click.group()
+def persona() -> None:
+    """Show or edit a persona's core persona; every change is kept as a new version."""
+
+
+@persona.command()
+@persona_option
+@click.option("--history", is_flag=True, help="Show every version, newest first.")
+@db_option
+@click.pass_context
+def show(ctx: click.Context, persona_id: str, history: bool, db: Path | None) -> None:
+    """Print the current core persona (or all versions with --history)."""
+    with _engine(ctx, db) as engine:
+        try:
+            versions = personas.history(engine.db, persona_id)
+        except MemLikeHumanError as exc:
+            fail(exc)
+    if not versions:
+        click.echo(f"no core persona is set for persona {persona_id}: use `memlikehuman persona set`", err=True)
+        sys.exit(EXIT_OK)
+    for version in versions if history else versions[:1]:
+        click.echo(f"# {_describe(version)}")
+        click.echo(version.text)
+        if history:
+            click.echo()
+
+
+def _store(ctx: click.Context, db: Path | None, persona_id: str, text: str) -> None:
+    with _engine(ctx, db) as engine:
+        try:
+            version, changed = personas.set_text(engine.db, persona_id, text)
+        except MemLikeHumanError as exc:
+            fail(exc)
+    if changed:
+        click.echo(f"saved {_describe(version)}", err=True)
+    else:
+        click.echo(f"unchanged: {_describe(version)} already has this text", err=True)
+
+
+@persona.command(name="set")
+@persona_option
+@click.argument("source", type=click.File("r", encoding="utf-8"), default="-")
+@db_option
+@click.pass_context
+def set_(ctx: click.Context, persona_id: str, source: TextIO, db: Path | None) -> None:
+    """Set the core persona from a file (SOURCE) or standard input (SOURCE omitted or '-')."""
+    _store(ctx, db, persona_id, source.read())
+
+
+@persona.command()
+@persona_option
+@db_option
+@click.pass_context
+def edit(ctx: click.Context, persona_id: str, db: Path | None) -> None:
+    """Edit the core persona in $EDITOR (VISUAL/EDITOR); saving a change stores a new version."""
+    with _engine(ctx, db) as engine:
+        try:
+            current = personas.current(engine.db, persona_id)
+        except MemLikeHumanError as exc:
+            fail(exc)
+    edited = click.edit((current.text if current else "") + "\n", extension=".md", require_save=True)
+    if edited is None:
+        click.echo("unchanged: the editor was closed without saving", err=True)
+        return
+    _store(ctx, db, persona_id, edited)
+
+
+COMMAND = persona

