@@ -1,0 +1,127 @@
+"""Full-text rows built from what is stored, and rebuilding the two indexes in committed batches.
+
+``events_fts`` and ``memories_fts`` are contentless FTS5 tables: the index keeps no copy of the
+text, so a row can only be (re)built from the ``events`` and ``memories`` tables. The rows built
+here are the ones ``events.insert`` and ``memories.store`` write when a record is first stored
+(``tests/test_cli_reindex.py`` compares the two term by term), so import and ``reindex`` give the
+index that recording would have given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from . import events
+from .db import Database
+from .records import Cue
+
+BATCH = 500
+Progress = Callable[[int, int], None]
+
+_MISSING = {
+    "event": "SELECT e.sequence AS id FROM events e WHERE e.sequence > ?"
+    " AND NOT EXISTS (SELECT 1 FROM events_fts f WHERE f.rowid = e.sequence) ORDER BY e.sequence LIMIT ?",
+    "memory": "SELECT m.id AS id FROM memories m WHERE m.id > ?"
+    " AND NOT EXISTS (SELECT 1 FROM memories_fts f WHERE f.rowid = m.id) ORDER BY m.id LIMIT ?",
+}
+_COUNT_MISSING = {
+    "event": "SELECT count(*) FROM events e WHERE NOT EXISTS (SELECT 1 FROM events_fts f WHERE f.rowid = e.sequence)",
+    "memory": "SELECT count(*) FROM memories m WHERE NOT EXISTS (SELECT 1 FROM memories_fts f WHERE f.rowid = m.id)",
+}
+TABLES = {"event": "events_fts", "memory": "memories_fts"}
+
+
+def memory_attribution(source: str, subject: str | None, kind: str) -> str:
+    """The searchable attribution of a memory: its event's speaker, its subject slot and kind."""
+    return " ".join(filter(None, [source, subject, kind]))
+
+
+def index_event(conn: Any, sequence: int) -> None:
+    """Write the full-text row of a stored event (its text, attribution and the session's previous text)."""
+    row = conn.execute(
+        "SELECT persona_id, project_id, session_id, source, text FROM events WHERE sequence = ?", (sequence,)
+    ).fetchone()
+    cues = [
+        Cue(r["kind"], r["key"], r["label"])
+        for r in conn.execute(
+            "SELECT kind, key, label FROM cues WHERE event_sequence = ? ORDER BY position", (sequence,)
+        )
+    ]
+    previous = conn.execute(
+        "SELECT text FROM events WHERE persona_id = ? AND project_id = ? AND session_id = ? AND sequence < ?"
+        " AND kind = 'record' ORDER BY sequence DESC LIMIT 1",
+        (row["persona_id"], row["project_id"], row["session_id"], sequence),
+    ).fetchone()
+    conn.execute(
+        "INSERT INTO events_fts (rowid, text, attribution, context) VALUES (?, ?, ?, ?)",
+        (
+            sequence,
+            row["text"],
+            events.attribution(row["source"], cues),
+            previous["text"][-events.CONTEXT_CHARS :] if previous else "",
+        ),
+    )
+
+
+def index_memory(conn: Any, rowid: int) -> None:
+    """Write the full-text row of a stored memory."""
+    row = conn.execute(
+        "SELECT m.content, m.subject, m.kind, e.source FROM memories m JOIN events e ON e.sequence = m.event_sequence"
+        " WHERE m.id = ?",
+        (rowid,),
+    ).fetchone()
+    conn.execute(
+        "INSERT INTO memories_fts (rowid, content, attribution) VALUES (?, ?, ?)",
+        (rowid, row["content"], memory_attribution(row["source"], row["subject"], row["kind"])),
+    )
+
+
+@dataclass(frozen=True)
+class RebuildResult:
+    """How many full-text rows a rebuild wrote."""
+
+    events: int
+    memories: int
+
+
+def count_missing(db: Database) -> tuple[int, int]:
+    """(events, memories) that have no full-text row."""
+    return int(db.scalar(_COUNT_MISSING["event"]) or 0), int(db.scalar(_COUNT_MISSING["memory"]) or 0)
+
+
+def clear(db: Database) -> None:
+    """Empty both full-text indexes in one transaction (the start of a full rebuild)."""
+    with db.write() as conn:
+        for table in TABLES.values():
+            conn.execute(f"INSERT INTO {table}({table}) VALUES ('delete-all')")
+
+
+def fill_missing(db: Database, progress: Progress | None = None, batch: int = BATCH) -> RebuildResult:
+    """Write the full-text row of every event and memory that lacks one, ``batch`` rows per transaction.
+
+    Each batch is committed before ``progress(done, total)`` is called, so an interruption loses
+    at most the batch in flight and a second call finishes the job. Rows added meanwhile by
+    another process are not missing, so they are never written twice.
+    """
+    missing_events, missing_memories = count_missing(db)
+    total = missing_events + missing_memories
+    done = {"event": 0, "memory": 0}
+    writers = {"event": index_event, "memory": index_memory}
+    if progress:
+        progress(0, total)
+    for kind in ("event", "memory"):
+        floor = 0
+        while True:
+            with db.write() as conn:
+                ids = [row["id"] for row in conn.execute(_MISSING[kind], (floor, batch))]
+                for row_id in ids:
+                    writers[kind](conn, row_id)
+            if not ids:
+                break
+            floor = ids[-1]
+            done[kind] += len(ids)
+            if progress:
+                progress(done["event"] + done["memory"], max(total, done["event"] + done["memory"]))
+    return RebuildResult(events=done["event"], memories=done["memory"])
