@@ -174,7 +174,7 @@ def run(db: Database, extractor: Extractor | None, sequence: int) -> Outcome:
         _, skipped = memories.store(db, event, candidates, clock.now_stamp(), targets)
         events.set_state(db, sequence, "complete", None)
     if skipped:
-        warnings.append(f"extraction: {skipped} item(s) repeat a current memory and were not stored again")
+        warnings.append(f"extraction: {skipped} item(s) repeat a current memory or an earlier item; not stored again")
     event = events.load(db, sequence)
     return Outcome("complete", None, event.memory_ids, tuple(warnings))
 

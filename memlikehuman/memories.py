@@ -172,13 +172,23 @@ def _replace_target(conn: Any, event: Event, rowid: int, target: int, valid_from
         conn.execute("UPDATE memories SET supersedes = coalesce(supersedes, ?) WHERE id = ?", (target, rowid))
 
 
-def _current_contents(db: Database, scope: Scope) -> set[str]:
-    rows = db.query(
-        "SELECT content FROM memories WHERE persona_id = ? AND project_id = ? AND revoked_at IS NULL"
-        " AND valid_to IS NULL",
-        (scope.persona_id, scope.project_id),
-    )
-    return {normalized(row["content"]) for row in rows}
+def _repeats_current(db: Database, scope: Scope, content: str) -> bool:
+    """Whether a current memory of the scope has this content, ignoring case and whitespace.
+
+    The full-text index narrows the comparison to memories containing the same phrase, so the cost
+    does not grow with the number of memories in the scope.
+    """
+    live = "m.persona_id = ? AND m.project_id = ? AND m.revoked_at IS NULL AND m.valid_to IS NULL"
+    if re.search(r"\w", content):
+        sql = (
+            "SELECT m.content FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid WHERE memories_fts MATCH ?"
+        )
+        needle = 'content : "' + content.replace('"', '""') + '"'
+    else:  # no words to search for: compare the text itself
+        sql, needle = "SELECT m.content FROM memories m WHERE m.content = ?", content
+    rows = db.query(f"{sql} AND {live}", (needle, scope.persona_id, scope.project_id))
+    key = normalized(content)
+    return any(normalized(row["content"]) == key for row in rows)
 
 
 def store(
@@ -197,14 +207,14 @@ def store(
     targets = list(targets) if targets is not None else [None] * len(items)
     rowids: list[int] = []
     skipped = 0
+    seen: set[str] = set()
     with db.write() as conn:
-        existing = _current_contents(db, event.scope)
         for item, target in zip(items, targets, strict=True):
             key = normalized(item.content)
-            if key in existing:
+            if key in seen or _repeats_current(db, event.scope, item.content):
                 skipped += 1
                 continue
-            existing.add(key)
+            seen.add(key)
             rowid = _insert(conn, event, item, recorded_at)
             if item.subject:
                 _supersede(conn, event, rowid, item)

@@ -16,7 +16,7 @@ import pytest
 from conftest import SyncClient, connected, make_settings, stdio_params
 from openai_stub import Reply, ScriptedOpenAI, chat_reply, closed_port_url, extraction_reply, memory_item
 
-from memlikehuman import memories
+from memlikehuman import extract, memories
 from memlikehuman.config import Settings
 from memlikehuman.engine import Engine
 from memlikehuman.records import Scope
@@ -207,6 +207,18 @@ def test_a_duplicate_of_a_current_memory_is_not_stored_twice(db_path):
     assert second["memory_ids"] == []
     assert second["extraction_state"] == "complete"
     assert "not stored again" in second["warnings"][0]
+
+
+def test_repeats_within_one_answer_are_stored_once_even_with_quotes_in_the_content(db_path):
+    content = 'The user calls tea "liquid: calm" (NEAR* ^joke).'
+    with stub_and_client(db_path) as (api, client):
+        api.chat.append(extraction_reply(memory_item(content, "liquid: calm"), memory_item(content, "liquid: calm")))
+        api.chat.append(extraction_reply(memory_item(content.upper(), "liquid: calm")))
+        first = record(client, "e1", 'Tea is "liquid: calm" to me.')
+        second = record(client, "e2", 'Again: tea is "liquid: calm".')
+    assert len(first["memory_ids"]) == 1
+    assert "1 item(s) repeat" in first["warnings"][0]
+    assert second["memory_ids"] == []
 
 
 def test_emotion_and_persona_labels_are_kept_only_for_assistant_feelings_and_persona_events(db_path):
@@ -528,3 +540,9 @@ def test_a_served_process_configured_by_environment_extracts_over_stdio(db_path)
             memory = read_memory(client, result["memory_ids"][0])
     assert result["extraction_state"] == "complete"
     assert memory["source"]["quote"] == "I like tea"
+
+
+def test_the_documented_prompt_is_the_prompt_in_use():
+    doc = (Path(__file__).parent.parent / "docs" / "extraction.md").read_text(encoding="utf-8")
+    assert extract.SYSTEM in doc
+    assert "memlikehuman retry --all" in doc
