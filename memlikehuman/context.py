@@ -220,12 +220,13 @@ class _Packer:
         body = list(reversed(block.lines)) if block.shown_oldest_first else block.lines
         return [opening, *body, closing]
 
-    def assemble(self, head: str) -> str:
-        """The joined context; drops lowest-priority lines until the whole string fits."""
+    def assemble(self, head: str) -> tuple[str, int]:
+        """The joined context and its count; drops lowest-priority lines until the whole string fits."""
         while True:
             text = "\n".join([head, *(line for b in self.blocks for line in self.render(b))])
-            if self.counter.count(text) <= self.budget or not self._drop_last():
-                return text
+            count = self.counter.count(text)
+            if count <= self.budget or not self._drop_last():
+                return text, count
 
     def _drop_last(self) -> bool:
         for block in reversed(self.blocks):
@@ -328,14 +329,17 @@ def resume(
     hits, raw, recall_warnings = _recall(engine, scope, query)
     items = _memory_items(hits, raw, set(events_block.meta))
     packer.block("relevant_memories", items, len(items), contiguous=False)
-    context = packer.assemble(head)
-    if counter.count(context) > token_budget:  # cannot happen: framing + core persona alone were counted
+    context, count = packer.assemble(head)
+    if count > token_budget:  # unreachable: framing + core persona alone were counted above
         return _insufficient(packer, bool(persona), selected, warnings, chosen)
-    return _result(packer, head, context, [*warnings, *recall_warnings], chosen)
+    return _result(packer, head, (context, count), [*warnings, *recall_warnings], chosen)
 
 
-def _result(packer: _Packer, head: str, context: str, warnings: list[str], chosen: Checkpoint | None) -> ResumeResult:
+def _result(
+    packer: _Packer, head: str, packed: tuple[str, int], warnings: list[str], chosen: Checkpoint | None
+) -> ResumeResult:
     counter = packer.counter
+    context, count = packed
     components = [Component("framing", True, counter.count(head), 1)]
     for block in packer.blocks:
         rendered = "\n".join(packer.render(block))
@@ -352,7 +356,7 @@ def _result(packer: _Packer, head: str, context: str, warnings: list[str], chose
     return ResumeResult(
         status="partial" if omitted else "ok",
         context=context,
-        token_count=counter.count(context),
+        token_count=count,
         token_method=counter.method,
         components=tuple(components),
         omitted=omitted,

@@ -68,6 +68,7 @@ def exact_counters(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tokens
     corpus = list(SAMPLES.values()) * 20
     counters = {
         "cl100k": tokens.counter_for("gpt-4"),
+        "cl100k-tiktoken-fallback": tokens.TokenCounter("tiktoken:cl100k_base", tokens._tiktoken_cl100k()),
         "o200k": tokens.counter_for("gpt-4o"),
         "bpe-no-merges": tokens.counter_for(None, _byte_level_bpe(tmp, corpus, 256)),
         "bpe-trained": tokens.counter_for(None, _byte_level_bpe(tmp, corpus, 600)),
@@ -110,9 +111,9 @@ def test_quicktok_counts_exactly_like_tiktoken_on_the_encoding_both_ship(text):
 @pytest.mark.parametrize(
     ("model", "method"),
     [
-        ("gpt-4", "tiktoken:cl100k_base"),
-        ("gpt-3.5-turbo-0125", "tiktoken:cl100k_base"),
-        ("cl100k_base", "tiktoken:cl100k_base"),
+        ("gpt-4", "quicktok:cl100k_base"),
+        ("gpt-3.5-turbo-0125", "quicktok:cl100k_base"),
+        ("cl100k_base", "quicktok:cl100k_base"),
         ("gpt-4o", "quicktok:o200k_base"),
         ("gpt-4o-mini", "quicktok:o200k_base"),
         ("openai/gpt-4.1-mini", "quicktok:o200k_base"),
