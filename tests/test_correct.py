@@ -302,3 +302,20 @@ def test_correct_and_forget_work_over_stdio(stdio_client, db_path):
     assert gone["deleted_event_ids"] == ["e1", out["correction_event_id"]]
     assert sorted(gone["deleted_memory_ids"]) == sorted([memory, out["replacement_id"]])
     assert stdio_client.error("memory_forget", record_id="e1").startswith("not_found:")
+
+
+def test_session_resume_skips_checkpoints_invalidated_by_a_correction_or_a_forget(client, city):
+    if not {"session_checkpoint", "session_resume"} <= {tool.name for tool in client.list_tools().tools}:
+        pytest.skip("the session tools have not landed yet")
+    saved = client.ok("session_checkpoint", state={"goal": "Plan the move to Paris"}, covered_event_id="e-city")
+    assert client.ok("session_resume")["checkpoint_id"] == saved["checkpoint_id"]
+    out = client.ok("memory_correct", memory_id=city, content="User lives in Lyon", reason="Lyon")
+    resumed = client.ok("session_resume")
+    assert resumed["checkpoint_id"] is None
+    assert any(out["correction_event_id"] in warning for warning in resumed["warnings"])
+    client.ok("session_checkpoint", state={"goal": "Plan the move to Paris again"}, covered_event_id="e-city")
+    client.ok("memory_forget", record_id="e-city")
+    resumed = client.ok("session_resume")
+    assert resumed["checkpoint_id"] is None
+    assert "Plan the move to Paris" not in resumed["context"]
+    assert any("forgotten" in warning for warning in resumed["warnings"])

@@ -1,0 +1,187 @@
+"""memory_forget latency on a large archive, beside a plain delete and memory_record, plus a residue scan.
+
+Run: python bench/forget.py [--events 100000] [--samples 40]
+Writes the "forget" section of docs/benchmarks.md.
+
+One archive, one run: `--events` recorded events (sessions of 50, 8-60 words each, one memory for
+every fifth event), then `--samples` targets forgotten with `forget.forget` (each target has two
+memories, every fourth also a correction) and as many other targets deleted by a baseline that
+does what a plain delete does: the rows (cascades) and their full-text rows, but no index merge,
+no context re-indexing, no WAL truncation. Each target carries a unique marker word; the files are
+scanned for the markers afterwards.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import random
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.report import percentile, table, write_section  # noqa: E402
+from memlikehuman import config, correct, events, forget, memories  # noqa: E402
+from memlikehuman.engine import Engine  # noqa: E402
+from memlikehuman.records import Candidate, Scope  # noqa: E402
+
+ENV = {"MEMLIKEHUMAN_EXTRACTOR": "none", "MEMLIKEHUMAN_EMBEDDER": "none", "MEMLIKEHUMAN_CONFIG": "/nonexistent"}
+SCOPE = Scope("bench", "forget")
+WORDS = "the a to and of I you my we it is was that for on in with at this about really think going like".split()
+WORDS += "dinner Lisbon project meeting guitar painting Friday doctor garden trip camera recipe deadline".split()
+BATCH = 1_000
+
+
+def sentence(rng: random.Random) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(rng.randint(8, 60))).capitalize() + "."
+
+
+def marker(i: int) -> str:
+    """A unique word per target: random hex, so no two markers share more than a few leading characters."""
+    return "zq" + hashlib.sha256(str(i).encode()).hexdigest()[:18]
+
+
+def tell(i: int) -> bytes:
+    """The part of a marker searched for in the files: FTS5 leaves store a term after the prefix it shares
+    with the previous term, so the leading characters may not be stored next to the rest."""
+    return marker(i)[8:].encode()
+
+
+def build(engine: Engine, count: int, targets: set[int], rng: random.Random) -> None:
+    """Record the archive in batches of BATCH events per transaction (recording speed is not measured here)."""
+    db = engine.db
+    for start in range(0, count, BATCH):
+        with db.write() as conn:
+            for i in range(start, min(count, start + BATCH)):
+                text = sentence(rng) + (f" The code word is {marker(i)}." if i in targets else "")
+                payload = events.new_event(SCOPE, f"evt-{i}", text, "user", "bench", session_id=f"s{i // 50}")
+                sequence, _ = events.insert(db, payload)
+                if i % 5 == 0 and i not in targets:
+                    _bulk_memory(conn, sequence, f"Fact {i}: " + sentence(rng))
+        print(f"\rbuilt {min(count, start + BATCH):,}/{count:,} events", end="", file=sys.stderr)
+    print(file=sys.stderr)
+
+
+def _bulk_memory(conn: Any, sequence: int, content: str) -> None:
+    """A background memory without supersession checks (memories.store re-reads all current ones per call)."""
+    conn.execute(
+        "INSERT INTO memories (memory_id, event_sequence, persona_id, project_id, session_id, content, quote, kind,"
+        " basis, category, valid_from, recorded_at) SELECT ?, sequence, persona_id, project_id, session_id, ?, ?,"
+        " 'fact', 'stated', category, occurred_at, recorded_at FROM events WHERE sequence = ?",
+        (memories.new_memory_id(), content, content, sequence),
+    )
+    rowid = conn.last_insert_rowid()
+    conn.execute("INSERT INTO memories_fts (rowid, content, attribution) VALUES (?, ?, 'bench fact')", (rowid, content))
+
+
+def decorate(engine: Engine, targets: list[int]) -> None:
+    """Two memories per target (with the marker), and a correction of every fourth."""
+    for n, i in enumerate(targets):
+        event = events.find(engine.db, SCOPE, f"evt-{i}")
+        items = [
+            Candidate(
+                f"User's code word is {marker(i)}",
+                f"code word is {marker(i)}",
+                "fact",
+                "stated",
+                None,
+                event.occurred_at,
+            ),
+            Candidate(f"User mentioned a code word {i}", "The code word", "event", "stated", None, event.occurred_at),
+        ]
+        rowids, _ = memories.store(engine.db, event, items, event.recorded_at)
+        if n % 4 == 0 and rowids:
+            memory_id = engine.db.scalar("SELECT memory_id FROM memories WHERE id = ?", (rowids[0],))
+            correct.correct(engine.db, SCOPE, memory_id, f"User's code word is {marker(i)} (corrected)", "typo")
+
+
+def plain_delete(engine: Engine, event_id: str) -> None:
+    """Baseline: delete the event, its memories and their full-text rows; nothing more."""
+    with engine.db.write() as conn:
+        sequence = conn.execute("SELECT sequence FROM events WHERE event_id = ?", (event_id,)).fetchone()["sequence"]
+        rowids = [r["id"] for r in conn.execute("SELECT id FROM memories WHERE event_sequence = ?", (sequence,))]
+        conn.executemany("DELETE FROM memories_fts WHERE rowid = ?", [(r,) for r in rowids])
+        conn.execute("DELETE FROM events_fts WHERE rowid = ?", (sequence,))
+        conn.execute("DELETE FROM events WHERE sequence = ?", (sequence,))
+
+
+def timed(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return (time.perf_counter() - start) * 1000
+
+
+def residue(path: Path, ids: list[int]) -> int:
+    """How many of these targets' markers can still be found, as bytes, in the database files."""
+    data = b"".join(Path(str(path) + s).read_bytes() for s in ("", "-wal", "-shm") if Path(str(path) + s).exists())
+    return sum(tell(i) in data for i in ids)
+
+
+def optimize_after_delete(engine: Engine, event_id: str) -> float:
+    """The index merge on its own, after a plain delete left a tombstone (as inside a forget)."""
+    plain_delete(engine, event_id)
+
+    def run() -> None:
+        with engine.db.write() as conn:
+            conn.execute("INSERT INTO events_fts(events_fts) VALUES ('optimize')")
+            conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('optimize')")
+
+    return timed(run)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--events", type=int, default=100_000)
+    parser.add_argument("--samples", type=int, default=40)
+    args = parser.parse_args()
+    rng = random.Random(11)
+    picked = rng.sample(range(args.events), 2 * args.samples)
+    ours, base = sorted(picked[: args.samples]), sorted(picked[args.samples :])
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "forget.sqlite3"
+        with Engine(config.load(path, env=ENV)) as engine:
+            build(engine, args.events, set(picked), rng)
+            decorate(engine, picked)
+            forget.scrub(engine.db)
+            size_mb = path.stat().st_size / 1e6
+            record_ms = [
+                timed(lambda i=i: engine.record(SCOPE, f"new-{i}", sentence(rng), "user", "bench", session_id="new"))
+                for i in range(args.samples)
+            ]
+            base_ms = [timed(lambda i=i: plain_delete(engine, f"evt-{i}")) for i in base]
+            base_left = residue(path, base)
+            forget_ms = [timed(lambda i=i: forget.forget(engine.db, SCOPE, f"evt-{i}")) for i in ours]
+            ours_left = residue(path, ours)
+            scrub_ms = [timed(lambda: forget.scrub(engine.db)) for _ in range(5)]
+            spare = [i for i in range(args.events) if i not in set(picked)][:5]
+            optimize_ms = [optimize_after_delete(engine, f"evt-{i}") for i in spare]
+    rows = [
+        ["memory_forget core (`forget.forget`)", *_p(forget_ms), f"{ours_left} of {len(ours)}"],
+        ["baseline: plain delete (rows + FTS rows, one transaction)", *_p(base_ms), f"{base_left} of {len(base)}"],
+        ["baseline: memory_record on the same archive (`Engine.record`)", *_p(record_ms), "-"],
+        ["part of forget: FTS 'optimize' of both indexes after a delete", *_p(optimize_ms), "-"],
+        ["part of forget: WAL checkpoint(TRUNCATE), WAL nearly empty", *_p(scrub_ms), "-"],
+    ]
+    body = table(["operation", "p50 ms", "p95 ms", "markers still in the files"], rows)
+    body += (
+        f"\n\nArchive: {args.events:,} events of 8-60 words in sessions of 50, a memory for every fifth event,"
+        f" {size_mb:.0f} MB before the runs, no vectors (no embedder). {args.samples} targets per method, each"
+        " with two memories, every fourth also with a correction; each target's text holds a unique marker"
+        " word. 'Markers still in the files' is a byte scan of the database file, -wal and -shm after that"
+        " method's deletions (baseline scanned before any forget ran, since forget's index merge also"
+        " purges the baseline's tombstoned terms)."
+    )
+    print(body)
+    write_section("forget", "memory_forget", f"python bench/forget.py --events {args.events}", body)
+
+
+def _p(values: list[float]) -> list[str]:
+    return [f"{percentile(values, 50):.1f}", f"{percentile(values, 95):.1f}"]
+
+
+if __name__ == "__main__":
+    main()
