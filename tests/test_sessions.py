@@ -250,3 +250,14 @@ def test_relevant_memories_bring_back_covered_events_matching_the_query(client):
     assert relevant[0]["event_id"] == "old" and "blue bicycle" in relevant[0]["excerpt"]
     assert relevant[0]["role"] == "user" and relevant[0]["source"] == "chat"
     assert "new" not in [r.get("event_id") for r in relevant]
+
+
+def test_a_forget_invalidates_the_checkpoints_and_resume_falls_back_to_the_raw_events(client):
+    record(client, "e1", text="The door code is 4711.")
+    record(client, "e2")
+    checkpoint(client, "e2", state={"goal": "remember the door code 4711"})
+    assert client.ok("memory_forget", record_id="e1")["invalidated_checkpoints"] == 1
+    out = client.ok("session_resume", token_budget=100_000)
+    assert out["checkpoint_id"] is None and "4711" not in out["context"]
+    assert any("invalidated" in w for w in out["warnings"])
+    assert [e["event_id"] for e in blocks(out["context"])["recent_events"]] == ["e2"]

@@ -161,3 +161,19 @@ def test_a_broken_tokenizer_json_falls_back_to_the_estimate_with_a_warning(tmp_p
 def test_a_malformed_target_model_is_invalid(model):
     with pytest.raises(InvalidArgument):
         tokens.counter_for(model)
+
+
+def test_session_resume_counts_with_the_configured_tokenizer_json(tmp_path):
+    from conftest import make_settings
+
+    from memlikehuman import context
+    from memlikehuman.engine import Engine
+    from memlikehuman.records import Scope
+
+    path = _byte_level_bpe(tmp_path, list(SAMPLES.values()), 300)
+    settings = make_settings(tmp_path / "memory.sqlite3", MEMLIKEHUMAN_TOKENIZER_JSON=str(path))
+    with Engine(settings) as engine:
+        engine.record(Scope(), "e1", SAMPLES["german"], "user", "chat")
+        out = context.resume(engine, Scope(), token_budget=5000)
+    assert out.token_method == "tokenizers:bpe300/tokenizer.json"
+    assert out.token_count == tokens.counter_for(None, path).count(out.context) <= 5000
