@@ -113,7 +113,8 @@ class _Importer:
             self.seen[valid["type"]] += 1
             self._apply(valid, number)
         self._check_end(end)
-        self._link_memories()
+        if not self.conflict_count:  # with conflicts nothing is written: links to them cannot resolve
+            self._link_memories()
         self.conn.execute("DROP TABLE temp.import_links")
 
     def _check_end(self, end: dict[str, Any] | None) -> None:
@@ -139,8 +140,7 @@ class _Importer:
         keys = (record["persona_id"], record["version"]) if kind == "persona_version" else (record[_ID_FIELD[kind]],)
         row = self.conn.execute(f"{section.select} WHERE {section.key}", keys).fetchone()
         if row is None:
-            _INSERT[kind](self.conn, record, number)
-            self.added[kind] += 1
+            self._insert(record, number)
             return
         local = to_record(kind, row)
         ignored = EVENT_BOOKKEEPING if kind == "event" else DERIVED_FIELDS
@@ -148,10 +148,24 @@ class _Importer:
         if not differs:
             self.unchanged[kind] += 1
             return
+        name = " v".join(str(key) for key in keys)
+        self._conflict(f"line {number}: {kind} {name!r} differs from the archive in {', '.join(differs)}")
+
+    def _insert(self, record: dict[str, Any], number: int) -> None:
+        try:
+            _INSERT[record["type"]](self.conn, record, number)
+        except InvalidArgument as exc:
+            if not self.conflict_count:
+                raise
+            # A record that refers to a conflicting one cannot be placed either: list it with them.
+            self._conflict(f"{exc.message} (after the conflicts above)")
+            return
+        self.added[record["type"]] += 1
+
+    def _conflict(self, message: str) -> None:
         self.conflict_count += 1
         if len(self.conflicts) < MAX_LISTED:
-            name = " v".join(str(key) for key in keys)
-            self.conflicts.append(f"line {number}: {kind} {name!r} differs from the archive in {', '.join(differs)}")
+            self.conflicts.append(message)
 
     def _link_memories(self) -> None:
         bad = self.conn.execute(_LINK_CHECK).fetchone()

@@ -1,0 +1,94 @@
+"""`memlikehuman import`: read a file written by `export`, all of it or nothing."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import BinaryIO
+
+import click
+
+from .. import portability
+from ..engine import Engine
+from ..errors import InvalidArgument, MemLikeHumanError
+from .main import EXIT_ERROR, db_option, echo_json, echo_table, fail, progress_bar, settings_from
+
+
+@click.command("import")
+@db_option
+@click.argument("source", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path))
+@click.option("--dry-run", is_flag=True, help="Check the file and report what would change; write nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON on stdout.")
+@click.pass_context
+def import_(ctx: click.Context, db: Path | None, source: Path, dry_run: bool, as_json: bool) -> None:
+    """Import SOURCE, a file written by `export` (`-` reads standard input): every record, or none.
+
+    Records already in the archive with identical content are skipped, so importing a file twice
+    changes nothing. If any record conflicts with the archive (the same event ID with another
+    payload or scope, the same memory ID with other content, ...), nothing is imported and the
+    conflicts are listed. Imported events get new local sequence numbers, in the order of the file
+    (their original recording order). Vectors are not part of the file: run `memlikehuman reindex
+    --missing` afterwards (a running server also computes them in the background). The import holds
+    the archive's write lock until it ends.
+
+    Exit status: 0 imported (or a clean dry run), 1 conflicts or an invalid file (nothing written).
+    """
+    settings = settings_from(ctx, db)
+    try:
+        with Engine(settings) as engine, _opened(source) as (stream, size), progress_bar("importing", size) as bar:
+            report = portability.import_lines(engine.db, stream, dry_run=dry_run, progress=bar.advance)
+    except portability.ImportConflicts as exc:
+        _show(exc.report, as_json)
+        _list_conflicts(exc.report)
+        sys.exit(EXIT_ERROR)
+    except MemLikeHumanError as exc:
+        fail(exc)
+    _show(report, as_json)
+
+
+@contextmanager
+def _opened(source: Path) -> Iterator[tuple[BinaryIO, int | None]]:
+    if str(source) == "-":
+        yield sys.stdin.buffer, None
+        return
+    try:
+        stream = source.open("rb")
+    except OSError as exc:
+        raise InvalidArgument(f"cannot read {source} ({exc.strerror}): check the path") from None
+    with stream:
+        yield stream, source.stat().st_size
+
+
+def _show(report: portability.ImportReport, as_json: bool) -> None:
+    if as_json:
+        echo_json(
+            {
+                "dry_run": report.dry_run,
+                "written": report.written,
+                "added": dict(report.added),
+                "unchanged": dict(report.unchanged),
+                "conflict_count": report.conflict_count,
+                "conflicts": list(report.conflicts),
+            }
+        )
+        return
+    added = "would add" if report.dry_run or report.conflict_count else "added"
+    rows = [(kind, report.added[kind], report.unchanged[kind]) for kind in portability.TYPES]
+    echo_table(["record", added, "already present"], rows)
+    if report.written:
+        click.echo(f"imported {sum(report.added.values()):,} new records", err=True)
+    elif report.dry_run and not report.conflict_count:
+        click.echo("dry run: nothing was written; the import would succeed", err=True)
+
+
+def _list_conflicts(report: portability.ImportReport) -> None:
+    click.echo(f"error: {report.conflict_count:,} record(s) conflict with the archive; nothing was imported:", err=True)
+    for conflict in report.conflicts:
+        click.echo(f"  {conflict}", err=True)
+    if report.conflict_count > len(report.conflicts):
+        click.echo(f"  ... and {report.conflict_count - len(report.conflicts):,} more", err=True)
+
+
+COMMAND = import_

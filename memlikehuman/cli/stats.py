@@ -1,0 +1,83 @@
+"""`memlikehuman stats`: what the archive holds, per scope."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+
+import click
+
+from .. import stats as archive_stats
+from ..engine import Engine
+from ..errors import MemLikeHumanError
+from .main import db_option, echo_json, echo_table, fail, settings_from
+
+COLUMNS = (
+    ("persona", "persona_id"),
+    ("project", "project_id"),
+    ("events", "events"),
+    ("pending", "extraction_pending"),
+    ("failed", "extraction_failed"),
+    ("current", "memories_current"),
+    ("superseded", "memories_superseded"),
+    ("revoked", "memories_revoked"),
+    ("ckpt valid", "checkpoints_valid"),
+    ("ckpt invalid", "checkpoints_invalidated"),
+    ("no vector", "vectors_missing"),
+)
+
+
+@click.command()
+@db_option
+@click.option("--persona", "persona_id", default=None, help="Only this persona (default: every persona).")
+@click.option("--project", "project_id", default=None, help="Only this project (default: every project).")
+@click.option("--json", "as_json", is_flag=True, help="Print the numbers as JSON on stdout.")
+@click.pass_context
+def stats(ctx: click.Context, db: Path | None, persona_id: str | None, project_id: str | None, as_json: bool) -> None:
+    """Count, per persona and project: events, extractions pending/failed, memories, checkpoints, vectors.
+
+    \b
+    Columns: events; pending/failed = events whose extraction is not complete (`retry`);
+    current/superseded/revoked = memories by status (revoked = corrected away);
+    ckpt valid/invalid = task checkpoints (corrections and forgetting invalidate them);
+    no vector = events and memories without a vector of the configured embedder (`reindex --missing`),
+    "-" when no embedder is configured. Then the size of the database file and its WAL.
+    """
+    settings = settings_from(ctx, db)
+    try:
+        with Engine(settings) as engine:
+            embedder = engine.embedder
+            result = archive_stats.collect(
+                engine.db,
+                vector_model=embedder.model_id if embedder else None,
+                persona_id=persona_id,
+                project_id=project_id,
+            )
+    except MemLikeHumanError as exc:
+        fail(exc)
+    if as_json:
+        echo_json({**asdict(result), "totals": asdict(result.totals())})
+        return
+    rows = [[getattr(scope, field) for _, field in COLUMNS] for scope in result.scopes]
+    if len(result.scopes) > 1:
+        rows.append([getattr(result.totals(), field) for _, field in COLUMNS])
+    echo_table([header for header, _ in COLUMNS], rows)
+    if not rows:
+        click.echo("(no records" + (" in this scope)" if persona_id or project_id else ")"))
+    model = result.vector_model or "none configured"
+    click.echo(
+        f"\narchive {result.path}: {_size(result.file_bytes)} (+ {_size(result.wal_bytes)} WAL,"
+        f" {_size(result.free_bytes)} free inside); vectors: {model}"
+    )
+
+
+def _size(count: int) -> str:
+    size = float(count)
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1024 or unit == "GB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    raise AssertionError("unreachable")
+
+
+COMMAND = stats

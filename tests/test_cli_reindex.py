@@ -1,0 +1,105 @@
+"""`reindex`: rebuilt full-text rows equal the recorded ones; interrupted runs finish on a rerun."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import apsw
+import pytest
+from cli_support import cli, closed_port, json_out, populate
+from conftest import make_settings
+from openai_stub import ScriptedOpenAI
+
+from memlikehuman import fulltext, reindex
+from memlikehuman.engine import Engine
+from memlikehuman.records import Scope
+
+Terms = dict[str, list[tuple[object, ...]]]
+
+
+def index_terms(db: Path) -> Terms:
+    """Every (term, row, column, offset) of both full-text indexes: the whole content of each index."""
+    conn = apsw.Connection(str(db))
+    try:
+        terms = {}
+        for table in ("events_fts", "memories_fts"):
+            conn.execute(f"CREATE VIRTUAL TABLE temp.v_{table} USING fts5vocab('main', '{table}', 'instance')")
+            terms[table] = sorted(conn.execute(f"SELECT term, doc, col, offset FROM temp.v_{table}").fetchall())
+        return terms
+    finally:
+        conn.close()
+
+
+def stop_after(rows: int):  # type: ignore[no-untyped-def]
+    """A progress callback that interrupts (as Ctrl-C would) once `rows` are done."""
+
+    def progress(done: int, total: int) -> None:
+        if done >= rows:
+            raise KeyboardInterrupt
+
+    return progress
+
+
+@pytest.fixture
+def archive(tmp_path: Path) -> Path:
+    db = tmp_path / "a.sqlite3"
+    populate(db)
+    return db
+
+
+def test_a_full_rebuild_writes_exactly_the_rows_recording_wrote(archive: Path) -> None:
+    recorded = index_terms(archive)
+    assert recorded["events_fts"] and recorded["memories_fts"]
+    result = cli(archive, "reindex", "--only", "fulltext")
+    assert result.exit_code == 0, result.output
+    assert "full-text: 9 events and 3 memories indexed" in result.stderr
+    assert index_terms(archive) == recorded
+
+
+def test_reindex_missing_on_a_complete_index_writes_nothing(archive: Path) -> None:
+    result = cli(archive, "reindex", "--missing")
+    assert result.exit_code == 0
+    assert "full-text: 0 events and 0 memories indexed" in result.stderr
+    assert "vectors: skipped, no embedder is configured" in result.stderr
+
+
+def test_an_interrupted_full_text_rebuild_is_finished_by_a_rerun(archive: Path) -> None:
+    recorded = index_terms(archive)
+    with Engine(make_settings(archive)) as engine, pytest.raises(KeyboardInterrupt):
+        reindex.rebuild_fulltext(engine, missing_only=False, progress=stop_after(4), batch=2)
+    with Engine(make_settings(archive)) as engine:
+        missing_events, missing_memories = fulltext.count_missing(engine.db)
+    # Two batches of two were committed before the interruption; the rest is missing.
+    assert (missing_events, missing_memories) == (5, 3)
+    assert cli(archive, "doctor").exit_code == 3
+    result = cli(archive, "reindex", "--missing", "--only", "fulltext")
+    assert result.exit_code == 0 and "full-text: 5 events and 3 memories indexed" in result.stderr
+    assert index_terms(archive) == recorded
+    assert json_out(cli(archive, "doctor", "--json"))["ok"] is True
+
+
+def test_an_interrupted_vector_rebuild_is_finished_by_a_rerun(tmp_path: Path) -> None:
+    db = tmp_path / "a.sqlite3"
+    with ScriptedOpenAI() as api:
+        env = {"MEMLIKEHUMAN_EMBEDDER": "openai", "MEMLIKEHUMAN_EMBEDDER_BASE_URL": api.base_url}
+        with Engine(make_settings(db, **env)) as engine:
+            for i in range(100):
+                engine.record(Scope("p", "q"), f"e{i}", f"event number {i} about gardening", "user", "chat")
+        with Engine(make_settings(db, **env)) as engine, pytest.raises(KeyboardInterrupt):
+            reindex.rebuild_vectors(engine, missing_only=False, progress=stop_after(1))
+        missing = json_out(cli(db, "stats", "--json", env=env))["totals"]["vectors_missing"]
+        assert 0 < missing < 100
+        result = cli(db, "reindex", "--missing", "--only", "vectors", env=env)
+        assert result.exit_code == 0, result.output
+        assert f"vectors: {missing} events and memories embedded" in result.stderr
+        assert json_out(cli(db, "stats", "--json", env=env))["totals"]["vectors_missing"] == 0
+        again = cli(db, "reindex", "--only", "vectors", env=env)
+        assert "vectors: 100 events and memories embedded" in again.stderr
+
+
+def test_an_unreachable_embedder_is_an_error_after_the_full_text_part(archive: Path) -> None:
+    env = {"MEMLIKEHUMAN_EMBEDDER": "openai", "MEMLIKEHUMAN_EMBEDDER_BASE_URL": f"http://127.0.0.1:{closed_port()}/v1"}
+    result = cli(archive, "reindex", "--missing", env=env)
+    assert result.exit_code == 1
+    assert "full-text: 0 events and 0 memories indexed" in result.stderr
+    assert "error: unavailable:" in result.stderr
