@@ -60,13 +60,17 @@ def test_a_cue_search_with_an_empty_query_finds_the_cued_event(tmp_path: Path) -
 
 
 def test_nothing_found_prints_empty_lists(tmp_path: Path) -> None:
-    result = cli(tmp_path / "a.sqlite3", "recall", "anything")
+    db = tmp_path / "a.sqlite3"
+    populate(db)
+    result = cli(db, "recall", "zeppelin")
     assert result.exit_code == 0
     assert result.stdout.count("(none)") == 2
 
 
 def test_bad_input_exits_with_a_coded_error(tmp_path: Path) -> None:
-    result = cli(tmp_path / "a.sqlite3", "recall", "x", "--as-of", "2026-01-01T00:00:00")
+    db = tmp_path / "a.sqlite3"
+    populate(db)
+    result = cli(db, "recall", "x", "--as-of", "2026-01-01T00:00:00")
     assert result.exit_code == 1
     assert result.stderr.startswith("error: invalid_argument: as_of has no timezone offset")
-    assert cli(tmp_path / "a.sqlite3", "recall", "x", "-n", "0").exit_code == 2
+    assert cli(db, "recall", "x", "-n", "0").exit_code == 2

@@ -71,5 +71,16 @@ def test_stats_prints_a_table_with_a_total_row_and_the_archive_size(tmp_path: Pa
 
 
 def test_stats_of_an_empty_archive_says_so(tmp_path: Path) -> None:
-    result = cli(tmp_path / "new.sqlite3", "stats")
+    db = tmp_path / "new.sqlite3"
+    Engine(make_settings(db)).close()
+    result = cli(db, "stats")
     assert result.exit_code == 0 and "(no records)" in result.stdout
+
+
+def test_a_mistyped_archive_path_is_an_error_and_creates_nothing(tmp_path: Path) -> None:
+    db = tmp_path / "typo.sqlite3"
+    for command in (["stats"], ["export"], ["reindex"], ["recall", "x"]):
+        result = cli(db, *command)
+        assert result.exit_code == 1, command
+        assert result.stderr.startswith(f"error: not_found: no archive at {db}")
+    assert not db.exists()

@@ -12,7 +12,7 @@ import click
 from .. import portability
 from ..engine import Engine
 from ..errors import InvalidArgument, MemLikeHumanError
-from .main import EXIT_ERROR, db_option, fail, progress_bar, settings_from
+from .main import EXIT_ERROR, db_option, fail, progress_bar, require_archive, settings_from
 
 
 @click.command()
@@ -42,6 +42,7 @@ def export(
       memlikehuman export --persona alice --project garden > garden.jsonl
     """
     settings = settings_from(ctx, db)
+    require_archive(settings)
     try:
         with Engine(settings) as engine:
             total = sum(portability.count_records(engine.db, persona_id, project_id).values())

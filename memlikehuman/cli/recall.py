@@ -10,7 +10,7 @@ import click
 from ..engine import Engine
 from ..errors import MemLikeHumanError
 from ..records import Scope
-from .main import db_option, echo_json, echo_table, fail, settings_from
+from .main import db_option, echo_json, echo_table, fail, require_archive, settings_from
 
 CLIP = 90
 
@@ -50,6 +50,7 @@ def recall(ctx: click.Context, db: Path | None, query: str, as_json: bool, **opt
       memlikehuman recall --cue IMG_0042.jpg --json
     """
     settings = settings_from(ctx, db)
+    require_archive(settings)
     scope = Scope(options.pop("persona_id"), options.pop("project_id"))
     try:
         # Imported here: the core pulls in numpy, the edge's output models pull in the MCP SDK.

@@ -10,7 +10,7 @@ import click
 from .. import reindex as rebuilding
 from ..engine import Engine
 from ..errors import MemLikeHumanError
-from .main import EXIT_INTERRUPTED, db_option, fail, progress_bar, settings_from
+from .main import EXIT_INTERRUPTED, db_option, fail, progress_bar, require_archive, settings_from
 
 
 @click.command()
@@ -37,6 +37,7 @@ def reindex(ctx: click.Context, db: Path | None, missing: bool, only: str | None
     Exit status: 0 done, 1 error (e.g. the embedder cannot be reached), 130 interrupted.
     """
     settings = settings_from(ctx, db)
+    require_archive(settings)
     try:
         with Engine(settings) as engine:
             if only != "vectors":

@@ -10,7 +10,7 @@ import click
 from .. import stats as archive_stats
 from ..engine import Engine
 from ..errors import MemLikeHumanError
-from .main import db_option, echo_json, echo_table, fail, settings_from
+from .main import db_option, echo_json, echo_table, fail, require_archive, settings_from
 
 COLUMNS = (
     ("persona", "persona_id"),
@@ -44,6 +44,7 @@ def stats(ctx: click.Context, db: Path | None, persona_id: str | None, project_i
     "-" when no embedder is configured. Then the size of the database file and its WAL.
     """
     settings = settings_from(ctx, db)
+    require_archive(settings)
     try:
         with Engine(settings) as engine:
             embedder = engine.embedder
