@@ -17,7 +17,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from . import clock, events, memories, validate
+from . import clock, events, fulltext, memories, validate
 from .db import Database
 from .errors import Conflict, Forbidden, InvalidArgument
 from .records import Event, Memory, Scope
@@ -167,10 +167,7 @@ def _insert_replacement(conn: Any, event: Event, original: Memory, content: str,
         ),
     )
     rowid = int(conn.last_insert_rowid())
-    conn.execute(
-        "INSERT INTO memories_fts (rowid, content, attribution) VALUES (?, ?, ?)",
-        (rowid, content, " ".join(filter(None, [event.source, original.subject, original.kind]))),
-    )
+    fulltext.index_memory(conn, rowid)
     return rowid
 
 

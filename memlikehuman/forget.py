@@ -22,7 +22,7 @@ from typing import Any
 
 import apsw
 
-from . import events, memories, validate
+from . import fulltext, memories, validate
 from .correct import invalidate_checkpoints, take_place
 from .db import Database
 from .errors import NotFound
@@ -249,31 +249,9 @@ def _purge_index(conn: Any, plan: _Plan) -> None:
 
 
 def _reindex(conn: Any, sequence: int) -> None:
-    """Rebuild one event's full-text row as events.insert builds it, with its new previous text."""
-    row = conn.execute(
-        "SELECT persona_id, project_id, session_id, source, text FROM events WHERE sequence = ?", (sequence,)
-    ).fetchone()
-    cues = [
-        events.Cue(r["kind"], r["key"], r["label"])
-        for r in conn.execute(
-            "SELECT kind, key, label FROM cues WHERE event_sequence = ? ORDER BY position", (sequence,)
-        )
-    ]
-    previous = conn.execute(
-        "SELECT text FROM events WHERE persona_id = ? AND project_id = ? AND session_id = ? AND sequence < ?"
-        " AND kind = 'record' ORDER BY sequence DESC LIMIT 1",
-        (row["persona_id"], row["project_id"], row["session_id"], sequence),
-    ).fetchone()
+    """Rebuild one event's full-text row, as recording builds it, with its new previous text."""
     conn.execute("DELETE FROM events_fts WHERE rowid = ?", (sequence,))
-    conn.execute(
-        "INSERT INTO events_fts (rowid, text, attribution, context) VALUES (?, ?, ?, ?)",
-        (
-            sequence,
-            row["text"],
-            events.attribution(row["source"], cues),
-            previous["text"][-events.CONTEXT_CHARS :] if previous else "",
-        ),
-    )
+    fulltext.index_event(conn, sequence)
 
 
 def scrub(db: Database, timeout_ms: int = SCRUB_TIMEOUT_MS) -> bool:
