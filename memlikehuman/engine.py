@@ -10,12 +10,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import events, extract, memories, validate
+from . import indexer as indexing
 from .config import Settings
 from .db import Database
 from .errors import InvalidArgument
 from .migrations import migrate
-from .providers.base import Extractor
+from .providers.base import Embedder, Extractor
+from .providers.embedders import build_embedder
 from .records import ReadResult, RecordResult, Scope
+from .vectors import VectorCache
 
 log = logging.getLogger("memlikehuman")
 
@@ -29,9 +32,23 @@ class Engine:
         self.schema_version = migrate(self.db)
         self._extractor: Extractor | None = None
         self._extractor_built = False
+        self.vectors = VectorCache()
+        self.indexer = indexing.Indexer(self)
+        self._embedder: Embedder | None = None
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """The query-side embedder, built on first use; None when MEMLIKEHUMAN_EMBEDDER=none.
+
+        Raises InvalidArgument or Unavailable when the configured one cannot be built.
+        """
+        if self._embedder is None and self.settings.embedder != "none":
+            self._embedder = build_embedder(self.settings)
+        return self._embedder
 
     def close(self) -> None:
-        """Release the archive."""
+        """Stop background embedding, then release the archive."""
+        self.indexer.close()
         self.db.close()
 
     def __enter__(self) -> Engine:
@@ -76,7 +93,7 @@ class Engine:
         warnings: tuple[str, ...] = ()
         # Pending/failed extraction is tried again on a duplicate; a complete one is left alone.
         warnings += extract.run(self.db, self.extractor, sequence).warnings
-        # [indexing hook]: queue the event and its memories for embedding (issue 3)
+        self.indexer.notify()  # embeds the event and its memories in the background, after the commit
         event = events.load(self.db, sequence)
         return RecordResult(
             event_id=event.event_id,

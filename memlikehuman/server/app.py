@@ -28,7 +28,7 @@ INSTRUCTIONS = (
 
 
 # Each module registers its tools (and resources/prompts) on the server.
-TOOL_MODULES = ("tools_events", "tools_corrections", "tools_sessions", "persona")
+TOOL_MODULES = ("tools_events", "tools_recall", "tools_corrections", "tools_sessions", "persona")
 
 
 class Holder:

@@ -91,3 +91,30 @@ class ReadOut(BaseModel):
     memory: MemoryOut | None
     event: EventOut
     source_page: PageOut
+
+
+class RawHitOut(BaseModel):
+    event_id: str
+    role: str
+    source: str
+    session_id: str
+    occurred_at: str
+    excerpt: str = Field(description="original text, at most 2,000 characters, centred on the match")
+    truncated: bool = Field(description="true when the excerpt is shorter than the event: memory_read has it all")
+    score: float
+
+
+class CoverageOut(BaseModel):
+    events_in_scope: int
+    events_pending: int
+    events_failed: int
+    events_without_vectors: int
+
+
+class RecallOut(BaseModel):
+    memories: list[MemoryOut]
+    raw_fallback: list[RawHitOut]
+    search_mode: Literal["fast", "semantic", "deep"] = Field(description="the mode actually used")
+    as_of: str
+    coverage: CoverageOut
+    warnings: list[str]

@@ -1,0 +1,238 @@
+"""Embedding events and memories after they are committed, off the caller's critical path.
+
+`Indexer` is the engine's background thread: `memory_record` only wakes it, so recording never
+waits for an embedder. It embeds items that have no vector at all, newest first. Items whose
+vector was made by another model are left to `index_pending` (the `reindex` command), because
+re-embedding a whole archive is a deliberate, long job. Recall counts both as missing.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from . import vectors
+from .db import Row
+from .errors import InvalidArgument, MemLikeHumanError
+from .providers.base import Embedder
+from .providers.embedders import build_embedder
+from .records import Scope
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+log = logging.getLogger("memlikehuman.indexer")
+
+BACKGROUND_BATCH = 16
+SYNC_BATCH = 64
+# The tail of the previous event of the session that goes into an event's passage: replies
+# ("Yes, last Friday!") carry their subject in the turn before.
+CONTEXT_CHARS = 300
+RETRY_SECONDS = 60.0
+# How often the background thread looks below its floors again (vectors deleted by other code,
+# e.g. when forgetting changes a neighbour's context, are then re-made).
+RESCAN_SECONDS = 600.0
+Progress = Callable[[int, int], None]
+
+_EVENTS_SQL = """
+SELECT e.sequence AS id, e.persona_id, e.project_id, e.source, e.text,
+       (SELECT group_concat(c.label, '; ') FROM cues c WHERE c.event_sequence = e.sequence) AS labels,
+       (SELECT p.source || ': ' || substr(p.text, -{context}) FROM events p
+         WHERE p.persona_id = e.persona_id AND p.project_id = e.project_id AND p.session_id = e.session_id
+           AND p.sequence < e.sequence AND p.kind = 'record' ORDER BY p.sequence DESC LIMIT 1) AS previous
+FROM events e LEFT JOIN event_vectors v ON v.event_sequence = e.sequence
+WHERE {missing} AND e.sequence > ? ORDER BY e.sequence DESC LIMIT ?
+""".replace("{context}", str(CONTEXT_CHARS))
+
+_MEMORIES_SQL = """
+SELECT m.id AS id, m.persona_id, m.project_id, e.source, m.content AS text, NULL AS labels, NULL AS previous
+FROM memories m JOIN events e ON e.sequence = m.event_sequence
+LEFT JOIN memory_vectors v ON v.memory_rowid = m.id
+WHERE {missing} AND m.id > ? ORDER BY m.id DESC LIMIT ?
+"""
+
+_WRITE_SQL = {
+    "event": "INSERT OR REPLACE INTO event_vectors (event_sequence, model, dim, vector)"
+    " SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM events WHERE sequence = ?)",
+    "memory": "INSERT OR REPLACE INTO memory_vectors (memory_rowid, model, dim, vector)"
+    " SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM memories WHERE id = ?)",
+}
+
+_COUNT_SQL = {
+    "event": "SELECT count(*) FROM events e LEFT JOIN event_vectors v ON v.event_sequence = e.sequence"
+    " WHERE v.event_sequence IS NULL OR v.model != ?",
+    "memory": "SELECT count(*) FROM memories m LEFT JOIN memory_vectors v ON v.memory_rowid = m.id"
+    " WHERE v.memory_rowid IS NULL OR v.model != ?",
+}
+
+
+def event_passage(source: str, text: str, labels: str | None, previous: str | None) -> str:
+    """What is embedded for an event: the previous turn's tail, the speaker, the text, photo labels."""
+    parts = [previous] if previous else []
+    parts.append(f"{source}: {text}")
+    if labels:
+        parts.append(f"[{labels}]")
+    return "\n".join(parts)
+
+
+def _passage(kind: str, row: Row) -> str:
+    if kind == "memory":
+        return str(row["text"])
+    return event_passage(row["source"], row["text"], row["labels"], row["previous"])
+
+
+@dataclass(frozen=True)
+class _Batch:
+    kind: str
+    rows: list[Row]
+
+
+def _select(engine: Engine, kind: str, model: str, floor: int, limit: int, *, any_model: bool) -> _Batch:
+    """Up to `limit` items above `floor`, newest first, lacking a vector (of this model, if not any_model)."""
+    column = "v.event_sequence" if kind == "event" else "v.memory_rowid"
+    missing = f"{column} IS NULL" if any_model else f"({column} IS NULL OR v.model != ?)"
+    sql = (_EVENTS_SQL if kind == "event" else _MEMORIES_SQL).replace("{missing}", missing)
+    params: tuple[Any, ...] = (floor, limit) if any_model else (model, floor, limit)
+    return _Batch(kind, engine.db.query(sql, params))
+
+
+def _store(engine: Engine, embedder: Embedder, batch: _Batch) -> int:
+    """Embed a batch (outside any transaction), write it, and tell the vector cache."""
+    rows = embedder.embed([_passage(batch.kind, row) for row in batch.rows], "passage")
+    if rows.shape[0] != len(batch.rows):
+        raise MemLikeHumanError(f"the embedder returned {rows.shape[0]} vectors for {len(batch.rows)} texts")
+    model, dim = embedder.model_id, int(rows.shape[1])
+    with engine.db.write() as conn:
+        for row, vector in zip(batch.rows, rows, strict=True):
+            conn.execute(_WRITE_SQL[batch.kind], (row["id"], model, dim, vectors.encode(vector), row["id"]))
+    by_scope: dict[Scope, list[int]] = {}
+    for i, row in enumerate(batch.rows):
+        by_scope.setdefault(Scope(row["persona_id"], row["project_id"]), []).append(i)
+    for scope, positions in by_scope.items():
+        ids = [batch.rows[i]["id"] for i in positions]
+        engine.vectors.add(batch.kind, model, scope, ids, rows[np.asarray(positions)])
+    return len(batch.rows)
+
+
+def count_missing(engine: Engine, model: str) -> int:
+    """Events and memories of every scope without a vector of `model`."""
+    return sum(int(engine.db.scalar(_COUNT_SQL[kind], (model,)) or 0) for kind in ("event", "memory"))
+
+
+def index_pending(engine: Engine, progress: Progress | None = None) -> int:
+    """Embed every event and memory lacking a vector of the configured model; return how many.
+
+    Synchronous (for `reindex` and benchmarks). Vectors of another model are replaced.
+    Raises InvalidArgument when no embedder is configured, Unavailable when it fails.
+    """
+    embedder = engine.embedder
+    if embedder is None:
+        raise InvalidArgument("no embedder is configured (MEMLIKEHUMAN_EMBEDDER=none): set it to local or openai")
+    total = count_missing(engine, embedder.model_id)
+    done = 0
+    if progress:
+        progress(done, total)
+    for kind in ("event", "memory"):
+        while True:
+            with engine.indexer.lock:
+                batch = _select(engine, kind, embedder.model_id, 0, SYNC_BATCH, any_model=False)
+                if not batch.rows:
+                    break
+                done += _store(engine, embedder, batch)
+            if progress:
+                progress(done, max(total, done))
+    return done
+
+
+class Indexer:
+    """The background thread that embeds new events and memories after their commit."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        #: held while one batch is selected, embedded and written: no item is embedded twice
+        self.lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stopping = False
+        self._thread: threading.Thread | None = None
+        self._embedder: Embedder | None = None
+        # Everything at or below a floor has a vector: later scans start above it.
+        self._floors = {"event": 0, "memory": 0}
+        self._rescan_at = 0.0
+        self._failing = False
+        self._done = threading.Condition()
+        self._requested = 0
+        self._completed = 0
+
+    def notify(self) -> None:
+        """Ask for new items to be embedded soon; returns at once."""
+        if self.engine.settings.embedder == "none" or self._stopping:
+            return
+        with self._done:
+            self._requested += 1
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="memlikehuman-indexer", daemon=True)
+                self._thread.start()
+        self._wake.set()
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait until every notify so far has been worked off (or has failed); False on timeout."""
+        with self._done:
+            target = self._requested
+            return self._done.wait_for(lambda: self._completed >= target, timeout)
+
+    def close(self) -> None:
+        """Stop the thread after its current batch."""
+        self._stopping = True
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=self.engine.settings.timeout + 5)
+
+    def _run(self) -> None:
+        while not self._stopping:
+            self._wake.wait(timeout=RETRY_SECONDS if self._failing else None)
+            self._wake.clear()
+            if self._stopping:
+                return
+            with self._done:
+                target = self._requested
+            try:
+                self._drain()
+                self._failing = False
+            except Exception as exc:  # the thread's top level: log, retry later, never crash the server
+                if not self._failing:
+                    log.warning("embedding new events failed, retrying every %ds: %s", RETRY_SECONDS, exc)
+                self._failing = True
+            with self._done:
+                self._completed = max(self._completed, target)
+                self._done.notify_all()
+
+    def _drain(self) -> None:
+        if self._embedder is None:
+            self._embedder = build_embedder(self.engine.settings)
+        embedder = self._embedder
+        if embedder is None:
+            return
+        if time.monotonic() >= self._rescan_at:
+            self._floors = {"event": 0, "memory": 0}
+            self._rescan_at = time.monotonic() + RESCAN_SECONDS
+        for kind in ("event", "memory"):
+            while not self._stopping:
+                with self.lock:
+                    top = self._top(kind)
+                    batch = _select(
+                        self.engine, kind, embedder.model_id, self._floors[kind], BACKGROUND_BATCH, any_model=True
+                    )
+                    if not batch.rows:
+                        self._floors[kind] = max(self._floors[kind], top)
+                        break
+                    _store(self.engine, embedder, batch)
+
+    def _top(self, kind: str) -> int:
+        sql = "SELECT max(sequence) FROM events" if kind == "event" else "SELECT max(id) FROM memories"
+        return int(self.engine.db.scalar(sql) or 0)

@@ -1,0 +1,393 @@
+"""memory_recall: ranking over memories and raw events, validity, detail levels, raw fallback.
+
+Ranking, per kind of record (memories; raw events not covered by memories):
+1. lexical candidates: FTS5 bm25 over the text, the attribution (speaker, cue keys and labels) and,
+   for events, the previous turn of the session;
+2. in `semantic`/`deep` mode, dense candidates: cosine between the query and stored vectors
+   (`semantic` scans the most recent `Settings.semantic_window` items, `deep` all of them);
+3. fusion of the normalized scores, then for events: neighbouring turns of the same session lend
+   each other part of their score (an answer sits next to its question), a speaker named in the
+   query and a date named in the query lift matching events, and a faint recency prior breaks ties.
+See docs/design.md ("Embedder and retrieval") for the measurements behind each step.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from . import clock, events, memories, search, validate
+from .errors import InvalidArgument, MemLikeHumanError
+from .records import Coverage, Memory, MemoryHit, RawHit, RecallResult, Scope
+from .search import DateWindow, Filters, date_windows
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+MODES = ("fast", "semantic", "deep")
+DETAILS = ("auto", "gist", "detailed")
+EPISODIC_KINDS = ("event",)
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """The ranking's constants (measured on LoCoMo; see bench/locomo.py)."""
+
+    lexical_pool: int = 300
+    dense_pool: int = 300
+    event_weights: tuple[float, float, float] = (1.0, 0.5, 0.5)  # text, attribution, context
+    memory_weights: tuple[float, float] = (1.0, 0.3)  # content, attribution
+    lexical: float = 1.0
+    dense: float = 1.0
+    neighbour: float = 0.3
+    speaker: float = 0.0
+    date: float = 0.0
+    recency: float = 0.0
+
+
+DEFAULT_TUNING = Tuning()
+
+
+def recall(
+    engine: Engine,
+    scope: Scope,
+    query: str,
+    *,
+    limit: int = 10,
+    as_of: str | None = None,
+    include_history: bool = False,
+    detail: str = "auto",
+    search_mode: str = "fast",
+    cue_key: str | None = None,
+    session_id: str | None = None,
+    tuning: Tuning = DEFAULT_TUNING,
+) -> RecallResult:
+    """Attributed memories and raw-event excerpts for a query, best first, as known at `as_of`.
+
+    Raises InvalidArgument (bad input) or LimitExceeded (query over 4,000 characters). An
+    embedder that is missing or fails degrades the search to `fast`, with a warning.
+    """
+    scope = Scope(*validate.scope(scope.persona_id, scope.project_id))
+    query = validate.text(query, "query", validate.MAX_QUERY_CHARS, allow_empty=True)
+    validate.int_range(limit, "limit", 1, 100)
+    validate.choice(detail, "detail", DETAILS)
+    validate.choice(search_mode, "search_mode", MODES)
+    if cue_key is not None:
+        validate.identifier(cue_key, "cue_key")
+    if session_id is not None:
+        validate.identifier(session_id, "session_id")
+    if not query.strip() and cue_key is None:
+        raise InvalidArgument("query is empty: give words to search for, or a cue_key to look up")
+    stamp = clock.now_stamp() if as_of is None else clock.stamp(as_of, "as_of")
+    filters = Filters(scope, stamp, session_id, cue_key, include_history)
+    return _Recall(engine, filters, query, limit, detail, search_mode, tuning).run()
+
+
+class _Recall:
+    """One recall call: holds its inputs while the steps run."""
+
+    def __init__(
+        self, engine: Engine, filters: Filters, query: str, limit: int, detail: str, mode: str, tuning: Tuning
+    ) -> None:
+        self.engine, self.db, self.filters = engine, engine.db, filters
+        self.query, self.limit, self.detail, self.mode, self.tuning = query, limit, detail, mode, tuning
+        self.words = search.terms(query)
+        self.warnings: list[str] = []
+        self.model: str | None = None
+        self.qvec: np.ndarray | None = None
+
+    def run(self) -> RecallResult:
+        mode = self._prepare_dense()
+        if not self.words and self.query.strip():
+            self.warnings.append("the query has no words to search for (only punctuation or symbols): use words")
+        with self.db.read():
+            coverage = self._coverage()
+            memory_scores = self._rank("memory")
+            event_scores = self._rank("event")
+            memory_hits = self._memory_hits(memory_scores)
+            raw_hits = self._raw_hits(event_scores)
+        self._coverage_warnings(coverage, mode)
+        if any(hit.detail == "overview" for hit in memory_hits):
+            self.warnings.append(
+                "some memories are shown as overviews without exact details: call memory_read with their"
+                " memory_id before relying on specifics"
+            )
+        if any(hit.truncated for hit in raw_hits):
+            self.warnings.append(
+                "some raw excerpts are truncated (truncated=true): call memory_read with the event_id for the full text"
+            )
+        return RecallResult(
+            memories=tuple(memory_hits),
+            raw_fallback=tuple(raw_hits),
+            search_mode=mode,
+            as_of=self.filters.as_of,
+            coverage=coverage,
+            warnings=tuple(self.warnings),
+        )
+
+    # -- embedding the query -----------------------------------------------------------------
+
+    def _prepare_dense(self) -> str:
+        """Embed the query for semantic/deep; on any provider failure fall back to fast, with a warning."""
+        try:
+            embedder = self.engine.embedder
+        except MemLikeHumanError as exc:
+            embedder = None
+            reason = f"the embedder cannot be set up ({exc.message})"
+        else:
+            reason = "no embedder is configured (MEMLIKEHUMAN_EMBEDDER=none)"
+        if embedder is not None:
+            self.model = embedder.model_id
+        if self.mode == "fast" or not self.words:
+            return self.mode if self.mode == "fast" or embedder is not None else self._degrade(reason)
+        if embedder is None:
+            return self._degrade(reason)
+        try:
+            vector = embedder.embed([self.query], "query")
+        except MemLikeHumanError as exc:
+            return self._degrade(f"the embedder failed ({exc.message})")
+        self.qvec = np.asarray(vector, dtype=np.float32)[0]
+        return self.mode
+
+    def _degrade(self, reason: str) -> str:
+        self.warnings.append(f"search_mode {self.mode} was not possible: {reason}; used fast (lexical) search instead")
+        return "fast"
+
+    # -- ranking ---------------------------------------------------------------------------------
+
+    def _rank(self, kind: str) -> dict[int, float]:
+        """Fused scores of eligible records of this kind (memory rowids or event sequences)."""
+        if not self.words:
+            if self.filters.cue_key is None:
+                return {}
+            recent = search.recent_events if kind == "event" else search.recent_memories
+            ids = recent(self.db, self.filters, self.limit)
+            return {i: 1.0 - n / (len(ids) + 1) for n, i in enumerate(ids)}
+        t = self.tuning
+        if kind == "event":
+            lexical = search.lexical_events(self.db, self.words, self.filters, t.lexical_pool, t.event_weights)
+        else:
+            lexical = search.lexical_memories(self.db, self.words, self.filters, t.lexical_pool, t.memory_weights)
+        scores = _normalized(lexical, t.lexical)
+        dense = self._dense(kind)
+        for key, value in _normalized(dense, t.dense, floor=True).items():
+            scores[key] = scores.get(key, 0.0) + value
+        if kind == "event" and scores:
+            scores = self._event_context(scores)
+        return scores
+
+    def _dense(self, kind: str) -> list[tuple[int, float]]:
+        if self.qvec is None or self.model is None:
+            return []
+        allowed = None
+        if self.filters.session_id is not None or self.filters.cue_key is not None:
+            allowed = np.asarray(search.filtered_ids(self.db, kind, self.filters), dtype=np.int64)
+        window = None if self.mode == "deep" else self.engine.settings.semantic_window
+        hits = self.engine.vectors.search(
+            self.db,
+            kind,
+            self.model,
+            self.filters.scope,
+            self.qvec,
+            self.tuning.dense_pool,
+            window=window,
+            allowed=allowed,
+        )
+        if window is not None and hits.scanned >= window:
+            self.warnings.append(
+                f"semantic search scanned only the {window:,} most recent {kind}s with vectors:"
+                " use search_mode deep to search all of them"
+            )
+        pairs = list(zip(hits.ids.tolist(), hits.scores.tolist(), strict=True))
+        eligible = (search.eligible_events if kind == "event" else search.eligible_memories)(
+            self.db, [i for i, _ in pairs], self.filters
+        )
+        if kind == "event":
+            self._forget_stale(pairs, eligible)
+        return [(i, s) for i, s in pairs if i in eligible]
+
+    def _forget_stale(self, pairs: Sequence[tuple[int, float]], eligible: set[int]) -> None:
+        """Drop cached vectors of events deleted since they were loaded."""
+        missing = [i for i, _ in pairs if i not in eligible]
+        if not missing:
+            return
+        marks = ",".join("?" * len(missing))
+        alive = {
+            r["sequence"]
+            for r in self.db.query(f"SELECT sequence FROM events WHERE sequence IN ({marks})", tuple(missing))
+        }
+        gone = [i for i in missing if i not in alive]
+        if gone:
+            self.engine.vectors.discard("event", self.filters.scope, gone)
+
+    def _event_context(self, scores: dict[int, float]) -> dict[int, float]:
+        """Neighbour, speaker, date and recency adjustments of event scores."""
+        t = self.tuning
+        info = search.describe_events(self.db, list(scores))
+        out = dict(scores)
+        if t.neighbour:
+            for seq, row in info.items():
+                lent = max(scores.get(row.prev or -1, 0.0), scores.get(row.next or -1, 0.0))
+                out[seq] = out[seq] + t.neighbour * lent
+        words = set(self.words)
+        windows = date_windows(self.query) if t.date else []
+        newest = max(info) if info else 0
+        for seq, row in info.items():
+            factor = 1.0
+            if t.speaker and words.intersection(search.terms(row.source)):
+                factor += t.speaker
+            if windows and _in_windows(row.occurred_at, windows):
+                factor += t.date
+            out[seq] *= factor
+            if t.recency:
+                out[seq] += t.recency * seq / newest
+        return out
+
+    # -- results -------------------------------------------------------------------------------
+
+    def _memory_hits(self, scores: dict[int, float]) -> list[MemoryHit]:
+        ranked = _top(scores, self.limit)
+        loaded = memories.by_rowids(self.db, ranked)
+        closed = search.closed_by_as_of(self.db, ranked, self.filters.as_of)
+        hits = []
+        for rowid in ranked:
+            memory = loaded.get(rowid)
+            if memory is None:
+                continue
+            status = "superseded" if rowid in closed else "current"
+            if status == "current" and memory.valid_to is not None:
+                # closed later than as_of, or by a version not known at as_of: shown as then
+                memory = dataclasses.replace(memory, valid_to=None, superseded_by=None)
+            hits.append(MemoryHit(memory, round(scores[rowid], 6), self._detail_of(memory), status))
+        return hits
+
+    def _detail_of(self, memory: Memory) -> str:
+        if self.detail == "gist":
+            return "overview"
+        if self.detail == "detailed" or memory.kind not in EPISODIC_KINDS:
+            return "full"
+        age = clock.parse(self.filters.as_of, "as_of") - clock.parse(memory.valid_from, "valid_from")
+        return "overview" if age > timedelta(days=self.engine.settings.gist_after_days) else "full"
+
+    def _raw_hits(self, scores: dict[int, float]) -> list[RawHit]:
+        hits = []
+        for sequence in _top(scores, self.limit):
+            event = events.load(self.db, sequence)
+            text, truncated = excerpt(event.text, self.words)
+            hits.append(RawHit(event, text, truncated, round(scores[sequence], 6)))
+        return hits
+
+    # -- coverage ----------------------------------------------------------------------------------
+
+    def _coverage(self) -> Coverage:
+        scope = self.filters.scope
+        row = self.db.one(
+            "SELECT count(*) AS n, coalesce(sum(extraction_state = 'pending'), 0) AS pending,"
+            " coalesce(sum(extraction_state = 'failed'), 0) AS failed"
+            " FROM events WHERE persona_id = ? AND project_id = ?",
+            (scope.persona_id, scope.project_id),
+        )
+        assert row is not None
+        total = int(row["n"])
+        with_vectors = 0
+        if self.model is not None and total:
+            with_vectors = int(
+                self.db.scalar(
+                    "SELECT count(*) FROM events e JOIN event_vectors v ON v.event_sequence = e.sequence"
+                    " WHERE e.persona_id = ? AND e.project_id = ? AND v.model = ?",
+                    (scope.persona_id, scope.project_id, self.model),
+                )
+                or 0
+            )
+        return Coverage(total, int(row["pending"]), int(row["failed"]), total - with_vectors)
+
+    def _coverage_warnings(self, coverage: Coverage, mode: str) -> None:
+        if coverage.events_pending:
+            self.warnings.append(
+                f"{coverage.events_pending} events in scope are pending extraction: results may be incomplete"
+                " (their original text is searched and shown in raw_fallback)"
+            )
+        if coverage.events_failed:
+            self.warnings.append(
+                f"{coverage.events_failed} events in scope failed extraction: results may be incomplete"
+                " (their original text is searched and shown in raw_fallback; `memlikehuman retry` tries again)"
+            )
+        if mode != "fast" and coverage.events_without_vectors:
+            self.warnings.append(
+                f"{coverage.events_without_vectors} events in scope have no vector of {self.model} yet:"
+                " semantic matching misses them (lexical matching still finds them); new events are embedded"
+                " in the background, `memlikehuman reindex` embeds all"
+            )
+            self.engine.indexer.notify()
+
+
+def _normalized(pairs: Iterable[tuple[int, float]], weight: float, *, floor: bool = False) -> dict[int, float]:
+    """Scores scaled to [0, weight] by the best one, so lexical and dense scores can be added.
+
+    With `floor`, the worst score of the pool maps to 0: cosine similarities of one embedder
+    crowd into a narrow band, and only their spread within the pool says anything.
+    """
+    pairs = list(pairs)
+    if not pairs or weight == 0:
+        return {}
+    best = max(score for _, score in pairs)
+    low = min(score for _, score in pairs) if floor and len(pairs) > 1 else 0.0
+    if best <= low:
+        return {key: weight for key, _ in pairs} if floor else {}
+    return {key: weight * max(score - low, 0.0) / (best - low) for key, score in pairs}
+
+
+EXCERPT_CHARS = 2_000
+_SNAP = 40
+
+
+def excerpt(text: str, words: Sequence[str], cap: int = EXCERPT_CHARS) -> tuple[str, bool]:
+    """At most `cap` characters of text, centred on where the query words occur; (excerpt, truncated)."""
+    if len(text) <= cap:
+        return text, False
+    positions = _match_positions(text, words)
+    centre = _densest(positions, cap // 2) if positions else 0
+    start = max(0, min(len(text) - cap, centre - cap // 2))
+    end = start + cap
+    # Start and end on word boundaries when one is near, so no word is cut in half.
+    if start > 0:
+        space = text.find(" ", start, start + _SNAP)
+        start = space + 1 if space != -1 else start
+    if end < len(text):
+        space = text.rfind(" ", end - _SNAP, end)
+        end = space if space > start else end
+    return text[start:end], True
+
+
+def _match_positions(text: str, words: Sequence[str]) -> list[int]:
+    lowered = text.lower()
+    positions: list[int] = []
+    for word in words:
+        stem = word if len(word) <= 4 else word[: max(4, len(word) - 2)]
+        positions.extend(m.start() for m in re.finditer(r"\b" + re.escape(stem), lowered))
+    return sorted(positions)
+
+
+def _densest(positions: Sequence[int], span: int) -> int:
+    """The centre of the span-long stretch that holds the most positions."""
+    best, best_count, j = positions[0], 0, 0
+    for i, start in enumerate(positions):
+        while positions[j] < start - span:
+            j += 1
+        if i - j + 1 > best_count:
+            best_count, best = i - j + 1, (positions[j] + start) // 2
+    return best
+
+
+def _top(scores: dict[int, float], limit: int) -> list[int]:
+    return [key for key, _ in sorted(scores.items(), key=lambda kv: (-kv[1], -kv[0]))[:limit]]
+
+
+def _in_windows(stamp: str, windows: Sequence[DateWindow]) -> bool:
+    return any(w.start <= stamp < w.end for w in windows)

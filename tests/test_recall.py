@@ -1,0 +1,465 @@
+"""memory_recall in process: ranking, filters, validity, detail levels, excerpts, coverage and errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from conftest import SyncClient
+
+from memlikehuman import clock, correct, events, memories
+from memlikehuman.engine import Engine
+from memlikehuman.errors import InvalidArgument, LimitExceeded
+from memlikehuman.recall import excerpt, recall
+from memlikehuman.records import Candidate, Scope
+
+HOME = Scope("ana", "home")
+WORK = Scope("ana", "work")
+
+
+def record(engine: Engine, event_id: str, text: str, *, scope: Scope = HOME, **fields: Any) -> int:
+    fields.setdefault("role", "user")
+    fields.setdefault("source", "Ana")
+    return engine.record(scope, event_id, text, **fields).sequence
+
+
+def remember(engine: Engine, event_id: str, text: str, *items: Candidate, scope: Scope = HOME, **fields: Any) -> None:
+    """Record an event and store derived memories for it through the archive's own store()."""
+    sequence = record(engine, event_id, text, scope=scope, **fields)
+    memories.store(engine.db, events.load(engine.db, sequence), list(items), "2024-06-01T00:00:00.000000Z")
+
+
+def fact(content: str, *, subject: str | None = None, valid_from: str, kind: str = "fact") -> Candidate:
+    return Candidate(
+        content=content,
+        quote=content,
+        kind=kind,
+        basis="stated",
+        subject=subject,
+        valid_from=clock.stamp(valid_from, "valid_from"),
+    )
+
+
+def raw_ids(result: Any) -> list[str]:
+    return [hit.event.event_id for hit in result.raw_fallback]
+
+
+def contents(result: Any) -> list[str]:
+    return [hit.memory.content for hit in result.memories]
+
+
+# -- fast search over raw events -----------------------------------------------------------------
+
+
+def test_fast_recall_finds_a_pending_event_by_its_words_with_attribution(engine: Engine) -> None:
+    record(
+        engine,
+        "e1",
+        "We adopted a golden retriever called Biscuit.",
+        session_id="s1",
+        occurred_at="2024-03-01T10:00:00+01:00",
+    )
+    record(engine, "e2", "The weather was grey all week.", session_id="s2")
+    result = recall(engine, HOME, "What is the name of the retriever?")
+    assert result.search_mode == "fast"
+    hit = result.raw_fallback[0]
+    assert hit.event.event_id == "e1"
+    assert (hit.event.source, hit.event.session_id, hit.event.occurred_at) == (
+        "Ana",
+        "s1",
+        "2024-03-01T09:00:00.000000Z",
+    )
+    assert hit.excerpt == "We adopted a golden retriever called Biscuit." and hit.truncated is False
+    assert raw_ids(result) == ["e1"]
+
+
+def test_the_speaker_and_cue_labels_are_searchable(engine: Engine) -> None:
+    record(
+        engine,
+        "e1",
+        "Look at this!",
+        source="Melanie",
+        cues=[{"kind": "photo", "key": "IMG_7.jpg", "label": "a sunset over the lake"}],
+    )
+    record(engine, "e2", "Nice one.", source="Bob")
+    assert raw_ids(recall(engine, HOME, "melanie"))[0] == "e1"
+    assert raw_ids(recall(engine, HOME, "sunset lake photo"))[0] == "e1"
+
+
+def test_a_reply_is_found_through_the_turn_before_it(engine: Engine) -> None:
+    record(engine, "q", "Where did you go on holiday?", source="Bob", session_id="s1")
+    record(engine, "a", "Lisbon, it was lovely.", source="Ana", session_id="s1")
+    record(engine, "other", "I like trains.", source="Ana", session_id="s2")
+    assert set(raw_ids(recall(engine, HOME, "holiday destination"))[:2]) == {"q", "a"}
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        'NEAR("golden" retriever, 2)',
+        '"unbalanced quote',
+        "retriever*",
+        "text: retriever",
+        "^retriever",
+        "AND OR NOT",
+        "((( retriever",
+        "'; DROP TABLE events; --",
+        "1 OR 1=1; SELECT * FROM memories",
+        "{col1 col2}: x",
+        "\x00 nul byte",
+    ],
+)
+def test_fts_syntax_and_sql_fragments_in_a_query_are_plain_words(engine: Engine, query: str) -> None:
+    record(engine, "e1", "A golden retriever; AND the dog drop table OR not.")
+    result = recall(engine, HOME, query)
+    assert result.search_mode == "fast"
+    assert engine.db.scalar("SELECT count(*) FROM events") == 1
+    if "retriever" in query or "drop" in query.lower():
+        assert raw_ids(result) == ["e1"]
+
+
+def test_a_query_of_punctuation_only_returns_nothing_without_error(engine: Engine) -> None:
+    record(engine, "e1", "Hello there.")
+    result = recall(engine, HOME, "?!... ---")
+    assert result.raw_fallback == () and result.memories == ()
+    assert any("no words to search for" in w for w in result.warnings)
+
+
+def test_a_query_of_stopwords_only_still_searches_them(engine: Engine) -> None:
+    record(engine, "e1", "To be or not to be.")
+    record(engine, "e2", "Something else entirely.")
+    assert raw_ids(recall(engine, HOME, "to be"))[0] == "e1"
+
+
+# -- validation ------------------------------------------------------------------------------------
+
+
+def test_an_empty_query_without_a_cue_key_is_invalid(engine: Engine) -> None:
+    with pytest.raises(InvalidArgument, match="query is empty"):
+        recall(engine, HOME, "   ")
+
+
+def test_a_query_over_4000_characters_exceeds_the_limit(engine: Engine) -> None:
+    recall(engine, HOME, "x" * 4000)
+    with pytest.raises(LimitExceeded, match="4,000"):
+        recall(engine, HOME, "x" * 4001)
+
+
+@pytest.mark.parametrize("limit", [0, 101, -1])
+def test_limit_outside_1_to_100_is_invalid(engine: Engine, limit: int) -> None:
+    with pytest.raises(InvalidArgument, match="limit"):
+        recall(engine, HOME, "dog", limit=limit)
+
+
+def test_limit_bounds_both_lists(engine: Engine) -> None:
+    for i in range(12):
+        record(engine, f"e{i}", f"dog number {i}")
+    assert len(recall(engine, HOME, "dog", limit=1).raw_fallback) == 1
+    assert len(recall(engine, HOME, "dog").raw_fallback) == 10
+    assert len(recall(engine, HOME, "dog", limit=100).raw_fallback) == 12
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"as_of": "2024-01-01T00:00:00"}, "offset"),
+        ({"as_of": "yesterday"}, "as_of"),
+        ({"detail": "short"}, "detail"),
+        ({"search_mode": "fuzzy"}, "search_mode"),
+        ({"cue_key": ""}, "cue_key"),
+        ({"session_id": "a\nb"}, "session_id"),
+    ],
+)
+def test_bad_options_are_invalid_arguments(engine: Engine, options: dict[str, Any], message: str) -> None:
+    with pytest.raises(InvalidArgument, match=message):
+        recall(engine, HOME, "dog", **options)
+
+
+# -- scope, session, cue, as_of for raw events ------------------------------------------------------
+
+
+def test_recall_never_sees_or_counts_another_scope(engine: Engine) -> None:
+    record(engine, "h1", "The house key is under the blue pot.", scope=HOME)
+    record(engine, "w1", "The office key is in drawer two.", scope=WORK)
+    record(engine, "w2", "Another key note.", scope=WORK)
+    result = recall(engine, HOME, "key drawer office")
+    assert raw_ids(result) == ["h1"]
+    assert result.coverage.events_in_scope == 1 and result.coverage.events_pending == 1
+    assert raw_ids(recall(engine, Scope("bob", "home"), "key")) == []
+
+
+def test_session_id_filters_raw_events_and_memories(engine: Engine) -> None:
+    remember(engine, "a", "Ana likes tea.", fact("Ana likes tea", valid_from="2024-01-01T00:00:00Z"), session_id="s1")
+    record(engine, "b", "Tea with lemon, please.", session_id="s2")
+    result = recall(engine, HOME, "tea", session_id="s2")
+    assert raw_ids(result) == ["b"] and result.memories == ()
+    result = recall(engine, HOME, "tea", session_id="s1")
+    assert raw_ids(result) == [] and contents(result) == ["Ana likes tea"]
+
+
+def test_a_cue_key_alone_returns_the_events_recorded_with_it(engine: Engine) -> None:
+    photo = [{"kind": "photo", "key": "IMG_0042.jpg", "label": "beach"}]
+    record(engine, "e1", "First photo of the trip.", cues=photo)
+    record(engine, "e2", "No photo here.")
+    record(engine, "e3", "Same picture again.", cues=photo)
+    record(engine, "w1", "Other scope, same key.", scope=WORK, cues=photo)
+    assert raw_ids(recall(engine, HOME, "", cue_key="IMG_0042.jpg")) == ["e3", "e1"]
+    assert raw_ids(recall(engine, HOME, "trip", cue_key="IMG_0042.jpg")) == ["e1"]
+    assert raw_ids(recall(engine, HOME, "", cue_key="unknown.jpg")) == []
+
+
+def test_a_cue_key_also_finds_memories_derived_from_its_events(engine: Engine) -> None:
+    cue = [{"kind": "text", "key": "doc-7"}]
+    remember(engine, "e1", "Invoice paid.", fact("The invoice was paid", valid_from="2024-01-01T00:00:00Z"), cues=cue)
+    remember(engine, "e2", "Rent paid.", fact("The rent was paid", valid_from="2024-01-01T00:00:00Z"))
+    assert contents(recall(engine, HOME, "", cue_key="doc-7")) == ["The invoice was paid"]
+    assert contents(recall(engine, HOME, "paid", cue_key="doc-7")) == ["The invoice was paid"]
+
+
+def test_raw_events_that_occurred_after_as_of_are_not_returned(engine: Engine) -> None:
+    record(engine, "old", "Meeting about the budget.", occurred_at="2024-01-10T09:00:00Z")
+    record(engine, "new", "Second meeting about the budget.", occurred_at="2024-02-10T09:00:00Z")
+    assert set(raw_ids(recall(engine, HOME, "budget meeting"))) == {"old", "new"}
+    result = recall(engine, HOME, "budget meeting", as_of="2024-01-31T00:00:00+00:00")
+    assert raw_ids(result) == ["old"] and result.as_of == "2024-01-31T00:00:00.000000Z"
+
+
+# -- memories: validity, history, revocation, detail -----------------------------------------------
+
+
+def moves(engine: Engine) -> None:
+    remember(
+        engine,
+        "m1",
+        "I live in Porto.",
+        fact("Ana lives in Porto", subject="ana.home_city", valid_from="2023-01-01T00:00:00Z"),
+        occurred_at="2023-01-01T00:00:00Z",
+    )
+    remember(
+        engine,
+        "m2",
+        "I moved to Berlin!",
+        fact("Ana lives in Berlin", subject="ana.home_city", valid_from="2024-03-01T00:00:00Z"),
+        occurred_at="2024-03-01T00:00:00Z",
+    )
+
+
+def test_as_of_before_a_supersession_shows_the_version_current_then(engine: Engine) -> None:
+    moves(engine)
+    result = recall(engine, HOME, "where does Ana live", as_of="2023-06-01T00:00:00Z")
+    assert contents(result) == ["Ana lives in Porto"]
+    hit = result.memories[0]
+    assert hit.status == "current" and hit.memory.valid_to is None
+    assert result.raw_fallback == ()
+
+
+def test_as_of_after_a_supersession_shows_only_the_new_version(engine: Engine) -> None:
+    moves(engine)
+    result = recall(engine, HOME, "where does Ana live")
+    assert contents(result) == ["Ana lives in Berlin"]
+    assert result.memories[0].status == "current"
+
+
+def test_include_history_adds_superseded_versions_marked_as_such(engine: Engine) -> None:
+    moves(engine)
+    result = recall(engine, HOME, "where does Ana live", include_history=True)
+    status = {hit.memory.content: (hit.status, hit.memory.valid_to) for hit in result.memories}
+    assert status == {
+        "Ana lives in Berlin": ("current", None),
+        "Ana lives in Porto": ("superseded", "2024-03-01T00:00:00.000000Z"),
+    }
+    # history stops at as_of: before the move there was nothing superseded yet
+    early = recall(engine, HOME, "where does Ana live", include_history=True, as_of="2023-06-01T00:00:00Z")
+    assert [(h.memory.content, h.status) for h in early.memories] == [("Ana lives in Porto", "current")]
+
+
+def test_a_memory_whose_source_event_occurred_after_as_of_is_unknown_then(engine: Engine) -> None:
+    moves(engine)
+    assert contents(recall(engine, HOME, "Berlin", as_of="2024-02-01T00:00:00Z")) == []
+
+
+def test_revoked_memories_never_appear_even_with_history(engine: Engine) -> None:
+    remember(
+        engine,
+        "e1",
+        "My sister is called Eva.",
+        fact("Ana's sister is called Eva", subject="ana.sister", valid_from="2024-01-01T00:00:00Z"),
+    )
+    wrong = recall(engine, HOME, "sister").memories[0].memory
+    correct.correct(engine.db, HOME, wrong.memory_id, "Ana's sister is called Ida", "misheard")
+    for history in (False, True):
+        result = recall(engine, HOME, "sister called", include_history=history)
+        assert "Ana's sister is called Eva" not in contents(result)
+        assert "Ana's sister is called Ida" in contents(result)
+        assert all("Eva" not in hit.excerpt for hit in result.raw_fallback)
+
+
+def test_events_with_derived_memories_are_not_repeated_in_raw_fallback(engine: Engine) -> None:
+    remember(engine, "e1", "I play the cello.", fact("Ana plays the cello", valid_from="2024-01-01T00:00:00Z"))
+    record(engine, "e2", "The cello needs new strings.")
+    result = recall(engine, HOME, "cello")
+    assert contents(result) == ["Ana plays the cello"] and raw_ids(result) == ["e2"]
+
+
+def episodes(engine: Engine) -> None:
+    remember(
+        engine,
+        "trip",
+        "We hiked up Pico on 3 May, 2300 metres!",
+        fact("Ana hiked up Pico (2300 m) on 3 May 2024", kind="event", valid_from="2024-05-03T00:00:00Z"),
+        occurred_at="2024-05-04T00:00:00Z",
+    )
+    remember(
+        engine,
+        "pref",
+        "I prefer window seats.",
+        fact("Ana prefers window seats on planes", kind="preference", valid_from="2024-05-03T00:00:00Z"),
+        occurred_at="2024-05-04T00:00:00Z",
+    )
+
+
+def detail_of(result: Any) -> dict[str, str]:
+    return {hit.memory.kind: hit.detail for hit in result.memories}
+
+
+def test_detail_auto_shows_old_episodes_as_overviews_and_keeps_other_kinds(engine: Engine) -> None:
+    episodes(engine)
+    fresh = recall(engine, HOME, "Pico hike window seats", as_of="2024-05-20T00:00:00Z")
+    assert detail_of(fresh) == {"event": "full", "preference": "full"}
+    old = recall(engine, HOME, "Pico hike window seats", as_of="2024-08-01T00:00:00Z")
+    assert detail_of(old) == {"event": "overview", "preference": "full"}
+    assert any("memory_read" in w for w in old.warnings)
+
+
+def test_detail_gist_always_and_detailed_never_gives_overviews(engine: Engine) -> None:
+    episodes(engine)
+    gist = recall(engine, HOME, "Pico hike window seats", detail="gist", as_of="2024-05-20T00:00:00Z")
+    assert detail_of(gist) == {"event": "overview", "preference": "overview"}
+    full = recall(engine, HOME, "Pico hike window seats", detail="detailed", as_of="2025-05-20T00:00:00Z")
+    assert detail_of(full) == {"event": "full", "preference": "full"}
+
+
+def test_the_overview_age_threshold_is_configurable(tmp_path: Any) -> None:
+    from conftest import make_settings
+
+    with Engine(make_settings(tmp_path / "a.db", MEMLIKEHUMAN_GIST_AFTER_DAYS="400")) as engine:
+        episodes(engine)
+        old = recall(engine, HOME, "Pico hike", as_of="2024-08-01T00:00:00Z")
+        assert detail_of(old)["event"] == "full"
+
+
+# -- excerpts --------------------------------------------------------------------------------------
+
+
+def test_a_long_event_is_excerpted_around_the_match_and_marked_truncated(engine: Engine) -> None:
+    text = "lorem ipsum " * 2000 + "the secret code is AZURE-FALCON" + " dolor sit amet" * 2000
+    record(engine, "long", text)
+    hit = recall(engine, HOME, "secret code").raw_fallback[0]
+    assert len(hit.excerpt) <= 2000 and hit.truncated is True
+    assert "the secret code is AZURE-FALCON" in hit.excerpt
+    assert hit.excerpt in text
+
+
+def test_excerpts_never_exceed_2000_characters_and_report_truncation_honestly() -> None:
+    exactly = "word " * 400
+    assert excerpt(exactly, ["word"]) == (exactly, False)
+    long = "x" * 5000
+    text, truncated = excerpt(long, ["nomatch"])
+    assert text == long[:2000] and truncated
+    spaced = ("alpha " * 300) + "needle " + ("beta " * 300)
+    text, truncated = excerpt(spaced, ["needle"])
+    assert "needle" in text and len(text) <= 2000 and truncated and not text.startswith(" ")
+
+
+# -- coverage and modes ----------------------------------------------------------------------------
+
+
+def test_coverage_counts_pending_events_and_warns(engine: Engine) -> None:
+    record(engine, "e1", "one")
+    record(engine, "e2", "two")
+    result = recall(engine, HOME, "one")
+    assert result.coverage.events_in_scope == 2 and result.coverage.events_pending == 2
+    assert result.coverage.events_failed == 0
+    assert any("2 events in scope are pending extraction" in w for w in result.warnings)
+
+
+@pytest.mark.parametrize("mode", ["semantic", "deep"])
+def test_without_an_embedder_semantic_and_deep_degrade_to_fast_with_a_warning(engine: Engine, mode: str) -> None:
+    record(engine, "e1", "The boiler was serviced.")
+    result = recall(engine, HOME, "boiler", search_mode=mode)
+    assert result.search_mode == "fast"
+    assert raw_ids(result) == ["e1"]
+    assert any(
+        f"search_mode {mode} was not possible" in w and "MEMLIKEHUMAN_EMBEDDER=none" in w for w in result.warnings
+    )
+
+
+# -- the MCP tool ----------------------------------------------------------------------------------
+
+
+def test_the_tool_returns_the_documented_fields(client: SyncClient) -> None:
+    client.ok(
+        "memory_record",
+        event_id="e1",
+        text="Biscuit is our golden retriever.",
+        role="user",
+        source="Ana",
+        session_id="s1",
+        occurred_at="2024-03-01T10:00:00Z",
+    )
+    out = client.ok("memory_recall", query="retriever")
+    assert set(out) == {"memories", "raw_fallback", "search_mode", "as_of", "coverage", "warnings"}
+    hit = out["raw_fallback"][0]
+    assert set(hit) == {"event_id", "role", "source", "session_id", "occurred_at", "excerpt", "truncated", "score"}
+    assert (hit["event_id"], hit["source"], hit["truncated"]) == ("e1", "Ana", False)
+    assert out["coverage"] == {
+        "events_in_scope": 1,
+        "events_pending": 1,
+        "events_failed": 0,
+        "events_without_vectors": 1,
+    }
+    assert out["search_mode"] == "fast" and out["as_of"].endswith("Z")
+
+
+def test_the_tool_reports_memories_with_source_validity_and_status(client: SyncClient, engine: Engine) -> None:
+    moves(engine)
+    out = client.ok(
+        "memory_recall", query="where does Ana live", include_history=True, persona_id="ana", project_id="home"
+    )
+    by_content = {m["content"]: m for m in out["memories"]}
+    berlin, porto = by_content["Ana lives in Berlin"], by_content["Ana lives in Porto"]
+    assert (berlin["status"], porto["status"]) == ("current", "superseded")
+    assert porto["valid_to"] == "2024-03-01T00:00:00.000000Z" and berlin["valid_to"] is None
+    assert berlin["source"] == {
+        "event_id": "m2",
+        "role": "user",
+        "source": "Ana",
+        "session_id": "default",
+        "occurred_at": "2024-03-01T00:00:00.000000Z",
+        "quote": "Ana lives in Berlin",
+    }
+    assert (berlin["kind"], berlin["basis"], berlin["detail"]) == ("fact", "stated", "full")
+    assert berlin["memory_id"].startswith("mem_") and isinstance(berlin["score"], float)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "code"),
+    [
+        ({"query": ""}, "invalid_argument"),
+        ({"query": "x", "limit": 0}, "invalid_argument"),
+        ({"query": "x", "limit": 101}, "invalid_argument"),
+        ({"query": "x", "search_mode": "fuzzy"}, "invalid_argument"),
+        ({"query": "x", "detail": "all"}, "invalid_argument"),
+        ({"query": "x", "as_of": "2024-01-01"}, "invalid_argument"),
+        ({"query": "x" * 4001}, "limit_exceeded"),
+        ({"query": "x", "persona_id": "bad/persona"}, "invalid_argument"),
+    ],
+)
+def test_the_tool_turns_bad_input_into_coded_errors(client: SyncClient, arguments: dict[str, Any], code: str) -> None:
+    assert client.error("memory_recall", **arguments).startswith(f"{code}: ")
+
+
+def test_the_tool_treats_fts_syntax_as_words(client: SyncClient) -> None:
+    client.ok("memory_record", event_id="e1", text="NEAR the column there is a star", role="user", source="Ana")
+    out = client.ok("memory_recall", query='NEAR(column star) "col": * ^ OR; DELETE FROM events')
+    assert [h["event_id"] for h in out["raw_fallback"]] == ["e1"]

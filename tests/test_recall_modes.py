@@ -1,0 +1,221 @@
+"""Semantic and deep recall with real embedders, background indexing, model changes, degrading, stdio."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import make_settings, open_client, stdio_params
+from openai_stub import Reply, ScriptedOpenAI, closed_port_url, embeddings_reply
+
+from memlikehuman import forget
+from memlikehuman.engine import Engine
+from memlikehuman.indexer import index_pending
+from memlikehuman.recall import recall
+from memlikehuman.records import Scope
+
+HOME = Scope("ana", "home")
+WORK = Scope("ana", "work")
+CAR = "I finally bought a new car yesterday, a small red hatchback."
+OTHERS = ["The soup at lunch was far too salty.", "My sister is learning the violin.", "It rained all weekend."]
+
+
+def raw_ids(result: Any) -> list[str]:
+    return [hit.event.event_id for hit in result.raw_fallback]
+
+
+@pytest.fixture
+def local(tmp_path: Path) -> Iterator[Engine]:
+    with Engine(make_settings(tmp_path / "a.db", MEMLIKEHUMAN_EMBEDDER="local")) as engine:
+        yield engine
+
+
+def fill(engine: Engine, scope: Scope = HOME, prefix: str = "") -> None:
+    engine.record(scope, f"{prefix}car", CAR, "user", "Ana", session_id="s1")
+    for i, text in enumerate(OTHERS):
+        engine.record(scope, f"{prefix}o{i}", text, "user", "Ana", session_id=f"s{i + 2}")
+
+
+def test_semantic_recall_finds_by_meaning_what_fast_recall_cannot(local: Engine) -> None:
+    fill(local)
+    assert local.indexer.wait_idle(60)
+    query = "vehicle purchase"
+    assert raw_ids(recall(local, HOME, query, search_mode="fast")) == []
+    for mode in ("semantic", "deep"):
+        result = recall(local, HOME, query, search_mode=mode)
+        assert result.search_mode == mode and raw_ids(result)[0] == "car"
+        assert result.coverage.events_without_vectors == 0
+        assert not any("vector" in w for w in result.warnings)
+
+
+def test_semantic_scans_only_the_most_recent_window_and_deep_scans_everything(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path / "a.db", MEMLIKEHUMAN_EMBEDDER="local", MEMLIKEHUMAN_SEMANTIC_WINDOW="2")
+    with Engine(settings) as engine:
+        fill(engine)  # the car event is the oldest of four
+        index_pending(engine)
+        semantic = recall(engine, HOME, "vehicle purchase", search_mode="semantic")
+        assert "car" not in raw_ids(semantic)
+        assert any("only the 2 most recent" in w and "deep" in w for w in semantic.warnings)
+        deep = recall(engine, HOME, "vehicle purchase", search_mode="deep")
+        assert raw_ids(deep)[0] == "car"
+
+
+def test_dense_results_stay_within_the_scope(local: Engine) -> None:
+    fill(local, WORK, prefix="w-")
+    local.record(HOME, "h1", "Grocery list: eggs, flour.", "user", "Ana")
+    index_pending(local)
+    result = recall(local, HOME, "vehicle purchase", search_mode="deep")
+    assert raw_ids(result) in ([], ["h1"])
+    assert result.coverage.events_in_scope == 1
+
+
+def test_semantic_respects_session_and_as_of_filters(local: Engine) -> None:
+    fill(local)
+    local.record(
+        HOME, "late", "We sold the old car.", "user", "Ana", session_id="s9", occurred_at="2030-01-01T00:00:00Z"
+    )
+    index_pending(local)
+    in_session = raw_ids(recall(local, HOME, "vehicle purchase", search_mode="deep", session_id="s2"))
+    assert set(in_session) <= {"o0"}
+    before = raw_ids(recall(local, HOME, "car", search_mode="deep", as_of="2029-01-01T00:00:00Z"))
+    assert "late" not in before and "car" in before
+
+
+def test_forgotten_events_disappear_from_dense_results(local: Engine) -> None:
+    fill(local)
+    index_pending(local)
+    assert raw_ids(recall(local, HOME, "vehicle purchase", search_mode="deep"))[0] == "car"
+    forget.forget(local.db, HOME, "car")
+    assert "car" not in raw_ids(recall(local, HOME, "vehicle purchase", search_mode="deep"))
+
+
+def test_an_unreachable_embedder_degrades_to_fast_with_a_warning(tmp_path: Path) -> None:
+    settings = make_settings(
+        tmp_path / "a.db",
+        MEMLIKEHUMAN_EMBEDDER="openai",
+        MEMLIKEHUMAN_EMBEDDER_BASE_URL=closed_port_url(),
+        MEMLIKEHUMAN_TIMEOUT="2",
+    )
+    with Engine(settings) as engine:
+        engine.record(HOME, "e1", CAR, "user", "Ana")
+        result = recall(engine, HOME, "red hatchback", search_mode="semantic")
+        assert result.search_mode == "fast" and raw_ids(result) == ["e1"]
+        assert any("the embedder failed" in w and "used fast" in w for w in result.warnings)
+        assert result.coverage.events_without_vectors == 1
+
+
+def openai_settings(db: Path, base_url: str, model: str) -> Any:
+    return make_settings(
+        db, MEMLIKEHUMAN_EMBEDDER="openai", MEMLIKEHUMAN_EMBEDDER_BASE_URL=base_url, MEMLIKEHUMAN_EMBEDDER_MODEL=model
+    )
+
+
+def test_vectors_of_another_model_count_as_missing_until_reindexed(tmp_path: Path) -> None:
+    db = tmp_path / "a.db"
+    with ScriptedOpenAI() as api:
+        with Engine(openai_settings(db, api.base_url, "model-a")) as engine:
+            fill(engine)
+            index_pending(engine)
+            assert recall(engine, HOME, "car", search_mode="deep").coverage.events_without_vectors == 0
+        with Engine(openai_settings(db, api.base_url, "model-b")) as engine:
+            result = recall(engine, HOME, "red car", search_mode="deep")
+            assert result.search_mode == "deep" and result.coverage.events_without_vectors == 4
+            assert any("4 events in scope have no vector of openai:model-b" in w for w in result.warnings)
+            assert index_pending(engine) == 4
+            assert recall(engine, HOME, "red car", search_mode="deep").coverage.events_without_vectors == 0
+            models = engine.db.query("SELECT DISTINCT model FROM event_vectors")
+            assert models == [{"model": "openai:model-b"}]
+
+
+class GatedEmbeddings(ScriptedOpenAI):
+    """Embedding requests wait until the test opens the gate."""
+
+    gate: threading.Event = threading.Event()
+
+    def _answer(self, path: str, body: dict[str, Any]) -> Reply:
+        if path.endswith("/embeddings"):
+            self.gate.wait(30)
+            return embeddings_reply(body, self.dim)
+        return super()._answer(path, body)
+
+
+def test_recording_never_waits_for_the_embedder_and_vectors_follow_in_the_background(tmp_path: Path) -> None:
+    with GatedEmbeddings() as api:
+        api.gate = threading.Event()
+        with Engine(openai_settings(tmp_path / "a.db", api.base_url, "m")) as engine:
+            first = engine.record(HOME, "e1", CAR, "user", "Ana")  # returns while the embedder is blocked
+            second = engine.record(HOME, "e2", OTHERS[0], "user", "Ana")
+            assert (first.sequence, second.sequence) == (1, 2)
+            assert recall(engine, HOME, "car").coverage.events_without_vectors in (1, 2)
+            api.gate.set()
+            assert engine.indexer.wait_idle(30)
+            engine.indexer.notify()  # a last pass picks up anything recorded during the first batch
+            assert engine.indexer.wait_idle(30)
+            assert recall(engine, HOME, "car").coverage.events_without_vectors == 0
+
+
+def test_memories_get_vectors_in_the_background_too(tmp_path: Path) -> None:
+    from memlikehuman import events, memories
+    from memlikehuman.records import Candidate
+
+    with ScriptedOpenAI() as api, Engine(openai_settings(tmp_path / "a.db", api.base_url, "m")) as engine:
+        sequence = engine.record(HOME, "e1", CAR, "user", "Ana").sequence
+        memories.store(
+            engine.db,
+            events.load(engine.db, sequence),
+            [
+                Candidate(
+                    "Ana bought a red hatchback",
+                    "a small red hatchback",
+                    "event",
+                    "stated",
+                    None,
+                    "2024-01-01T00:00:00.000000Z",
+                )
+            ],
+            "2024-01-01T00:00:00.000000Z",
+        )
+        engine.indexer.notify()
+        assert engine.indexer.wait_idle(30)
+        assert engine.db.scalar("SELECT count(*) FROM memory_vectors WHERE model = 'openai:m'") == 1
+        hit = recall(engine, HOME, "hatchback", search_mode="deep").memories[0]
+        assert hit.memory.content == "Ana bought a red hatchback"
+
+
+# -- over the real stdio server ----------------------------------------------------------------------
+
+
+def test_recall_over_stdio_in_each_mode_with_an_openai_compatible_embedder(tmp_path: Path) -> None:
+    with ScriptedOpenAI() as api:
+        params = stdio_params(
+            tmp_path / "a.db",
+            MEMLIKEHUMAN_EMBEDDER="openai",
+            MEMLIKEHUMAN_EMBEDDER_BASE_URL=api.base_url,
+            MEMLIKEHUMAN_EMBEDDER_MODEL="m",
+        )
+        with open_client(params) as client:
+            client.ok("memory_record", event_id="e1", text=CAR, role="user", source="Ana")
+            client.ok("memory_record", event_id="e2", text=OTHERS[0], role="user", source="Ana")
+            for mode in ("fast", "semantic", "deep"):
+                out = client.ok("memory_recall", query="red hatchback car", search_mode=mode)
+                assert out["search_mode"] == mode
+                assert "e1" in [hit["event_id"] for hit in out["raw_fallback"]]
+            assert client.error("memory_recall", query='NEAR("a" b) OR', limit=0).startswith("invalid_argument")
+            out = client.ok("memory_recall", query='"hatchback" NEAR( * ^ ; DROP TABLE events', search_mode="fast")
+            assert out["raw_fallback"][0]["event_id"] == "e1"
+    queries = [
+        body for path, body in api.requests if path.endswith("/embeddings") and body["input"] == ["red hatchback car"]
+    ]
+    assert queries and all(body["encoding_format"] == "base64" for body in queries)
+
+
+def test_recall_over_stdio_degrades_without_an_embedder(tmp_path: Path) -> None:
+    with open_client(stdio_params(tmp_path / "a.db")) as client:
+        client.ok("memory_record", event_id="e1", text=CAR, role="user", source="Ana")
+        out = client.ok("memory_recall", query="hatchback", search_mode="deep")
+        assert out["search_mode"] == "fast" and out["raw_fallback"][0]["event_id"] == "e1"
+        assert any("MEMLIKEHUMAN_EMBEDDER=none" in w for w in out["warnings"])
+        assert client.error("memory_recall", query="").startswith("invalid_argument: query is empty")
