@@ -57,11 +57,15 @@ LEFT JOIN memory_vectors v ON v.memory_rowid = m.id
 WHERE {missing} AND m.id > ? ORDER BY m.id DESC LIMIT ?
 """
 
+# An upsert, not INSERT OR REPLACE: REPLACE's implicit delete would bypass the delete trigger
+# that keeps scope_vector_counts exact (migration m003).
 _WRITE_SQL = {
-    "event": "INSERT OR REPLACE INTO event_vectors (event_sequence, model, dim, vector)"
-    " SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM events WHERE sequence = ?)",
-    "memory": "INSERT OR REPLACE INTO memory_vectors (memory_rowid, model, dim, vector)"
-    " SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM memories WHERE id = ?)",
+    "event": "INSERT INTO event_vectors (event_sequence, model, dim, vector)"
+    " SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM events WHERE sequence = ?)"
+    " ON CONFLICT (event_sequence) DO UPDATE SET model = excluded.model, dim = excluded.dim, vector = excluded.vector",
+    "memory": "INSERT INTO memory_vectors (memory_rowid, model, dim, vector)"
+    " SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM memories WHERE id = ?)"
+    " ON CONFLICT (memory_rowid) DO UPDATE SET model = excluded.model, dim = excluded.dim, vector = excluded.vector",
 }
 
 _COUNT_SQL = {

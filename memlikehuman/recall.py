@@ -286,26 +286,23 @@ class _Recall:
     # -- coverage ----------------------------------------------------------------------------------
 
     def _coverage(self) -> Coverage:
+        # Exact counts kept by triggers (migration m003): two primary-key reads.
         scope = self.filters.scope
         row = self.db.one(
-            "SELECT count(*) AS n, coalesce(sum(extraction_state = 'pending'), 0) AS pending,"
-            " coalesce(sum(extraction_state = 'failed'), 0) AS failed"
-            " FROM events WHERE persona_id = ? AND project_id = ?",
+            "SELECT events, pending, failed FROM scope_counts WHERE persona_id = ? AND project_id = ?",
             (scope.persona_id, scope.project_id),
         )
-        assert row is not None
-        total = int(row["n"])
+        total, pending, failed = (row["events"], row["pending"], row["failed"]) if row else (0, 0, 0)
         with_vectors = 0
-        if self.model is not None and total:
-            with_vectors = int(
+        if self.model is not None:
+            with_vectors = (
                 self.db.scalar(
-                    "SELECT count(*) FROM events e JOIN event_vectors v ON v.event_sequence = e.sequence"
-                    " WHERE e.persona_id = ? AND e.project_id = ? AND v.model = ?",
+                    "SELECT events FROM scope_vector_counts WHERE persona_id = ? AND project_id = ? AND model = ?",
                     (scope.persona_id, scope.project_id, self.model),
                 )
                 or 0
             )
-        return Coverage(total, int(row["pending"]), int(row["failed"]), total - with_vectors)
+        return Coverage(int(total), int(pending), int(failed), int(total) - int(with_vectors))
 
     def _coverage_warnings(self, coverage: Coverage, mode: str) -> None:
         if coverage.events_pending:

@@ -219,3 +219,46 @@ def test_recall_over_stdio_degrades_without_an_embedder(tmp_path: Path) -> None:
         assert out["search_mode"] == "fast" and out["raw_fallback"][0]["event_id"] == "e1"
         assert any("MEMLIKEHUMAN_EMBEDDER=none" in w for w in out["warnings"])
         assert client.error("memory_recall", query="").startswith("invalid_argument: query is empty")
+
+
+def brute_force_coverage(engine: Engine, scope: Scope, model: str) -> tuple[int, int, int, int]:
+    row = engine.db.one(
+        "SELECT count(*) AS n, total(extraction_state = 'pending') AS p, total(extraction_state = 'failed') AS f"
+        " FROM events WHERE persona_id = ? AND project_id = ?",
+        (scope.persona_id, scope.project_id),
+    )
+    assert row is not None
+    missing = engine.db.scalar(
+        "SELECT count(*) FROM events e WHERE persona_id = ? AND project_id = ? AND NOT EXISTS"
+        " (SELECT 1 FROM event_vectors v WHERE v.event_sequence = e.sequence AND v.model = ?)",
+        (scope.persona_id, scope.project_id, model),
+    )
+    return int(row["n"]), int(row["p"]), int(row["f"]), int(missing)
+
+
+def test_coverage_counts_stay_exact_through_recording_forgetting_state_changes_and_model_changes(
+    tmp_path: Path,
+) -> None:
+    from memlikehuman import events
+
+    db = tmp_path / "a.db"
+    with ScriptedOpenAI() as api:
+        for model in ("model-a", "model-b"):
+            with Engine(openai_settings(db, api.base_url, model)) as engine:
+                fill(engine, HOME, prefix=model)
+                fill(engine, WORK, prefix=f"work-{model}")
+                index_pending(engine)
+                forget.forget(engine.db, HOME, f"{model}o1")
+                events.set_state(engine.db, events.find(engine.db, HOME, f"{model}o2").sequence, "failed", "test")
+                engine.record(HOME, f"{model}-new", "recorded after indexing", "user", "Ana")
+                assert engine.indexer.wait_idle(30)
+                for scope in (HOME, WORK):
+                    c = recall(engine, scope, "car", search_mode="deep").coverage
+                    counts = (c.events_in_scope, c.events_pending, c.events_failed, c.events_without_vectors)
+                    assert counts == brute_force_coverage(engine, scope, f"openai:{model}")
+            assert counts[0] > 0
+        with Engine(openai_settings(db, api.base_url, "model-b")) as engine:
+            engine.db.query("DELETE FROM event_vectors")
+            c = recall(engine, HOME, "car", search_mode="deep").coverage
+            assert c.events_without_vectors == c.events_in_scope == brute_force_coverage(
+                engine, HOME, "openai:model-b")[3]
