@@ -165,7 +165,6 @@ def m002_index_memory_links(conn: Any) -> None:
     )
 
 
-
 @migration
 def m003_count_events_per_scope(conn: Any) -> None:
     # memory_recall reports coverage (events, pending, failed, without vectors) on every call.
@@ -243,6 +242,7 @@ def m003_count_events_per_scope(conn: Any) -> None:
         END;
         """
     )
+
 
 def schema_version(db: Database) -> int:
     """How many migrations the archive has applied (0 for a new file)."""

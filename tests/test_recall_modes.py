@@ -260,5 +260,6 @@ def test_coverage_counts_stay_exact_through_recording_forgetting_state_changes_a
         with Engine(openai_settings(db, api.base_url, "model-b")) as engine:
             engine.db.query("DELETE FROM event_vectors")
             c = recall(engine, HOME, "car", search_mode="deep").coverage
-            assert c.events_without_vectors == c.events_in_scope == brute_force_coverage(
-                engine, HOME, "openai:model-b")[3]
+            assert (
+                c.events_without_vectors == c.events_in_scope == brute_force_coverage(engine, HOME, "openai:model-b")[3]
+            )
