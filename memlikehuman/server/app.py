@@ -11,11 +11,15 @@ from typing import Any, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS
 from pydantic import ValidationError
 
 from ..config import Settings
 from ..engine import Engine
 from ..errors import MemLikeHumanError
+from .stdio import AnsweringReadStream
 
 log = logging.getLogger("memlikehuman.server")
 T = TypeVar("T")
@@ -96,6 +100,26 @@ class MemoryMCPServer(MCPServer[Any]):
             if isinstance(exc.__cause__, ValidationError):
                 raise ToolError(_validation_text(exc.__cause__)) from exc
             raise
+
+    async def get_prompt(self, name: str, arguments: dict[str, Any] | None = None, context: Any = None) -> Any:
+        # The SDK turns an unknown prompt or argument into an internal error: these are the caller's to fix.
+        prompt = self._prompt_manager.get_prompt(name)
+        if prompt is None:
+            raise MCPError(INVALID_PARAMS, f"not_found: there is no prompt named {name!r}; call prompts/list")
+        unknown = sorted(set(arguments or {}) - {argument.name for argument in prompt.arguments or []})
+        if unknown:
+            names = ", ".join(map(repr, unknown))
+            raise MCPError(INVALID_PARAMS, f"invalid_argument: unknown argument(s) {names}: remove them and call again")
+        return await super().get_prompt(name, arguments, context)
+
+    async def run_stdio_async(self) -> None:
+        """Serve on stdin/stdout; a request the SDK cannot parse gets an error answer (see stdio.py)."""
+        async with stdio_server() as (read_stream, write_stream):
+            await self._lowlevel_server.run(
+                AnsweringReadStream(read_stream, write_stream),
+                write_stream,
+                self._lowlevel_server.create_initialization_options(),
+            )
 
 
 def build_server(settings: Settings) -> MemoryMCPServer:

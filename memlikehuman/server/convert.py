@@ -11,6 +11,10 @@ from pydantic import BaseModel
 from ..records import Event, Memory, Page
 from .models import CueOut, EventOut, MemoryOut, PageOut, SourceOut
 
+# json.dumps(ensure_ascii=False) leaves these raw, and hosts and models may break lines at them:
+# escaped, stored text cannot start a line of its own in the text block.
+_LINE_BREAKS = str.maketrans({"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"})
+
 
 def tool_result(summary: str, model: BaseModel) -> CallToolResult:
     """Structured content plus a text block: a one-line summary, then the same data as JSON.
@@ -18,7 +22,7 @@ def tool_result(summary: str, model: BaseModel) -> CallToolResult:
     The JSON copy serves hosts that show only text content to the model.
     """
     data: dict[str, Any] = model.model_dump(mode="json")
-    text = summary + "\n" + json.dumps(data, ensure_ascii=False)
+    text = (summary + "\n" + json.dumps(data, ensure_ascii=False)).translate(_LINE_BREAKS)
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
 
 
