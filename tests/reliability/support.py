@@ -1,0 +1,285 @@
+"""Shared pieces of the reliability suites: figures, archive invariants, a scripted extractor, a raw stdio client."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import queue
+import re
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+import apsw
+from conftest import BASE_ENV
+from openai_stub import Reply, extraction_reply, memory_item
+
+# -- figures ---------------------------------------------------------------------------------------
+
+FIGURES: list[tuple[str, dict[str, Any]]] = []
+
+
+def report(suite: str, **numbers: Any) -> None:
+    """Keep a suite's figures; the reliability conftest prints them in pytest's terminal summary."""
+    FIGURES.append((suite, numbers))
+
+
+# -- tool errors -----------------------------------------------------------------------------------
+
+CODES = ("invalid_argument", "not_found", "conflict", "limit_exceeded", "forbidden", "unavailable", "internal")
+_CODED = re.compile(r"^(?:Error executing tool [^:]+: )?([a-z_]+): \S")
+
+
+def error_code(text: str) -> str | None:
+    """The code a tool error text starts with (after the SDK's optional prefix), or None if it has none."""
+    match = _CODED.match(text)
+    return match.group(1) if match and match.group(1) in CODES else None
+
+
+# -- the archive's invariants ------------------------------------------------------------------------
+
+# Each query counts the rows that break one rule; every count must be 0.
+STRUCTURE = {
+    "memory without its event": "SELECT count(*) FROM memories m"
+    " WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.sequence = m.event_sequence)",
+    "memory in another scope than its event": "SELECT count(*) FROM memories m JOIN events e"
+    " ON e.sequence = m.event_sequence WHERE m.persona_id != e.persona_id OR m.project_id != e.project_id",
+    "half-extracted event (memories on a pending or failed event)": "SELECT count(*) FROM events e"
+    " WHERE e.kind = 'record' AND e.extraction_state != 'complete'"
+    " AND EXISTS (SELECT 1 FROM memories m WHERE m.event_sequence = e.sequence)",
+    "correction event without its corrections row": "SELECT count(*) FROM events e WHERE e.kind = 'correction'"
+    " AND NOT EXISTS (SELECT 1 FROM corrections c WHERE c.event_sequence = e.sequence)",
+    "correction event without its replacement": "SELECT count(*) FROM events e WHERE e.kind = 'correction'"
+    " AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.event_sequence = e.sequence)",
+    "corrected memory not revoked in favour of the correction's replacement": "SELECT count(*) FROM corrections c"
+    " JOIN memories o ON o.id = c.original_id WHERE o.revoked_at IS NULL OR o.replaced_by IS NULL"
+    " OR o.replaced_by NOT IN (SELECT id FROM memories WHERE event_sequence = c.event_sequence)",
+    "revoked memory without a replacement": "SELECT count(*) FROM memories m WHERE m.revoked_at IS NOT NULL"
+    " AND (m.replaced_by IS NULL OR NOT EXISTS (SELECT 1 FROM memories r WHERE r.id = m.replaced_by))",
+    "revoked memory without its corrections row": "SELECT count(*) FROM memories m WHERE m.revoked_at IS NOT NULL"
+    " AND NOT EXISTS (SELECT 1 FROM corrections c WHERE c.original_id = m.id)",
+    "replacement link on a memory that is not revoked": "SELECT count(*) FROM memories"
+    " WHERE replaced_by IS NOT NULL AND revoked_at IS NULL",
+    "one-sided timeline link": "SELECT count(*) FROM memories m WHERE (m.superseded_by IS NOT NULL AND NOT EXISTS"
+    " (SELECT 1 FROM memories n WHERE n.id = m.superseded_by AND n.supersedes = m.id)) OR (m.supersedes IS NOT NULL"
+    " AND NOT EXISTS (SELECT 1 FROM memories n WHERE n.id = m.supersedes AND n.superseded_by = m.id))",
+    "superseded memory still open": "SELECT count(*) FROM memories"
+    " WHERE superseded_by IS NOT NULL AND valid_to IS NULL",
+    "valid checkpoint covering a missing event": "SELECT count(*) FROM checkpoints c WHERE c.invalidated_at IS NULL"
+    " AND NOT EXISTS (SELECT 1 FROM events e WHERE e.event_id = c.covered_event_id AND e.sequence = c.covered_sequence"
+    " AND e.persona_id = c.persona_id AND e.project_id = c.project_id)",
+    "event without its full-text row": "SELECT count(*) FROM events"
+    " WHERE sequence NOT IN (SELECT rowid FROM events_fts)",
+    "full-text row of a missing event": "SELECT count(*) FROM events_fts"
+    " WHERE rowid NOT IN (SELECT sequence FROM events)",
+    "memory without its full-text row": "SELECT count(*) FROM memories"
+    " WHERE id NOT IN (SELECT rowid FROM memories_fts)",
+    "full-text row of a missing memory": "SELECT count(*) FROM memories_fts"
+    " WHERE rowid NOT IN (SELECT id FROM memories)",
+}
+
+
+def archive_problems(db_path: Path) -> list[str]:
+    """Every broken rule of the archive file: SQLite's own checks, foreign keys, full-text indexes, structure.
+
+    Opening the file is what a restart does: SQLite recovers the write-ahead log of a killed process.
+    """
+    conn = apsw.Connection(str(db_path))
+    try:
+        conn.set_busy_timeout(30_000)
+        problems = []
+        integrity = [row[0] for row in conn.execute("PRAGMA integrity_check")]
+        if integrity != ["ok"]:
+            problems.append(f"integrity_check: {integrity[:5]}")
+        foreign = conn.execute("PRAGMA foreign_key_check").fetchall()
+        if foreign:
+            problems.append(f"foreign_key_check: {foreign[:5]}")
+        for table in ("events_fts", "memories_fts"):
+            try:
+                conn.execute(f"INSERT INTO {table}({table}) VALUES ('integrity-check')")
+            except apsw.Error as exc:
+                problems.append(f"{table} integrity-check: {exc}")
+        for rule, sql in STRUCTURE.items():
+            count = conn.execute(sql).fetchone()[0]
+            if count:
+                problems.append(f"{rule}: {count}")
+        return problems + _count_problems(conn)
+    finally:
+        conn.close()
+
+
+def _count_problems(conn: apsw.Connection) -> list[str]:
+    """The per-scope event counts that recall reports (kept by triggers) match the events."""
+    if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'scope_counts'").fetchall():
+        return []
+    actual = set(
+        conn.execute(
+            "SELECT persona_id, project_id, count(*), CAST(total(extraction_state = 'pending') AS INTEGER),"
+            " CAST(total(extraction_state = 'failed') AS INTEGER) FROM events GROUP BY persona_id, project_id"
+        )
+    )
+    kept = set(conn.execute("SELECT persona_id, project_id, events, pending, failed FROM scope_counts WHERE events"))
+    if actual == kept:
+        return []
+    return [f"scope_counts differ from the events: kept {kept - actual}, real {actual - kept}"]
+
+
+def rows(db_path: Path, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+    """Rows of a read query on the archive file, through a fresh connection."""
+    conn = apsw.Connection(str(db_path), flags=apsw.SQLITE_OPEN_READWRITE)
+    try:
+        conn.set_busy_timeout(30_000)
+        cursor = conn.execute(sql, params)
+        return [dict(zip([d[0] for d in cursor.get_description()], row, strict=True)) for row in cursor]
+    finally:
+        conn.close()
+
+
+# -- a scripted extractor ----------------------------------------------------------------------------
+
+_EVENT_BLOCK = re.compile(
+    r"<<<BEGIN DATA (\w+) EVENT \(extract from this text\)>>>\n[^\n]*\n(.*)\n<<<END DATA \1>>>", re.S
+)
+
+
+def event_text(body: dict[str, Any]) -> str:
+    """The EVENT block's text in an extraction request."""
+    user = body["messages"][-1]["content"]
+    match = _EVENT_BLOCK.search(user)
+    assert match, "the extraction request has no EVENT block"
+    return match.group(2)
+
+
+class QuotingExtractor:
+    """The scripted model: one memory per event, quoting the event's first words.
+
+    The content names a digest of the text, so no two events' memories are duplicates of each other;
+    "city" in the text makes it a single-valued fact (subject user.city), so timelines form.
+    ``before_reply`` runs before each answer (the crash suite kills the requester there).
+    """
+
+    def __init__(self, before_reply: Callable[[dict[str, Any]], None] | None = None) -> None:
+        self.before_reply = before_reply
+        self.calls = 0
+
+    def __call__(self, body: dict[str, Any]) -> Reply:
+        self.calls += 1
+        if self.before_reply is not None:
+            self.before_reply(body)
+        text = event_text(body)
+        words = text.split()
+        quote = " ".join(words[:4]) if words else text
+        subject = "user.city" if "city" in text else None
+        content = f"The user said ({hashlib.sha256(text.encode()).hexdigest()[:12]}): {quote}"
+        return extraction_reply(memory_item(content, quote, subject=subject))
+
+
+def extractor_env(base_url: str, timeout: str = "10") -> dict[str, str]:
+    return {
+        **BASE_ENV,
+        "MEMLIKEHUMAN_EXTRACTOR": "openai",
+        "MEMLIKEHUMAN_EXTRACTOR_BASE_URL": base_url,
+        "MEMLIKEHUMAN_EXTRACTOR_API_KEY": "test",
+        "MEMLIKEHUMAN_TIMEOUT": timeout,
+    }
+
+
+# -- a raw JSON-RPC client of `memlikehuman serve` ------------------------------------------------------
+
+
+class RawServer:
+    """`memlikehuman serve` driven with hand-written JSON-RPC lines, so a test can pipeline requests,
+    send bytes no SDK would send, and SIGKILL the process at any point."""
+
+    def __init__(self, db: Path, env: dict[str, str], stderr_path: Path) -> None:
+        self._stderr: IO[bytes] = open(stderr_path, "ab")  # noqa: SIM115 (closed in close())
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "memlikehuman", "serve", "--db", str(db)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            env={**os.environ, **env},
+        )
+        self.pid = self.proc.pid
+        self.not_json: list[bytes] = []
+        self._lines: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self._answers: dict[int, dict[str, Any]] = {}
+        self._next_id = 0
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            if not line.strip():
+                continue
+            try:
+                self._lines.put(json.loads(line))
+            except ValueError:
+                self.not_json.append(line)
+        self._lines.put(None)
+
+    def send_text(self, text: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(text.encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def send(self, method: str, params: dict[str, Any] | None = None) -> int:
+        """Write one request; return its ID (the answer is collected with ``answer``)."""
+        self._next_id += 1
+        message = {"jsonrpc": "2.0", "id": self._next_id, "method": method, "params": params or {}}
+        self.send_text(json.dumps(message))
+        return self._next_id
+
+    def answer(self, request_id: int, timeout: float = 60.0) -> dict[str, Any] | None:
+        """The response to a request, or None when the server's stdout ended first."""
+        while request_id not in self._answers:
+            try:
+                message = self._lines.get(timeout=timeout)
+            except queue.Empty:
+                raise AssertionError(f"no answer to request {request_id} within {timeout} s") from None
+            if message is None:
+                self._lines.put(None)
+                return None
+            if "id" in message:
+                self._answers[message["id"]] = message
+        return self._answers.pop(request_id)
+
+    def initialize(self) -> None:
+        params = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}
+        assert self.answer(self.send("initialize", params)) is not None
+        self.send_text(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+
+    def call_tool(self, name: str, arguments: dict[str, Any]) -> int:
+        return self.send("tools/call", {"name": name, "arguments": arguments})
+
+    def kill(self) -> None:
+        self.proc.kill()
+        self.close()
+
+    def close(self) -> int:
+        """Close stdin (the host goes away) and wait for the process; return its exit code."""
+        if self.proc.stdin and not self.proc.stdin.closed:
+            with contextlib.suppress(BrokenPipeError):
+                self.proc.stdin.close()
+        code = self.proc.wait(timeout=60)
+        self._reader.join(timeout=60)
+        if self.proc.stdout:
+            self.proc.stdout.close()
+        self._stderr.close()
+        return code
+
+
+def tool_outcome(answer: dict[str, Any]) -> tuple[bool, dict[str, Any] | str]:
+    """(True, structured content) for a successful tools/call answer, (False, error text) otherwise."""
+    if "error" in answer:
+        return False, f"protocol error {answer['error'].get('code')}: {answer['error'].get('message')}"
+    result = answer["result"]
+    if result.get("isError"):
+        return False, result["content"][0]["text"]
+    return True, result["structuredContent"]

@@ -1,0 +1,163 @@
+"""Concurrency: 8 `memlikehuman serve` processes on one archive, each driven by its own MCP client at once.
+
+They start together on a new archive (so they race to create the schema), then record, recall,
+read, checkpoint, resume and forget. Afterwards every acknowledged event that was not forgotten is
+present exactly once with the sequence it was acknowledged with, each client saw its sequences
+increase, and no call failed: no `database is locked`, no `unavailable`, no `internal`.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import SyncClient, connected, stdio_params
+
+from .support import archive_problems, report, rows
+
+WORKERS = 8
+SCOPES = ({"persona_id": "team", "project_id": "alpha"}, {"persona_id": "team", "project_id": "beta"})
+WORDS = "amber basil cedar delta ember fjord garnet hazel indigo juniper".split()
+MIX = {"record": 50, "recall": 14, "read": 8, "checkpoint": 10, "resume": 6, "forget": 12}
+
+
+@dataclass
+class Worker:
+    """One client's view: what it was told, in order."""
+
+    number: int
+    ops: int
+    seed: int
+    acked: list[tuple[str, int]] = field(default_factory=list)  # (event_id, sequence) in acknowledgement order
+    texts: dict[str, str] = field(default_factory=dict)
+    forgotten: set[str] = field(default_factory=set)
+    errors: list[str] = field(default_factory=list)
+    leaks: list[str] = field(default_factory=list)
+    counts: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def scope(self) -> dict[str, str]:
+        return SCOPES[self.number % 2]
+
+    def live(self) -> list[str]:
+        return [e for e, _ in self.acked if e not in self.forgotten]
+
+    def step(self, client: SyncClient, rng: random.Random, index: int) -> None:
+        live = self.live()
+        name = rng.choices(list(MIX), weights=list(MIX.values()))[0] if live else "record"
+        self.counts[name] += 1
+        if name == "record":
+            event_id = f"w{self.number}-{index}"
+            text = f"worker {self.number} note {index} {rng.choice(WORDS)} {rng.choice(WORDS)}"
+            out = self.call(client, "memory_record", event_id=event_id, text=text, role="user", source="load",
+                            session_id=f"s{self.number}")  # fmt: skip
+            if out is not None:
+                self.acked.append((event_id, out["sequence"]))
+                self.texts[event_id] = text
+        elif name == "recall":
+            out = self.call(client, "memory_recall", query=rng.choice(WORDS), limit=20)
+            if out is not None:
+                foreign = [h["event_id"] for h in out["raw_fallback"] if int(h["event_id"][1]) % 2 != self.number % 2]
+                self.leaks += foreign
+        elif name == "read":
+            event_id = rng.choice(live)
+            out = self.call(client, "memory_read", record_id=event_id)
+            if out is not None and out["source_page"]["text"] != self.texts[event_id]:
+                self.errors.append(f"memory_read {event_id} returned other text")
+        elif name == "checkpoint":
+            self.call(client, "session_checkpoint", state={"goal": f"load {self.number}"}, covered_event_id=live[-1],
+                      session_id=f"s{self.number}")  # fmt: skip
+        elif name == "resume":
+            self.call(client, "session_resume", query=rng.choice(WORDS), token_budget=2000)
+        else:
+            event_id = rng.choice(live)
+            if self.call(client, "memory_forget", record_id=event_id) is not None:
+                self.forgotten.add(event_id)
+
+    def call(self, client: SyncClient, tool: str, **arguments: Any) -> dict[str, Any] | None:
+        result = client.call(tool, **arguments, **self.scope)
+        if result.is_error:
+            self.errors.append(f"{tool}: {result.content[0].text}")
+            return None
+        return dict(result.structured_content)
+
+
+def drive(db: Path, worker: Worker, start: threading.Barrier) -> None:
+    rng = random.Random(worker.seed)
+    try:
+        with connected(stdio_params(db)) as client:
+            start.wait(timeout=120)
+            for index in range(worker.ops):
+                worker.step(client, rng, index)
+    except Exception as exc:  # the assertion in the test names it
+        worker.errors.append(f"client failed: {exc!r}")
+
+
+def run_load(db: Path, ops: int, seed: int) -> tuple[list[Worker], float]:
+    workers = [Worker(n, ops, seed + n) for n in range(WORKERS)]
+    start = threading.Barrier(WORKERS)
+    threads = [threading.Thread(target=drive, args=(db, w, start)) for w in workers]
+    began = time.monotonic()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=600)
+    return workers, time.monotonic() - began
+
+
+def check(db: Path, workers: list[Worker]) -> None:
+    assert [e for w in workers for e in w.errors] == []
+    assert [e for w in workers for e in w.leaks] == [], "a recall returned another scope's events"
+    assert archive_problems(db) == []
+    stored = {r["event_id"]: r for r in rows(db, "SELECT event_id, sequence, text FROM events")}
+    text_counts = Counter(r["text"] for r in stored.values())
+    acked_sequences = [s for w in workers for _, s in w.acked]
+    assert len(acked_sequences) == len(set(acked_sequences)), "two acknowledged events share a sequence"
+    for worker in workers:
+        sequences = [s for _, s in worker.acked]
+        assert sequences == sorted(sequences), f"worker {worker.number} saw its sequences go backwards"
+        for event_id, sequence in worker.acked:
+            if event_id in worker.forgotten:
+                assert event_id not in stored, f"forgotten event {event_id} is still there"
+                continue
+            assert event_id in stored, f"acknowledged event {event_id} is missing"
+            assert stored[event_id]["sequence"] == sequence
+            assert text_counts[worker.texts[event_id]] == 1, f"{event_id} is stored more than once"
+
+
+def load_test(tmp_path: Path, suite: str, ops: int) -> None:
+    seed = random.randrange(2**32)
+    db = tmp_path / "shared.sqlite3"
+    workers, seconds = run_load(db, ops, seed)
+    try:
+        check(db, workers)
+    except AssertionError as exc:
+        raise AssertionError(f"seed {seed}: {exc}") from exc
+    counts = sum((w.counts for w in workers), Counter())
+    report(
+        suite,
+        seed=seed,
+        processes=WORKERS,
+        operations=sum(counts.values()),
+        **{f"{name} calls": counts[name] for name in MIX},
+        events_acknowledged=sum(len(w.acked) for w in workers),
+        events_forgotten=sum(len(w.forgotten) for w in workers),
+        failed_calls=0,
+        lost_or_duplicated_events=0,
+        seconds=round(seconds, 1),
+    )
+
+
+def test_eight_servers_on_one_archive_lose_duplicate_and_refuse_nothing(tmp_path: Path):
+    load_test(tmp_path, "concurrency (default)", ops=30)
+
+
+@pytest.mark.slow
+def test_eight_servers_under_long_load_lose_duplicate_and_refuse_nothing(tmp_path: Path):
+    load_test(tmp_path, "concurrency (long)", ops=400)
