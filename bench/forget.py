@@ -6,8 +6,8 @@ Writes the "forget" section of docs/benchmarks.md.
 One archive, one run: `--events` recorded events (sessions of 50, 8-60 words each, one memory for
 every fifth event), then `--samples` targets forgotten with `forget.forget` (each target has two
 memories, every fourth also a correction) and as many other targets deleted by a baseline that
-does what a plain delete does: the rows (cascades) and their full-text rows, but no index merge,
-no context re-indexing, no WAL truncation. Each target carries a unique marker word; the files are
+does what a plain delete does: the rows (cascades) and their full-text rows, but no context
+re-indexing, no checkpoint invalidation, no WAL truncation. Each target carries a unique marker word; the files are
 scanned for the markers afterwards.
 """
 
@@ -25,7 +25,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.report import percentile, table, write_section  # noqa: E402
-from memlikehuman import config, correct, events, forget, memories  # noqa: E402
+from memlikehuman import config, correct, events, forget, fulltext, memories  # noqa: E402
 from memlikehuman.engine import Engine  # noqa: E402
 from memlikehuman.records import Candidate, Scope  # noqa: E402
 
@@ -74,8 +74,7 @@ def _bulk_memory(conn: Any, sequence: int, content: str) -> None:
         " 'fact', 'stated', category, occurred_at, recorded_at FROM events WHERE sequence = ?",
         (memories.new_memory_id(), content, content, sequence),
     )
-    rowid = conn.last_insert_rowid()
-    conn.execute("INSERT INTO memories_fts (rowid, content, attribution) VALUES (?, ?, 'bench fact')", (rowid, content))
+    fulltext.index_memory(conn, conn.last_insert_rowid())
 
 
 def decorate(engine: Engine, targets: list[int]) -> None:
@@ -104,8 +103,9 @@ def plain_delete(engine: Engine, event_id: str) -> None:
     with engine.db.write() as conn:
         sequence = conn.execute("SELECT sequence FROM events WHERE event_id = ?", (event_id,)).fetchone()["sequence"]
         rowids = [r["id"] for r in conn.execute("SELECT id FROM memories WHERE event_sequence = ?", (sequence,))]
-        conn.executemany("DELETE FROM memories_fts WHERE rowid = ?", [(r,) for r in rowids])
-        conn.execute("DELETE FROM events_fts WHERE rowid = ?", (sequence,))
+        for rowid in rowids:
+            fulltext.unindex_memory(conn, rowid)
+        fulltext.unindex_event(conn, sequence)
         conn.execute("DELETE FROM events WHERE sequence = ?", (sequence,))
 
 
@@ -120,17 +120,6 @@ def residue(path: Path, ids: list[int]) -> int:
     data = b"".join(Path(str(path) + s).read_bytes() for s in ("", "-wal", "-shm") if Path(str(path) + s).exists())
     return sum(tell(i) in data for i in ids)
 
-
-def optimize_after_delete(engine: Engine, event_id: str) -> float:
-    """The index merge on its own, after a plain delete left a tombstone (as inside a forget)."""
-    plain_delete(engine, event_id)
-
-    def run() -> None:
-        with engine.db.write() as conn:
-            conn.execute("INSERT INTO events_fts(events_fts) VALUES ('optimize')")
-            conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('optimize')")
-
-    return timed(run)
 
 
 def main() -> None:
@@ -157,13 +146,10 @@ def main() -> None:
             forget_ms = [timed(lambda i=i: forget.forget(engine.db, SCOPE, f"evt-{i}")) for i in ours]
             ours_left = residue(path, ours)
             scrub_ms = [timed(lambda: forget.scrub(engine.db)) for _ in range(5)]
-            spare = [i for i in range(args.events) if i not in set(picked)][:5]
-            optimize_ms = [optimize_after_delete(engine, f"evt-{i}") for i in spare]
     rows = [
         ["memory_forget core (`forget.forget`)", *_p(forget_ms), f"{ours_left} of {len(ours)}"],
         ["baseline: plain delete (rows + FTS rows, one transaction)", *_p(base_ms), f"{base_left} of {len(base)}"],
         ["baseline: memory_record on the same archive (`Engine.record`)", *_p(record_ms), "-"],
-        ["part of forget: FTS 'optimize' of both indexes after a delete", *_p(optimize_ms), "-"],
         ["part of forget: WAL checkpoint(TRUNCATE), WAL nearly empty", *_p(scrub_ms), "-"],
     ]
     body = table(["operation", "p50 ms", "p95 ms", "markers still in the files"], rows)
@@ -172,8 +158,8 @@ def main() -> None:
         f" {size_mb:.0f} MB before the runs, no vectors (no embedder). {args.samples} targets per method, each"
         " with two memories, every fourth also with a correction; each target's text holds a unique marker"
         " word. 'Markers still in the files' is a byte scan of the database file, -wal and -shm after that"
-        " method's deletions (baseline scanned before any forget ran, since forget's index merge also"
-        " purges the baseline's tombstoned terms)."
+        " method's deletions (the baseline's markers survive in the WAL, which only forget truncates;"
+        " the baseline is scanned before any forget ran)."
     )
     print(body)
     write_section("forget", "memory_forget", f"python bench/forget.py --events {args.events}", body)

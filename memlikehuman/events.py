@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import clock, validate
+from . import clock, fulltext, validate
 from .db import Database, Row
 from .errors import Conflict, InvalidArgument, NotFound
 from .records import CATEGORIES, CUE_KINDS, ROLES, Cue, Event, Page, Scope
@@ -16,7 +16,6 @@ from .records import CATEGORIES, CUE_KINDS, ROLES, Cue, Event, Page, Scope
 PENDING_UNCONFIGURED = (
     "no extractor is configured (MEMLIKEHUMAN_EXTRACTOR=none): the raw text is durable and searchable"
 )
-CONTEXT_CHARS = 1_000
 
 
 @dataclass(frozen=True)
@@ -97,19 +96,6 @@ def new_event(
     )
 
 
-def attribution(source: str, cues: Sequence[Cue]) -> str:
-    """The searchable attribution of an event: who said it, and its cue keys and labels."""
-    parts = [source] + [part for cue in cues for part in (cue.key, cue.label or "")]
-    return " ".join(part for part in parts if part)
-
-
-def _previous_text(conn: Any, event: NewEvent, sequence: int) -> str:
-    row = conn.execute(
-        "SELECT text FROM events WHERE persona_id = ? AND project_id = ? AND session_id = ? AND sequence < ?"
-        " AND kind = 'record' ORDER BY sequence DESC LIMIT 1",
-        (event.scope.persona_id, event.scope.project_id, event.session_id, sequence),
-    ).fetchone()
-    return row["text"][-CONTEXT_CHARS:] if row else ""
 
 
 def insert(
@@ -155,15 +141,7 @@ def insert(
             "INSERT INTO cues (event_sequence, position, kind, key, label) VALUES (?, ?, ?, ?, ?)",
             [(sequence, i, cue.kind, cue.key, cue.label) for i, cue in enumerate(event.cues)],
         )
-        conn.execute(
-            "INSERT INTO events_fts (rowid, text, attribution, context) VALUES (?, ?, ?, ?)",
-            (
-                sequence,
-                event.text,
-                attribution(event.source, event.cues),
-                _previous_text(conn, event, sequence),
-            ),
-        )
+        fulltext.index_event(conn, sequence)
     return sequence, False
 
 

@@ -2,7 +2,7 @@
 
 What goes, in one write transaction: the source event; every memory derived from it; every
 correction event of those memories and what it derived, recursively; their cues, full-text rows
-and vectors (vectors and cues by ON DELETE CASCADE, the contentless FTS5 rows explicitly).
+and vectors (vectors and cues by ON DELETE CASCADE, the FTS5 rows explicitly, terms included).
 What changes: surviving memories are re-linked as if the forgotten events had never been recorded
 (an original whose correction is forgotten is reinstated in its replacement's place; a version
 whose successor is forgotten is valid again until the next surviving version, or open-ended);
@@ -64,15 +64,16 @@ def forget(db: Database, scope: Scope, record_id: str) -> ForgetResult:
     with db.write() as conn:
         plan = _plan(conn, _root(db, scope, record_id))
         dependents = _context_dependents(conn, plan)
+        # Full-text rows go first, while the values they were built from are all still stored.
+        _unindex(conn, plan, dependents)
         _reinstate_originals(conn, plan)
         for rowid in plan.memories:
             _unlink(conn, rowid, plan.memories)
         _delete(conn, plan)
         for sequence in dependents:
-            _reindex(conn, sequence)
+            fulltext.index_event(conn, sequence)
         # Their vectors embedded the forgotten text as context too; the indexer makes new ones.
         conn.execute(f"DELETE FROM event_vectors WHERE event_sequence IN ({_marks(dependents)})", dependents)
-        _purge_index(conn, plan)
         invalidated = invalidate_checkpoints(conn, scope, "records were forgotten (memory_forget)", wipe_state=True)
     return ForgetResult(
         deleted_event_ids=tuple(plan.events.values()),
@@ -225,33 +226,25 @@ def _context_dependents(conn: Any, plan: _Plan) -> list[int]:
     return sorted(dependents)
 
 
+def _unindex(conn: Any, plan: _Plan, dependents: list[int]) -> None:
+    """Remove the full-text rows of what goes, and of the dependents whose context changes.
+
+    FTS5 rows are not reached by foreign keys. The 'delete' command with secure-delete on takes
+    each row's terms out of the index b-tree at once (see docs/design.md, "Forgetting").
+    """
+    for rowid in plan.memories:
+        fulltext.unindex_memory(conn, rowid)
+    for sequence in [*plan.events, *dependents]:
+        fulltext.unindex_event(conn, sequence)
+
+
 def _delete(conn: Any, plan: _Plan) -> None:
     seqs, rowids = list(plan.events), list(plan.memories)
-    # Contentless FTS5 rows are not reached by foreign keys; secure-delete purges their terms.
-    conn.executemany("DELETE FROM memories_fts WHERE rowid = ?", [(r,) for r in rowids])
-    conn.executemany("DELETE FROM events_fts WHERE rowid = ?", [(s,) for s in seqs])
     # Memories of other events first, then the events (cues, corrections, vectors cascade).
     conn.execute(f"DELETE FROM memories WHERE id IN ({_marks(rowids)})", rowids)
     conn.execute(f"DELETE FROM events WHERE sequence IN ({_marks(seqs)})", seqs)
 
 
-def _purge_index(conn: Any, plan: _Plan) -> None:
-    """Rewrite the full-text indexes so no segment keeps the deleted rows' terms.
-
-    With ``contentless_delete=1`` a DELETE only adds a tombstone: the terms stay in their segment,
-    readable in the file, until that segment is merged. 'optimize' merges every segment now;
-    it costs time proportional to the index (see docs/design.md), which a rare, deliberate
-    forget can afford.
-    """
-    conn.execute("INSERT INTO events_fts(events_fts) VALUES ('optimize')")
-    if plan.memories:
-        conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('optimize')")
-
-
-def _reindex(conn: Any, sequence: int) -> None:
-    """Rebuild one event's full-text row, as recording builds it, with its new previous text."""
-    conn.execute("DELETE FROM events_fts WHERE rowid = ?", (sequence,))
-    fulltext.index_event(conn, sequence)
 
 
 def scrub(db: Database, timeout_ms: int = SCRUB_TIMEOUT_MS) -> bool:

@@ -1,19 +1,18 @@
 """Full-text rows built from what is stored, and rebuilding the two indexes in committed batches.
 
-``events_fts`` and ``memories_fts`` are contentless FTS5 tables: the index keeps no copy of the
-text, so a row can only be (re)built from the ``events`` and ``memories`` tables. The rows built
-here are the ones ``events.insert`` and ``memories.store`` write when a record is first stored
-(``tests/test_cli_reindex.py`` compares the two term by term), so import and ``reindex`` give the
-index that recording would have given.
+``events_fts`` and ``memories_fts`` are contentless FTS5 tables with secure-delete: the index keeps
+no copy of the text, so a row is (re)built from the ``events`` and ``memories`` tables, and removing
+one takes the exact values it was built from (the FTS5 'delete' command), which also purges its
+terms from the index b-tree. Every writer builds rows here: recording, extraction, correction,
+import, reindex and forgetting, so the values always match.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import events
 from .db import Database
 from .records import Cue
 
@@ -33,13 +32,27 @@ _COUNT_MISSING = {
 TABLES = {"event": "events_fts", "memory": "memories_fts"}
 
 
+# How much of the session's previous event an event's full-text row carries as `context`.
+CONTEXT_CHARS = 1_000
+
+
+def attribution(source: str, cues: Sequence[Cue]) -> str:
+    """The searchable attribution of an event: who said it, and its cue keys and labels."""
+    parts = [source] + [part for cue in cues for part in (cue.key, cue.label or "")]
+    return " ".join(part for part in parts if part)
+
+
 def memory_attribution(source: str, subject: str | None, kind: str) -> str:
     """The searchable attribution of a memory: its event's speaker, its subject slot and kind."""
     return " ".join(filter(None, [source, subject, kind]))
 
 
-def index_event(conn: Any, sequence: int) -> None:
-    """Write the full-text row of a stored event (its text, attribution and the session's previous text)."""
+def event_values(conn: Any, sequence: int) -> tuple[str, str, str]:
+    """(text, attribution, context) of an event's full-text row, derived from what is stored now.
+
+    The context is the tail of the previous record event of the same session. Whoever changes
+    what these values derive from (forgetting the previous event) must unindex first, then reindex.
+    """
     row = conn.execute(
         "SELECT persona_id, project_id, session_id, source, text FROM events WHERE sequence = ?", (sequence,)
     ).fetchone()
@@ -54,27 +67,52 @@ def index_event(conn: Any, sequence: int) -> None:
         " AND kind = 'record' ORDER BY sequence DESC LIMIT 1",
         (row["persona_id"], row["project_id"], row["session_id"], sequence),
     ).fetchone()
-    conn.execute(
-        "INSERT INTO events_fts (rowid, text, attribution, context) VALUES (?, ?, ?, ?)",
-        (
-            sequence,
-            row["text"],
-            events.attribution(row["source"], cues),
-            previous["text"][-events.CONTEXT_CHARS :] if previous else "",
-        ),
-    )
+    context = previous["text"][-CONTEXT_CHARS:] if previous else ""
+    return row["text"], attribution(row["source"], cues), context
 
 
-def index_memory(conn: Any, rowid: int) -> None:
-    """Write the full-text row of a stored memory."""
+def memory_values(conn: Any, rowid: int) -> tuple[str, str]:
+    """(content, attribution) of a memory's full-text row."""
     row = conn.execute(
         "SELECT m.content, m.subject, m.kind, e.source FROM memories m JOIN events e ON e.sequence = m.event_sequence"
         " WHERE m.id = ?",
         (rowid,),
     ).fetchone()
+    return row["content"], memory_attribution(row["source"], row["subject"], row["kind"])
+
+
+def index_event(conn: Any, sequence: int) -> None:
+    """Write the full-text row of a stored event."""
     conn.execute(
-        "INSERT INTO memories_fts (rowid, content, attribution) VALUES (?, ?, ?)",
-        (rowid, row["content"], memory_attribution(row["source"], row["subject"], row["kind"])),
+        "INSERT INTO events_fts (rowid, text, attribution, context) VALUES (?, ?, ?, ?)",
+        (sequence, *event_values(conn, sequence)),
+    )
+
+
+def unindex_event(conn: Any, sequence: int) -> None:
+    """Remove an event's full-text row, terms included (FTS5 'delete' with secure-delete on).
+
+    Call it while the event and its session's previous event are still stored: the 'delete'
+    command needs the exact values that were indexed.
+    """
+    conn.execute(
+        "INSERT INTO events_fts (events_fts, rowid, text, attribution, context) VALUES ('delete', ?, ?, ?, ?)",
+        (sequence, *event_values(conn, sequence)),
+    )
+
+
+def index_memory(conn: Any, rowid: int) -> None:
+    """Write the full-text row of a stored memory."""
+    conn.execute(
+        "INSERT INTO memories_fts (rowid, content, attribution) VALUES (?, ?, ?)", (rowid, *memory_values(conn, rowid))
+    )
+
+
+def unindex_memory(conn: Any, rowid: int) -> None:
+    """Remove a memory's full-text row, terms included; call it while the memory is still stored."""
+    conn.execute(
+        "INSERT INTO memories_fts (memories_fts, rowid, content, attribution) VALUES ('delete', ?, ?, ?)",
+        (rowid, *memory_values(conn, rowid)),
     )
 
 

@@ -7,6 +7,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
+from . import fulltext
 from .db import Database, Row
 from .errors import NotFound
 from .records import Candidate, Event, Memory, Scope
@@ -118,10 +119,7 @@ def _insert(conn: Any, event: Event, item: Candidate, recorded_at: str) -> int:
         ),
     )
     rowid = int(conn.last_insert_rowid())
-    conn.execute(
-        "INSERT INTO memories_fts (rowid, content, attribution) VALUES (?, ?, ?)",
-        (rowid, item.content, " ".join(filter(None, [event.source, item.subject, item.kind]))),
-    )
+    fulltext.index_memory(conn, rowid)
     return rowid
 
 

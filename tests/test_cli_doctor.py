@@ -9,6 +9,9 @@ import apsw
 from cli_support import cli, closed_port, populate
 from openai_stub import ScriptedOpenAI
 
+from memlikehuman import fulltext
+from memlikehuman.db import Database
+
 
 def run(db: Path, **env: str) -> tuple[int, dict[str, dict[str, str]]]:
     result = cli(db, "doctor", "--json", env=env)
@@ -59,7 +62,11 @@ def test_a_corrupted_full_text_index_is_detected_and_reindex_repairs_it(tmp_path
 def test_events_without_full_text_rows_are_detected(tmp_path: Path) -> None:
     db = tmp_path / "a.sqlite3"
     populate(db)
-    damage(db, "DELETE FROM events_fts WHERE rowid IN (SELECT sequence FROM events WHERE event_id IN ('u1', 'w1'))")
+    archive = Database(db)
+    with archive.write() as conn:
+        for row in conn.execute("SELECT sequence FROM events WHERE event_id IN ('u1', 'w1')").fetchall():
+            fulltext.unindex_event(conn, row["sequence"])
+    archive.close()
     code, found = run(db)
     assert code == 3
     assert found["full-text index"]["detail"].startswith("2 events and 0 memories have no full-text row")
