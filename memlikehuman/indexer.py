@@ -33,7 +33,7 @@ BACKGROUND_BATCH = 16
 SYNC_BATCH = 64
 # The tail of the previous event of the session that goes into an event's passage: replies
 # ("Yes, last Friday!") carry their subject in the turn before.
-CONTEXT_CHARS = 300
+CONTEXT_CHARS = 150
 RETRY_SECONDS = 60.0
 # How often the background thread looks below its floors again (vectors deleted by other code,
 # e.g. when forgetting changes a neighbour's context, are then re-made).

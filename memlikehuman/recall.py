@@ -41,14 +41,25 @@ class Tuning:
 
     lexical_pool: int = 300
     dense_pool: int = 300
-    event_weights: tuple[float, float, float] = (1.0, 0.5, 0.5)  # text, attribution, context
+    event_weights: tuple[float, float, float] = (1.0, 1.0, 0.5)  # text, attribution, context
     memory_weights: tuple[float, float] = (1.0, 0.3)  # content, attribution
     lexical: float = 1.0
     dense: float = 1.0
-    neighbour: float = 0.3
-    speaker: float = 0.0
-    date: float = 0.0
+    # a strong hit lends this share of its score to the events before and after it in its session
+    neighbour: float = 0.5
+    neighbour_pool: int = 100
+    # each event gains this share of the best score in its session
+    session: float = 0.8
+    # factors for events whose speaker the query names, and that occurred on a date it names
+    speaker: float = 0.6
+    date: float = 0.5
+    # events on a day (or in a month) the query names join the candidates with this base score
+    date_base: float = 0.0
+    date_pool: int = 100
     recency: float = 0.0
+    # deep: the query vector moves towards the best first-pass hits (pseudo-relevance feedback)
+    feedback: float = 0.0
+    feedback_docs: int = 3
 
 
 DEFAULT_TUNING = Tuning()
@@ -170,20 +181,33 @@ class _Recall:
             ids = recent(self.db, self.filters, self.limit)
             return {i: 1.0 - n / (len(ids) + 1) for n, i in enumerate(ids)}
         t = self.tuning
-        if kind == "event":
-            lexical = search.lexical_events(self.db, self.words, self.filters, t.lexical_pool, t.event_weights)
-        else:
-            lexical = search.lexical_memories(self.db, self.words, self.filters, t.lexical_pool, t.memory_weights)
-        scores = _normalized(lexical, t.lexical)
-        dense = self._dense(kind)
-        for key, value in _normalized(dense, t.dense, floor=True).items():
-            scores[key] = scores.get(key, 0.0) + value
-        if kind == "event" and scores:
-            scores = self._event_context(scores)
+        weights = t.event_weights if kind == "event" else t.memory_weights
+        lexical = search.lexical(self.db, kind, self.words, self.filters, t.lexical_pool, weights)
+        info = {hit.id: hit for hit in lexical}
+        scores = self._fuse(kind, lexical, info, self.qvec)
+        if self.mode == "deep" and t.feedback and self.qvec is not None and self.model is not None and scores:
+            best = self.engine.vectors.rows_of(
+                self.db, kind, self.model, self.filters.scope, _top(scores, t.feedback_docs)
+            )
+            if len(best):
+                moved = self.qvec + t.feedback * best.mean(axis=0)
+                scores = self._fuse(kind, lexical, info, moved / np.linalg.norm(moved))
         return scores
 
-    def _dense(self, kind: str) -> list[tuple[int, float]]:
-        if self.qvec is None or self.model is None:
+    def _fuse(
+        self, kind: str, lexical: list[search.Hit], info: dict[int, search.Hit], qvec: np.ndarray | None
+    ) -> dict[int, float]:
+        t = self.tuning
+        scores = _normalized([(hit.id, hit.score) for hit in lexical], t.lexical)
+        for key, value in _normalized(self._dense(kind, info, qvec), t.dense, floor=True).items():
+            scores[key] = scores.get(key, 0.0) + value
+        if kind == "event" and scores:
+            scores = self._event_context(scores, info)
+        return scores
+
+    def _dense(self, kind: str, info: dict[int, search.Hit], qvec: np.ndarray | None) -> list[tuple[int, float]]:
+        """Cosine candidates that are eligible; adds what is known about new events to info."""
+        if qvec is None or self.model is None:
             return []
         allowed = None
         if self.filters.session_id is not None or self.filters.cue_key is not None:
@@ -194,55 +218,79 @@ class _Recall:
             kind,
             self.model,
             self.filters.scope,
-            self.qvec,
+            qvec,
             self.tuning.dense_pool,
             window=window,
             allowed=allowed,
         )
-        if window is not None and hits.scanned >= window:
+        if window is not None and hits.scanned >= window and qvec is self.qvec:
             self.warnings.append(
                 f"semantic search scanned only the {window:,} most recent {kind}s with vectors:"
                 " use search_mode deep to search all of them"
             )
         pairs = list(zip(hits.ids.tolist(), hits.scores.tolist(), strict=True))
-        eligible = (search.eligible_events if kind == "event" else search.eligible_memories)(
-            self.db, [i for i, _ in pairs], self.filters
-        )
+        ids = [i for i, _ in pairs if i not in info]
         if kind == "event":
-            self._forget_stale(pairs, eligible)
+            found = search.eligible_events(self.db, ids, self.filters)
+            info.update(found)
+            self._forget_stale([i for i in ids if i not in found])
+            eligible = set(info)
+        else:
+            eligible = set(info) | search.eligible_memories(self.db, ids, self.filters)
         return [(i, s) for i, s in pairs if i in eligible]
 
-    def _forget_stale(self, pairs: Sequence[tuple[int, float]], eligible: set[int]) -> None:
+    def _forget_stale(self, missing: Sequence[int]) -> None:
         """Drop cached vectors of events deleted since they were loaded."""
-        missing = [i for i, _ in pairs if i not in eligible]
         if not missing:
             return
         marks = ",".join("?" * len(missing))
-        alive = {
-            r["sequence"]
-            for r in self.db.query(f"SELECT sequence FROM events WHERE sequence IN ({marks})", tuple(missing))
-        }
+        rows = self.db.query(f"SELECT sequence FROM events WHERE sequence IN ({marks})", tuple(missing))
+        alive = {r["sequence"] for r in rows}
         gone = [i for i in missing if i not in alive]
         if gone:
             self.engine.vectors.discard("event", self.filters.scope, gone)
 
-    def _event_context(self, scores: dict[int, float]) -> dict[int, float]:
+    def _event_context(self, scores: dict[int, float], info: dict[int, search.Hit]) -> dict[int, float]:
         """Neighbour, speaker, date and recency adjustments of event scores."""
         t = self.tuning
-        info = search.describe_events(self.db, list(scores))
+        windows = date_windows(self.query) if (t.date or t.date_base) else []
+        if t.date_base:
+            for window in windows:
+                if window.span != "year":
+                    found = search.events_in(self.db, self.filters, window, t.date_pool)
+                    for key in found:
+                        scores.setdefault(key, t.date_base)
+                    info.update((k, v) for k, v in found.items() if k not in info)
         out = dict(scores)
+        if t.session:
+            best: dict[str, float] = {}
+            for key, value in scores.items():
+                session = info[key].session_id
+                best[session] = max(best.get(session, 0.0), value)
+            for key in out:
+                out[key] += t.session * best[info[key].session_id]
         if t.neighbour:
-            for seq, row in info.items():
-                lent = max(scores.get(row.prev or -1, 0.0), scores.get(row.next or -1, 0.0))
-                out[seq] = out[seq] + t.neighbour * lent
+            # Each strong hit lends part of its score to the turns before and after it (also when
+            # those matched nothing: an answer like "Yes, last Friday!" has no words of the question).
+            links = search.neighbours(self.db, _top(scores, t.neighbour_pool))
+            unknown = {n for pair in links.values() for n in pair if n is not None and n not in info}
+            info.update(search.eligible_events(self.db, sorted(unknown), self.filters))
+            lent: dict[int, float] = {}
+            for seq, pair in links.items():
+                for other in pair:
+                    if other is not None and other in info:
+                        lent[other] = max(lent.get(other, 0.0), scores[seq])
+            for other, value in lent.items():
+                out[other] = out.get(other, 0.0) + t.neighbour * value
         words = set(self.words)
-        windows = date_windows(self.query) if t.date else []
-        newest = max(info) if info else 0
-        for seq, row in info.items():
+        newest = max(scores)
+        for seq, hit in info.items():
+            if seq not in out:
+                continue
             factor = 1.0
-            if t.speaker and words.intersection(search.terms(row.source)):
+            if t.speaker and words.intersection(search.terms(hit.source)):
                 factor += t.speaker
-            if windows and _in_windows(row.occurred_at, windows):
+            if t.date and windows and _in_windows(hit.occurred_at, windows):
                 factor += t.date
             out[seq] *= factor
             if t.recency:

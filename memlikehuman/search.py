@@ -9,12 +9,13 @@ blur the ranking (measured on LoCoMo: recall@10 0.549 with them, 0.605 without).
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
 
-from .db import Database
+from .db import Database, Row
 from .records import Scope
 
 MAX_TERMS = 48
@@ -123,64 +124,128 @@ def closed_by_as_of(db: Database, rowids: Sequence[int], as_of: str) -> set[int]
     return {row["id"] for row in db.query(sql, (*rowids, as_of, as_of))}
 
 
-def lexical_events(
-    db: Database, words: Sequence[str], filters: Filters, limit: int, weights: tuple[float, float, float]
-) -> list[tuple[int, float]]:
-    """(sequence, bm25 score > 0) of eligible events matching any word, best first.
+@dataclass(frozen=True)
+class Hit:
+    """A lexical match: row ID, bm25 score (> 0, higher is better) and its event's speaker, session, time."""
 
-    weights: of the text, attribution (speaker, cue keys and labels) and context columns.
+    id: int
+    score: float
+    source: str
+    session_id: str
+    occurred_at: str
+
+
+# FTS5's bm25() costs a few microseconds per matching row, so a word found across the archive
+# (a speaker's name in a two-person chat is in half the rows) would cost 150 ms at 100k events.
+# A word in more than COMMON_ROWS rows is therefore scored only among the query's SCORED_ROWS
+# newest matches; rarer words are scored over the whole archive. Small archives are exact.
+COMMON_ROWS = 2_000
+SCORED_ROWS = 2_000
+COUNT_SECONDS = 60.0
+_COUNTS: dict[tuple[int, str, str], tuple[float, int]] = {}
+
+# CROSS JOIN keeps the full-text index as the outer loop: with a rowid bound, the planner would
+# otherwise walk the scope's events and run the MATCH once per event (seconds instead of ms).
+_LEXICAL = {
+    "event": ("events_fts", "CROSS JOIN events e ON e.sequence = f.rowid", "e.session_id"),
+    "memory": (
+        "memories_fts",
+        "CROSS JOIN memories m ON m.id = f.rowid CROSS JOIN events e ON e.sequence = m.event_sequence",
+        "m.session_id",
+    ),
+}
+
+
+def lexical(
+    db: Database, kind: str, words: Sequence[str], filters: Filters, limit: int, weights: Sequence[float]
+) -> list[Hit]:
+    """Eligible events or memories matching any of the words, best first (bm25 with column weights).
+
+    Event columns: text, attribution (speaker, cue keys and labels), context (previous turn);
+    memory columns: content, attribution.
     """
-    expression = match_expression(words)
-    if expression is None:
+    table = _LEXICAL[kind][0]
+    counts = row_counts(db, table, words)
+    words = [w for w in words if counts.get(w)]
+    if not words:
         return []
-    sql = (
-        "SELECT f.rowid AS id, -bm25(events_fts, :w0, :w1, :w2) AS score FROM events_fts f"
-        " JOIN events e ON e.sequence = f.rowid"
-        f" WHERE events_fts MATCH :match AND {_event_rules(filters)} ORDER BY score DESC LIMIT :limit"
+    if sum(counts[w] for w in words) <= SCORED_ROWS:
+        return _bm25(db, kind, words, filters, limit, weights, None)
+    found: dict[int, Hit] = {}
+    rare = [w for w in words if counts[w] <= COMMON_ROWS]
+    if rare:
+        found.update((hit.id, hit) for hit in _bm25(db, kind, rare, filters, limit, weights, None))
+    newest = db.scalar(
+        f"SELECT rowid FROM {table} WHERE {table} MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?",
+        (match_expression(words), SCORED_ROWS),
     )
-    params = {**filters.params(), "match": expression, "limit": limit}
+    # Scored with every word, so these scores replace the rare-word-only ones of the same rows.
+    found.update((hit.id, hit) for hit in _bm25(db, kind, words, filters, limit, weights, newest))
+    return sorted(found.values(), key=lambda hit: -hit.score)[:limit]
+
+
+def row_counts(db: Database, table: str, words: Sequence[str]) -> dict[str, int]:
+    """How many rows of a full-text table contain each word (cached for a minute: used only to plan)."""
+    now = time.monotonic()
+    if len(_COUNTS) > 100_000:
+        _COUNTS.clear()
+    counts = {}
+    for word in words:
+        key = (id(db), table, word)
+        cached = _COUNTS.get(key)
+        if cached is None or now - cached[0] > COUNT_SECONDS:
+            n = int(db.scalar(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (match_expression([word]),)))
+            cached = _COUNTS[key] = (now, n)
+        counts[word] = cached[1]
+    return counts
+
+
+def _bm25(
+    db: Database,
+    kind: str,
+    words: Sequence[str],
+    filters: Filters,
+    limit: int,
+    weights: Sequence[float],
+    floor: int | None,
+) -> list[Hit]:
+    table, join, session = _LEXICAL[kind]
+    rules = _event_rules(filters) if kind == "event" else _memory_rules(filters)
+    marks = ", ".join(f":w{i}" for i in range(len(weights)))
+    sql = (
+        f"SELECT f.rowid AS id, -bm25({table}, {marks}) AS score, e.source, {session} AS session_id, e.occurred_at"
+        f" FROM {table} f {join} WHERE {table} MATCH :match AND {rules}"
+        + ("" if floor is None else " AND f.rowid >= :floor")
+        + " ORDER BY score DESC LIMIT :limit"
+    )
+    params = {**filters.params(), "match": match_expression(words), "limit": limit, "floor": floor}
     params.update({f"w{i}": w for i, w in enumerate(weights)})
-    return [(row["id"], float(row["score"])) for row in db.query(sql, params)]
+    return [
+        Hit(row["id"], float(row["score"]), row["source"], row["session_id"], row["occurred_at"])
+        for row in db.query(sql, params)
+    ]
 
 
-def lexical_memories(
-    db: Database, words: Sequence[str], filters: Filters, limit: int, weights: tuple[float, float]
-) -> list[tuple[int, float]]:
-    """(memory rowid, bm25 score > 0) of eligible memories matching any word, best first."""
-    expression = match_expression(words)
-    if expression is None:
-        return []
-    sql = (
-        "SELECT f.rowid AS id, -bm25(memories_fts, :w0, :w1) AS score FROM memories_fts f"
-        " JOIN memories m ON m.id = f.rowid JOIN events e ON e.sequence = m.event_sequence"
-        f" WHERE memories_fts MATCH :match AND {_memory_rules(filters)} ORDER BY score DESC LIMIT :limit"
-    )
-    params = {**filters.params(), "match": expression, "limit": limit, "w0": weights[0], "w1": weights[1]}
-    return [(row["id"], float(row["score"])) for row in db.query(sql, params)]
-
-
-def eligible_events(db: Database, ids: Sequence[int], filters: Filters) -> set[int]:
-    """The sequences among ids that a recall with these filters may return."""
-    return _eligible(
-        db, ids, f"SELECT e.sequence AS id FROM events e WHERE {_event_rules(filters)}", "e.sequence", filters
-    )
+def eligible_events(db: Database, ids: Sequence[int], filters: Filters) -> dict[int, Hit]:
+    """The events among ids that a recall with these filters may return (score 0), by sequence."""
+    sql = f"SELECT e.sequence AS id, e.source, e.session_id, e.occurred_at FROM events e WHERE {_event_rules(filters)}"
+    rows = _eligible(db, ids, sql, "e.sequence", filters)
+    return {r["id"]: Hit(r["id"], 0.0, r["source"], r["session_id"], r["occurred_at"]) for r in rows}
 
 
 def eligible_memories(db: Database, ids: Sequence[int], filters: Filters) -> set[int]:
     """The memory rowids among ids that a recall with these filters may return."""
     sql = f"SELECT m.id AS id FROM {_MEMORY_JOIN} WHERE {_memory_rules(filters)}"
-    return _eligible(db, ids, sql, "m.id", filters)
+    return {row["id"] for row in _eligible(db, ids, sql, "m.id", filters)}
 
 
-def _eligible(db: Database, ids: Sequence[int], sql: str, column: str, filters: Filters) -> set[int]:
-    if not ids:
-        return set()
-    found: set[int] = set()
+def _eligible(db: Database, ids: Sequence[int], sql: str, column: str, filters: Filters) -> list[Row]:
+    found: list[Row] = []
     for start in range(0, len(ids), 500):
         chunk = list(ids[start : start + 500])
         params = {**filters.params(), **{f"i{n}": v for n, v in enumerate(chunk)}}
         marks = ",".join(f":i{n}" for n in range(len(chunk)))
-        found.update(row["id"] for row in db.query(f"{sql} AND {column} IN ({marks})", params))
+        found.extend(db.query(f"{sql} AND {column} IN ({marks})", params))
     return found
 
 
@@ -191,6 +256,17 @@ def filtered_ids(db: Database, kind: str, filters: Filters) -> list[int]:
     else:
         sql = f"SELECT m.id AS id FROM {_MEMORY_JOIN} WHERE {_memory_rules(filters)}"
     return [row["id"] for row in db.query(sql, filters.params())]
+
+
+def events_in(db: Database, filters: Filters, window: DateWindow, limit: int) -> dict[int, Hit]:
+    """Eligible events that occurred within the window (the first `limit` of them)."""
+    sql = (
+        "SELECT e.sequence AS id, e.source, e.session_id, e.occurred_at FROM events e"
+        f" WHERE {_event_rules(filters)} AND e.occurred_at >= :start AND e.occurred_at < :end"
+        " ORDER BY e.occurred_at LIMIT :limit"
+    )
+    params = {**filters.params(), "start": window.start, "end": window.end, "limit": limit}
+    return {r["id"]: Hit(r["id"], 0.0, r["source"], r["session_id"], r["occurred_at"]) for r in db.query(sql, params)}
 
 
 def recent_events(db: Database, filters: Filters, limit: int) -> list[int]:
@@ -208,30 +284,21 @@ def recent_memories(db: Database, filters: Filters, limit: int) -> list[int]:
     return [row["id"] for row in db.query(sql, {**filters.params(), "limit": limit})]
 
 
-@dataclass(frozen=True)
-class EventInfo:
-    source: str
-    occurred_at: str
-    prev: int | None
-    next: int | None
-
-
-def describe_events(db: Database, sequences: Sequence[int]) -> dict[int, EventInfo]:
-    """Speaker, time, and the previous and next event of the same session, for each event."""
-    found: dict[int, EventInfo] = {}
+def neighbours(db: Database, sequences: Sequence[int]) -> dict[int, tuple[int | None, int | None]]:
+    """For each event, the previous and next event of the same session and scope (or None)."""
+    found: dict[int, tuple[int | None, int | None]] = {}
     for start in range(0, len(sequences), 500):
         chunk = tuple(sequences[start : start + 500])
         marks = ",".join("?" * len(chunk))
         sql = (
-            "SELECT e.sequence AS id, e.source, e.occurred_at,"
+            "SELECT e.sequence AS id,"
             " (SELECT max(p.sequence) FROM events p WHERE p.persona_id = e.persona_id"
             "   AND p.project_id = e.project_id AND p.session_id = e.session_id AND p.sequence < e.sequence) AS prev,"
             " (SELECT min(n.sequence) FROM events n WHERE n.persona_id = e.persona_id"
             "   AND n.project_id = e.project_id AND n.session_id = e.session_id AND n.sequence > e.sequence) AS next"
             f" FROM events e WHERE e.sequence IN ({marks})"
         )
-        for row in db.query(sql, chunk):
-            found[row["id"]] = EventInfo(row["source"], row["occurred_at"], row["prev"], row["next"])
+        found.update((row["id"], (row["prev"], row["next"])) for row in db.query(sql, chunk))
     return found
 
 
@@ -270,6 +337,7 @@ _DATE_PATTERNS = (
 )
 # An event named by its day is often talked about a few days later, rarely before.
 DAY_BEFORE, DAYS_AFTER = 1, 8
+MONTH_DAYS_AFTER = 0
 
 
 @dataclass(frozen=True)
@@ -278,6 +346,7 @@ class DateWindow:
 
     start: str
     end: str
+    span: str = "day"  # day | month | year
 
 
 def date_windows(query: str) -> list[DateWindow]:
@@ -299,12 +368,12 @@ def _window(form: str, groups: tuple[str, ...]) -> DateWindow | None:
     try:
         if form == "y":
             year = int(groups[0])
-            return DateWindow(f"{year:04d}", f"{year + 1:04d}")
+            return DateWindow(f"{year:04d}", f"{year + 1:04d}", "year")
         if form == "my":
             month, year = MONTHS[groups[0].lower()], int(groups[1])
             first = date(year, month, 1)
             following = date(year + month // 12, month % 12 + 1, 1)
-            return DateWindow(first.isoformat(), following.isoformat())
+            return DateWindow(first.isoformat(), (following + timedelta(days=MONTH_DAYS_AFTER)).isoformat(), "month")
         if form == "iso":
             day = date(int(groups[0]), int(groups[1]), int(groups[2]))
         elif form == "mdy":

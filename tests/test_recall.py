@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from conftest import SyncClient
 
-from memlikehuman import clock, correct, events, memories
+from memlikehuman import clock, correct, events, memories, search
 from memlikehuman.engine import Engine
 from memlikehuman.errors import InvalidArgument, LimitExceeded
 from memlikehuman.recall import excerpt, recall
@@ -129,6 +129,16 @@ def test_a_query_of_stopwords_only_still_searches_them(engine: Engine) -> None:
     record(engine, "e1", "To be or not to be.")
     record(engine, "e2", "Something else entirely.")
     assert raw_ids(recall(engine, HOME, "to be"))[0] == "e1"
+
+
+def test_a_rare_word_finds_an_old_event_even_when_a_common_word_matches_thousands(engine: Engine) -> None:
+    with engine.db.write():  # one transaction: thousands of records in a moment
+        record(engine, "old", "Zoltan the plumber fixed the sink, a common problem.")
+        for i in range(search.SCORED_ROWS + 100):
+            record(engine, f"e{i}", f"A common remark number {i}.", scope=HOME if i % 2 else WORK)
+    assert raw_ids(recall(engine, HOME, "zoltan common"))[0] == "old"
+    newest = raw_ids(recall(engine, HOME, "common", limit=5))
+    assert len(newest) == 5 and "old" not in newest
 
 
 # -- validation ------------------------------------------------------------------------------------

