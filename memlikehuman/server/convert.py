@@ -8,6 +8,7 @@ from typing import Any
 from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel
 
+from .. import gist
 from ..records import Event, Memory, Page
 from .models import CueOut, EventOut, MemoryOut, PageOut, SourceOut
 
@@ -40,7 +41,7 @@ def memory_out(
 ) -> MemoryOut:
     content = memory.content
     if detail == "overview":
-        content = overview_text(memory)
+        content = gist.overview(memory)
     return MemoryOut(
         memory_id=memory.memory_id,
         content=content,
@@ -68,18 +69,6 @@ def memory_out(
         supersedes=memory.supersedes,
     )
 
-
-def overview_text(memory: Memory) -> str:
-    """The labeled overview that replaces exact details of an old episodic memory."""
-    gist = memory.gist or _derived_gist(memory.content)
-    return f"[overview; exact details omitted: call memory_read with record_id {memory.memory_id}] {gist}"
-
-
-def _derived_gist(content: str) -> str:
-    """Without a model-made gist: the first clause, at most 12 words, numbers masked."""
-    words = content.replace("\n", " ").split()
-    masked = ["#" * min(len(w), 3) if any(ch.isdigit() for ch in w) else w for w in words[:12]]
-    return " ".join(masked) + (" ..." if len(words) > 12 else "")
 
 
 def event_out(event: Event) -> EventOut:
