@@ -1,0 +1,141 @@
+"""Speed and size at scale: 10k and 100k events (1M with --million), several scopes, side by side with baselines.
+
+For each size a child process builds a synthetic archive (bench.recall_latency's chat-like texts in
+4 scopes, random unit vectors stored as the local model's), then measures, in process:
+record throughput (Engine.record, beside a bare stdlib sqlite3 insert), memory_recall p50/p95 per
+search mode (beside a raw FTS5 bm25 query), session_resume p50 (with and without a query), the
+database size per event and the child's peak RSS.
+
+    python -m bench.scale              # 10k and 100k, writes the "scale" section of docs/benchmarks.md
+    python -m bench.scale --million    # adds the 1M run (opt-in: ~20 min to build on 2 cores)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench import report
+from bench.recall_latency import MAIN, Words, build, measure
+from bench.record import stdlib_baseline
+from memlikehuman import checkpoints, config, context
+from memlikehuman.engine import Engine
+
+RECORDED = 2_000  # events recorded through Engine.record on top of the built archive
+QUERIES = 100
+RESUMES = 30
+
+
+def _ms(samples: list[float]) -> tuple[float, float]:
+    return report.percentile(samples, 50) * 1000, report.percentile(samples, 95) * 1000
+
+
+def _timed(fn: Any, runs: int) -> list[float]:
+    fn()
+    samples = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - started)
+    return samples
+
+
+def one(size: int) -> dict[str, Any]:
+    """Build one archive of `size` events and measure it (runs in a child process)."""
+    rng = random.Random(size)
+    tmp = Path(tempfile.mkdtemp(prefix=f"scale-{size}-"))
+    env = {"MEMLIKEHUMAN_EMBEDDER": "local", "MEMLIKEHUMAN_EXTRACTOR": "none", "MEMLIKEHUMAN_CONFIG": "/nonexistent"}
+    out: dict[str, Any] = {"size": size}
+    with Engine(config.load(tmp / "a.sqlite3", env=env)) as engine:
+        embedder = engine.embedder
+        assert embedder is not None
+        build(engine, size - RECORDED, rng, embedder.model_id, 384)
+        texts = [Words(rng).sentence(rng.randint(5, 16)) for _ in range(RECORDED)]
+        started = time.perf_counter()
+        for i, text in enumerate(texts):
+            engine.record(MAIN, f"rec-{i}", text, "user", "Ana", session_id=f"live-{i // 40}")
+        out["record_per_s"] = RECORDED / (time.perf_counter() - started)
+        # The recorded events are embedded in the background; let that finish before timing reads.
+        engine.indexer.wait_idle(timeout=600)
+        out["baseline_record_per_s"] = stdlib_baseline(tmp / "baseline.sqlite3", texts)
+        words = Words(random.Random(1))
+        queries = [" ".join(words.content(rng.randint(2, 6))) for _ in range(QUERIES)]
+        for mode in ("fast", "semantic", "deep"):
+            out[mode] = _ms(measure(engine, queries, mode))
+        out["baseline_bm25"] = _ms(_bm25(engine, queries))
+        covered = f"rec-{RECORDED - 50}"
+        checkpoints.create(engine.db, MAIN, {"goal": "benchmark"}, covered, f"live-{(RECORDED - 50) // 40}")
+        out["resume"] = _ms(_timed(lambda: context.resume(engine, MAIN, target_model="gpt-4o"), RESUMES))
+        out["resume_query"] = _ms(
+            _timed(lambda: context.resume(engine, MAIN, query=queries[0], target_model="gpt-4o"), RESUMES)
+        )
+        engine.db.query("PRAGMA wal_checkpoint(TRUNCATE)")
+        out["bytes_per_event"] = (tmp / "a.sqlite3").stat().st_size / size
+    out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return out
+
+
+def _bm25(engine: Engine, queries: list[str]) -> list[float]:
+    """Baseline: the raw FTS5 bm25 top 10 over the same table, OR of the query's words, no scope or fusion."""
+    samples = []
+    for query in queries:
+        match = " OR ".join(f'"{word}"' for word in query.split())
+        started = time.perf_counter()
+        engine.db.query("SELECT rowid FROM events_fts WHERE events_fts MATCH ? ORDER BY rank LIMIT 10", (match,))
+        samples.append(time.perf_counter() - started)
+    return samples
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--million", action="store_true", help="also run 1,000,000 events")
+    parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--sizes", type=int, nargs="*", default=[10_000, 100_000])
+    args = parser.parse_args()
+    if args.one:
+        print(json.dumps(one(args.one)))
+        return
+    sizes = args.sizes + ([1_000_000] if args.million else [])
+    results = []
+    for size in sizes:
+        child = subprocess.run(
+            [sys.executable, "-m", "bench.scale", "--one", str(size)], capture_output=True, text=True, check=True
+        )
+        results.append(json.loads(child.stdout.strip().splitlines()[-1]))
+        print(f"{size:,}: {results[-1]}", file=sys.stderr)
+    rows = []
+    for r in results:
+        rows += [
+            [f"{r['size']:,}", "memory_record (Engine.record), events/s", f"{r['record_per_s']:,.0f}", "", ""],
+            ["", "baseline: bare stdlib sqlite3 insert, events/s", f"{r['baseline_record_per_s']:,.0f}", "", ""],
+        ]
+        for mode in ("fast", "semantic", "deep"):
+            rows.append(["", f"memory_recall {mode}", "", f"{r[mode][0]:.1f}", f"{r[mode][1]:.1f}"])
+        rows += [
+            ["", "baseline: raw FTS5 bm25 top 10 (no scope, no fusion)", "", *(f"{v:.1f}" for v in r["baseline_bm25"])],
+            ["", "session_resume, 4,096 tokens, gpt-4o", "", *(f"{v:.1f}" for v in r["resume"])],
+            ["", "session_resume with a query", "", *(f"{v:.1f}" for v in r["resume_query"])],
+            ["", "database bytes per event", f"{r['bytes_per_event']:,.0f}", "", ""],
+            ["", "peak RSS of the run, MB", f"{r['peak_rss_mb']:,.0f}", "", ""],
+        ]
+    body = report.table(["events", "what", "value", "p50 ms", "p95 ms"], rows) + (
+        "\n\nEach size is a fresh archive built in a child process: events of 5-16 Zipf-distributed pseudo-words"
+        " between English function words, 4 scopes (70% in the queried one), sessions of 40, random unit vectors"
+        f" (384 dims) as the local model's; the last {RECORDED:,} events are recorded through Engine.record."
+        f" {QUERIES} recall queries per mode (queries embedded by the real model), {RESUMES} resumes; in process."
+    )
+    print(body)
+    command = "python -m bench.scale" + (" --million" if args.million else "")
+    report.write_section("scale", "Scale: record, recall, resume, size and memory", command, body)
+
+
+if __name__ == "__main__":
+    main()
