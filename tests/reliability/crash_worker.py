@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import os
 import signal
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
+
+import apsw
 
 from memlikehuman import checkpoints, config, correct, forget
 from memlikehuman.engine import Engine
@@ -32,26 +35,35 @@ def run_op(engine: Engine, op: tuple[Any, ...]) -> dict[str, Any]:
         return {"replacement_id": fixed.replacement_id, "correction_event_id": fixed.correction_event_id}
     if name == "forget":
         gone = forget.forget(engine.db, scope, op[2])
-        return {"deleted_event_ids": list(gone.deleted_event_ids), "deleted_memory_ids": list(gone.deleted_memory_ids)}
+        return {
+            "deleted_event_ids": list(gone.deleted_event_ids),
+            "deleted_memory_ids": list(gone.deleted_memory_ids),
+            "scrubbed": gone.scrubbed,
+        }
     if name == "checkpoint":
         saved = checkpoints.create(engine.db, scope, {"goal": op[4]}, op[2], op[3])
         return {"checkpoint_id": saved.checkpoint_id}
     raise ValueError(f"unknown operation {name}")
 
 
+def killer(kill_at: int) -> Callable[[], bool]:
+    """A progress handler that SIGKILLs this process at its ``kill_at``-th call."""
+    ticks = 0
+
+    def tick() -> bool:
+        nonlocal ticks
+        ticks += 1
+        if ticks >= kill_at:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return False
+
+    return tick
+
+
 def main(conn: Connection, db_path: str, env: dict[str, str], kill_at: int) -> None:
     engine = Engine(config.load(db_path, env=env))
     if kill_at:
-        ticks = 0
-
-        def tick() -> bool:
-            nonlocal ticks
-            ticks += 1
-            if ticks >= kill_at:
-                os.kill(os.getpid(), signal.SIGKILL)
-            return False
-
-        engine.db.conn.set_progress_handler(tick, TICK)
+        engine.db.conn.set_progress_handler(killer(kill_at), TICK)
     conn.send(("ready", os.getpid()))
     while True:
         try:
@@ -63,3 +75,10 @@ def main(conn: Connection, db_path: str, env: dict[str, str], kill_at: int) -> N
         except MemLikeHumanError as exc:
             conn.send(("error", exc.code, str(exc)))
     engine.close()
+
+
+def open_archive(conn: Connection, db_path: str, env: dict[str, str], kill_at: int) -> None:
+    """Open (and so create and migrate) an archive; every connection is armed from its first statement."""
+    apsw.connection_hooks.append(lambda connection: connection.set_progress_handler(killer(kill_at), TICK))
+    Engine(config.load(db_path, env=env)).close()
+    conn.send(("opened", os.getpid()))

@@ -1,8 +1,10 @@
 """Concurrency: 8 `memlikehuman serve` processes on one archive, each driven by its own MCP client at once.
 
-They start together on a new archive (so they race to create the schema), then record, recall,
-read, checkpoint, resume and forget. Afterwards every acknowledged event that was not forgotten is
-present exactly once with the sequence it was acknowledged with, each client saw its sequences
+They start together on a new archive (so they race to create the schema), all record one shared
+event at the same moment (a retry from several hosts), then record (with extraction by the
+scripted model), recall, read, checkpoint, resume, correct and forget. Afterwards every
+acknowledged event that was not forgotten is present exactly once with the sequence it was
+acknowledged with, the shared event exists once under one sequence, each client saw its sequences
 increase, and no call failed: no `database is locked`, no `unavailable`, no `internal`.
 """
 
@@ -18,13 +20,14 @@ from typing import Any
 
 import pytest
 from conftest import SyncClient, connected, stdio_params
+from openai_stub import ScriptedOpenAI
 
-from .support import archive_problems, report, rows
+from .support import QuotingExtractor, archive_problems, extractor_env, report, rows
 
 WORKERS = 8
 SCOPES = ({"persona_id": "team", "project_id": "alpha"}, {"persona_id": "team", "project_id": "beta"})
 WORDS = "amber basil cedar delta ember fjord garnet hazel indigo juniper".split()
-MIX = {"record": 50, "recall": 14, "read": 8, "checkpoint": 10, "resume": 6, "forget": 12}
+MIX = {"record": 46, "recall": 12, "read": 8, "checkpoint": 10, "resume": 6, "correct": 8, "forget": 10}
 
 
 @dataclass
@@ -36,7 +39,9 @@ class Worker:
     seed: int
     acked: list[tuple[str, int]] = field(default_factory=list)  # (event_id, sequence) in acknowledgement order
     texts: dict[str, str] = field(default_factory=dict)
+    memories: dict[str, str] = field(default_factory=dict)  # live, uncorrected memory -> its recorded event
     forgotten: set[str] = field(default_factory=set)
+    shared: list[int] = field(default_factory=list)  # sequences acknowledged for the shared event
     errors: list[str] = field(default_factory=list)
     leaks: list[str] = field(default_factory=list)
     counts: Counter[str] = field(default_factory=Counter)
@@ -48,9 +53,20 @@ class Worker:
     def live(self) -> list[str]:
         return [e for e, _ in self.acked if e not in self.forgotten]
 
+    def record_shared(self, client: SyncClient) -> None:
+        """Every client of a scope records this identical event at once."""
+        self.counts["shared record"] += 1
+        scope = f"{self.scope['persona_id']}/{self.scope['project_id']}"
+        out = self.call(client, "memory_record", event_id=f"shared-{scope}", text=f"the shared note of {scope}",
+                        role="user", source="load", session_id="shared")  # fmt: skip
+        if out is not None:
+            self.shared.append(out["sequence"])
+
     def step(self, client: SyncClient, rng: random.Random, index: int) -> None:
         live = self.live()
         name = rng.choices(list(MIX), weights=list(MIX.values()))[0] if live else "record"
+        if name == "correct" and not self.memories:
+            name = "record"
         self.counts[name] += 1
         if name == "record":
             event_id = f"w{self.number}-{index}"
@@ -60,11 +76,20 @@ class Worker:
             if out is not None:
                 self.acked.append((event_id, out["sequence"]))
                 self.texts[event_id] = text
+                self.memories.update(dict.fromkeys(out["memory_ids"], event_id))
+                if out["extraction_state"] != "complete":
+                    self.errors.append(f"extraction of {event_id} is {out['extraction_state']}: {out['error']}")
         elif name == "recall":
             out = self.call(client, "memory_recall", query=rng.choice(WORDS), limit=20)
             if out is not None:
-                foreign = [h["event_id"] for h in out["raw_fallback"] if int(h["event_id"][1]) % 2 != self.number % 2]
-                self.leaks += foreign
+                seen = [h["event_id"] for h in out["raw_fallback"]] + [m["source"]["event_id"] for m in out["memories"]]
+                self.leaks += [e for e in seen if e.startswith("w") and int(e[1]) % 2 != self.number % 2]
+        elif name == "correct":
+            memory_id = rng.choice(sorted(self.memories))
+            out = self.call(client, "memory_correct", memory_id=memory_id, content=f"corrected {memory_id}",
+                            reason="the user said so")  # fmt: skip
+            if out is not None:
+                self.memories[out["replacement_id"]] = self.memories.pop(memory_id)
         elif name == "read":
             event_id = rng.choice(live)
             out = self.call(client, "memory_read", record_id=event_id)
@@ -79,6 +104,7 @@ class Worker:
             event_id = rng.choice(live)
             if self.call(client, "memory_forget", record_id=event_id) is not None:
                 self.forgotten.add(event_id)
+                self.memories = {m: e for m, e in self.memories.items() if e != event_id}
 
     def call(self, client: SyncClient, tool: str, **arguments: Any) -> dict[str, Any] | None:
         result = client.call(tool, **arguments, **self.scope)
@@ -88,11 +114,12 @@ class Worker:
         return dict(result.structured_content)
 
 
-def drive(db: Path, worker: Worker, start: threading.Barrier) -> None:
+def drive(db: Path, env: dict[str, str], worker: Worker, start: threading.Barrier) -> None:
     rng = random.Random(worker.seed)
     try:
-        with connected(stdio_params(db)) as client:
+        with connected(stdio_params(db, **env)) as client:
             start.wait(timeout=120)
+            worker.record_shared(client)
             for index in range(worker.ops):
                 worker.step(client, rng, index)
     except Exception as exc:  # the assertion in the test names it
@@ -102,13 +129,15 @@ def drive(db: Path, worker: Worker, start: threading.Barrier) -> None:
 def run_load(db: Path, ops: int, seed: int) -> tuple[list[Worker], float]:
     workers = [Worker(n, ops, seed + n) for n in range(WORKERS)]
     start = threading.Barrier(WORKERS)
-    threads = [threading.Thread(target=drive, args=(db, w, start)) for w in workers]
-    began = time.monotonic()
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=600)
-    return workers, time.monotonic() - began
+    with ScriptedOpenAI(default_chat=QuotingExtractor()) as api:
+        env = extractor_env(api.base_url)
+        threads = [threading.Thread(target=drive, args=(db, env, w, start)) for w in workers]
+        began = time.monotonic()
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=1200)
+        return workers, time.monotonic() - began
 
 
 def check(db: Path, workers: list[Worker]) -> None:
@@ -117,7 +146,14 @@ def check(db: Path, workers: list[Worker]) -> None:
     assert archive_problems(db) == []
     stored = {r["event_id"]: r for r in rows(db, "SELECT event_id, sequence, text FROM events")}
     text_counts = Counter(r["text"] for r in stored.values())
-    acked_sequences = [s for w in workers for _, s in w.acked]
+    for scope in SCOPES:
+        event_id = f"shared-{scope['persona_id']}/{scope['project_id']}"
+        told = {s for w in workers if w.scope == scope for s in w.shared}
+        assert told == {stored[event_id]["sequence"]}, f"{event_id} was acknowledged under sequences {told}"
+        assert text_counts[stored[event_id]["text"]] == 1
+    acked_sequences = [s for w in workers for _, s in w.acked] + [
+        stored[e]["sequence"] for e in stored if "shared" in e
+    ]
     assert len(acked_sequences) == len(set(acked_sequences)), "two acknowledged events share a sequence"
     for worker in workers:
         sequences = [s for _, s in worker.acked]
@@ -145,7 +181,7 @@ def load_test(tmp_path: Path, suite: str, ops: int) -> None:
         seed=seed,
         processes=WORKERS,
         operations=sum(counts.values()),
-        **{f"{name} calls": counts[name] for name in MIX},
+        **{f"{name} calls": counts[name] for name in ("shared record", *MIX)},
         events_acknowledged=sum(len(w.acked) for w in workers),
         events_forgotten=sum(len(w.forgotten) for w in workers),
         failed_calls=0,
@@ -160,4 +196,4 @@ def test_eight_servers_on_one_archive_lose_duplicate_and_refuse_nothing(tmp_path
 
 @pytest.mark.slow
 def test_eight_servers_under_long_load_lose_duplicate_and_refuse_nothing(tmp_path: Path):
-    load_test(tmp_path, "concurrency (long)", ops=400)
+    load_test(tmp_path, "concurrency (long)", ops=1000)

@@ -40,8 +40,10 @@ TOOLS = (
     "session_checkpoint",
     "session_resume",
 )
+# Examples per in-process test and for the stdio test; --runslow multiplies them by LONG_FACTOR.
 IN_PROCESS_EXAMPLES = 110
 STDIO_EXAMPLES = 50
+LONG_FACTOR = 10
 ALLOWED_CODES = {"invalid_argument", "not_found", "conflict", "limit_exceeded", "forbidden", "unavailable"}
 
 HOSTILE_STRINGS = [
@@ -331,15 +333,22 @@ def tally() -> Iterator[Tally]:
     )
 
 
+@pytest.fixture(scope="module")
+def factor(request: pytest.FixtureRequest) -> int:
+    return LONG_FACTOR if request.config.getoption("--runslow") else 1
+
+
 @pytest.mark.parametrize("tool", TOOLS)
-def test_hostile_arguments_get_a_result_or_a_coded_error_in_process(tmp_path: Path, tool: str, tally: Tally):
+def test_hostile_arguments_get_a_result_or_a_coded_error_in_process(
+    tmp_path: Path, tool: str, tally: Tally, factor: int
+):
     db = tmp_path / "hostile.sqlite3"
     with seeded_server(db) as (client, known):
         schema = next(t.input_schema for t in client.list_tools().tools if t.name == tool)
         watcher = apsw.Connection(str(db))
         try:
 
-            @settings(max_examples=IN_PROCESS_EXAMPLES, deadline=None, database=None,
+            @settings(max_examples=IN_PROCESS_EXAMPLES * factor, deadline=None, database=None,
                       suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])  # fmt: skip
             @given(args=arguments(schema, known, json_safe=False))
             def attack(args: dict[str, Any]) -> None:
@@ -360,11 +369,13 @@ def assert_still_serving(client: SyncClient) -> None:
 PERSONA_IDS = st.one_of(st.sampled_from(["default", "p1", "a:b.c-d_e"]), hostile(json_safe=False))
 
 
-def test_the_persona_resource_and_the_prompt_refuse_hostile_ids_with_coded_errors(tmp_path: Path, tally: Tally):
+def test_the_persona_resource_and_the_prompt_refuse_hostile_ids_with_coded_errors(
+    tmp_path: Path, tally: Tally, factor: int
+):
     db = tmp_path / "hostile.sqlite3"
     with seeded_server(db) as (client, _):
 
-        @settings(max_examples=IN_PROCESS_EXAMPLES, deadline=None, database=None,
+        @settings(max_examples=IN_PROCESS_EXAMPLES * factor, deadline=None, database=None,
                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])  # fmt: skip
         @given(persona_id=PERSONA_IDS, project_id=PERSONA_IDS, extra=st.booleans())
         def attack(persona_id: Any, project_id: Any, extra: bool) -> None:
@@ -381,7 +392,7 @@ def test_the_persona_resource_and_the_prompt_refuse_hostile_ids_with_coded_error
     assert archive_problems(db) == []
 
 
-def test_hostile_arguments_over_stdio_get_a_result_or_a_coded_error(tmp_path: Path, tally: Tally):
+def test_hostile_arguments_over_stdio_get_a_result_or_a_coded_error(tmp_path: Path, tally: Tally, factor: int):
     db = tmp_path / "hostile-stdio.sqlite3"
     with (
         ScriptedOpenAI(default_chat=QuotingExtractor()) as api,
@@ -392,7 +403,7 @@ def test_hostile_arguments_over_stdio_get_a_result_or_a_coded_error(tmp_path: Pa
         watcher = apsw.Connection(str(db))
         try:
 
-            @settings(max_examples=STDIO_EXAMPLES, deadline=None, database=None,
+            @settings(max_examples=STDIO_EXAMPLES * factor, deadline=None, database=None,
                       suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])  # fmt: skip
             @given(data=st.data())
             def attack(data: st.DataObject) -> None:
