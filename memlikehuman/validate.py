@@ -19,7 +19,8 @@ _PERSONA_RE = re.compile(r"[A-Za-z0-9._:\-]{1,128}")
 
 
 def _has_control(value: str) -> bool:
-    return any(unicodedata.category(ch) in ("Cc", "Cs") for ch in value)
+    # Cc: C0/C1 controls (NUL, newline, tab, U+0085); Cs: surrogates; Zl/Zp: U+2028/U+2029 line breaks.
+    return any(unicodedata.category(ch) in ("Cc", "Cs", "Zl", "Zp") for ch in value)
 
 
 def encodable(value: str, field: str) -> str:

@@ -87,6 +87,7 @@ def test_a_conflict_changes_nothing(client):
         ("session_id", "", "invalid_argument"),
         ("session_id", "s" * 129, "invalid_argument"),
         ("session_id", "tab\there", "invalid_argument"),
+        ("session_id", "line\u2028break", "invalid_argument"),
         ("occurred_at", "2026-03-01T10:00:00", "invalid_argument"),
         ("occurred_at", "yesterday", "invalid_argument"),
         ("occurred_at", "2026-13-01T10:00:00Z", "invalid_argument"),
