@@ -283,8 +283,6 @@ def test_bad_correction_input_is_refused_and_changes_nothing(client, db_path, ci
 
 
 def test_the_original_never_appears_in_recall_with_or_without_history(client, city):
-    if "memory_recall" not in {tool.name for tool in client.list_tools().tools}:
-        pytest.skip("memory_recall has not landed yet")
     out = client.ok("memory_correct", memory_id=city, content="User lives in Lyon", reason="it is Lyon")
     for history in (False, True):
         found = client.ok("memory_recall", query="lives Paris Lyon", include_history=history)
@@ -305,8 +303,6 @@ def test_correct_and_forget_work_over_stdio(stdio_client, db_path):
 
 
 def test_session_resume_skips_checkpoints_invalidated_by_a_correction_or_a_forget(client, city):
-    if not {"session_checkpoint", "session_resume"} <= {tool.name for tool in client.list_tools().tools}:
-        pytest.skip("the session tools have not landed yet")
     saved = client.ok("session_checkpoint", state={"goal": "Plan the move to Paris"}, covered_event_id="e-city")
     assert client.ok("session_resume")["checkpoint_id"] == saved["checkpoint_id"]
     out = client.ok("memory_correct", memory_id=city, content="User lives in Lyon", reason="Lyon")

@@ -306,7 +306,7 @@ class Readers:
 
 
 def test_concurrent_readers_never_see_half_forgotten_records(settings, db_path):
-    recall = pytest.importorskip("memlikehuman.recall")
+    from memlikehuman import recall
     count = 30
     with Engine(settings) as engine, Engine(settings) as other:
         for i in range(count):

@@ -238,7 +238,6 @@ def test_invalid_resume_arguments_are_refused(client, arguments, field):
 
 
 def test_relevant_memories_bring_back_covered_events_matching_the_query(client):
-    pytest.importorskip("memlikehuman.recall")
     record(client, "old", text="The spare key for the blue bicycle hangs in the garage.")
     record(client, "filler", text="We talked about the weather.")
     checkpoint(client, "filler")
