@@ -2,13 +2,13 @@
 
 Ranking, per kind of record (memories; raw events not covered by memories):
 1. lexical candidates: FTS5 bm25 over the text, the attribution (speaker, cue keys and labels) and,
-   for events, the previous turn of the session;
-2. in `semantic`/`deep` mode, dense candidates: cosine between the query and stored vectors
-   (`semantic` scans the most recent `Settings.semantic_window` items, `deep` all of them);
-3. fusion of the normalized scores, then for events: neighbouring turns of the same session lend
-   each other part of their score (an answer sits next to its question), a speaker named in the
-   query and a date named in the query lift matching events, and a faint recency prior breaks ties.
-See docs/design.md ("Embedder and retrieval") for the measurements behind each step.
+   for events, the previous turn of the session (search.lexical);
+2. in `semantic`/`deep` mode, dense candidates: cosine between the query (speaker names taken out)
+   and stored vectors; `semantic` scans the most recent `Settings.semantic_window` items, `deep` all;
+3. fusion of the normalized scores; then, for events, each gains part of the best score of its
+   session, strong hits lend part of theirs to the turns before and after them (an answer sits next
+   to its question), and a speaker or a date named in the query lifts matching events.
+docs/design.md ("Embedder and retrieval") has the measurements behind each step.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ class Tuning:
     event_weights: tuple[float, float, float] = (1.0, 1.0, 0.5)  # text, attribution, context
     memory_weights: tuple[float, float] = (1.0, 0.3)  # content, attribution
     lexical: float = 1.0
-    dense: float = 1.0
+    dense: float = 1.5
     # a strong hit lends this share of its score to the events before and after it in its session
     neighbour: float = 0.5
     neighbour_pool: int = 100
@@ -52,14 +52,9 @@ class Tuning:
     session: float = 0.8
     # factors for events whose speaker the query names, and that occurred on a date it names
     speaker: float = 0.6
-    date: float = 0.5
-    # events on a day (or in a month) the query names join the candidates with this base score
-    date_base: float = 0.0
-    date_pool: int = 100
-    recency: float = 0.0
-    # deep: the query vector moves towards the best first-pass hits (pseudo-relevance feedback)
-    feedback: float = 0.0
-    feedback_docs: int = 3
+    date: float = 1.0
+    # speaker names are left out of the text embedded for the query
+    strip_speakers: bool = True
 
 
 DEFAULT_TUNING = Tuning()
@@ -159,8 +154,14 @@ class _Recall:
             return self.mode if self.mode == "fast" or embedder is not None else self._degrade(reason)
         if embedder is None:
             return self._degrade(reason)
+        # Speakers named in the query are matched as metadata (attribution, speaker factor); left in
+        # the embedded text they pull in every turn that merely addresses that person (LoCoMo:
+        # semantic recall@10 0.79 -> 0.81, dense-only 0.71 -> 0.79).
+        text = self.query
+        if self.tuning.strip_speakers:
+            text = search.without_words(text, search.speaker_words(self.db, self.filters.scope))
         try:
-            vector = embedder.embed([self.query], "query")
+            vector = embedder.embed([text], "query")
         except MemLikeHumanError as exc:
             return self._degrade(f"the embedder failed ({exc.message})")
         self.qvec = np.asarray(vector, dtype=np.float32)[0]
@@ -184,15 +185,7 @@ class _Recall:
         weights = t.event_weights if kind == "event" else t.memory_weights
         lexical = search.lexical(self.db, kind, self.words, self.filters, t.lexical_pool, weights)
         info = {hit.id: hit for hit in lexical}
-        scores = self._fuse(kind, lexical, info, self.qvec)
-        if self.mode == "deep" and t.feedback and self.qvec is not None and self.model is not None and scores:
-            best = self.engine.vectors.rows_of(
-                self.db, kind, self.model, self.filters.scope, _top(scores, t.feedback_docs)
-            )
-            if len(best):
-                moved = self.qvec + t.feedback * best.mean(axis=0)
-                scores = self._fuse(kind, lexical, info, moved / np.linalg.norm(moved))
-        return scores
+        return self._fuse(kind, lexical, info, self.qvec)
 
     def _fuse(
         self, kind: str, lexical: list[search.Hit], info: dict[int, search.Hit], qvec: np.ndarray | None
@@ -251,16 +244,9 @@ class _Recall:
             self.engine.vectors.discard("event", self.filters.scope, gone)
 
     def _event_context(self, scores: dict[int, float], info: dict[int, search.Hit]) -> dict[int, float]:
-        """Neighbour, speaker, date and recency adjustments of event scores."""
+        """Session, neighbour, speaker and date adjustments of event scores."""
         t = self.tuning
-        windows = date_windows(self.query) if (t.date or t.date_base) else []
-        if t.date_base:
-            for window in windows:
-                if window.span != "year":
-                    found = search.events_in(self.db, self.filters, window, t.date_pool)
-                    for key in found:
-                        scores.setdefault(key, t.date_base)
-                    info.update((k, v) for k, v in found.items() if k not in info)
+        windows = date_windows(self.query) if t.date else []
         out = dict(scores)
         if t.session:
             best: dict[str, float] = {}
@@ -283,18 +269,15 @@ class _Recall:
             for other, value in lent.items():
                 out[other] = out.get(other, 0.0) + t.neighbour * value
         words = set(self.words)
-        newest = max(scores)
         for seq, hit in info.items():
             if seq not in out:
                 continue
             factor = 1.0
             if t.speaker and words.intersection(search.terms(hit.source)):
                 factor += t.speaker
-            if t.date and windows and _in_windows(hit.occurred_at, windows):
+            if windows and _in_windows(hit.occurred_at, windows):
                 factor += t.date
             out[seq] *= factor
-            if t.recency:
-                out[seq] += t.recency * seq / newest
         return out
 
     # -- results -------------------------------------------------------------------------------

@@ -184,6 +184,34 @@ def lexical(
     return sorted(found.values(), key=lambda hit: -hit.score)[:limit]
 
 
+SPEAKER_EVENTS = 5_000
+_SPEAKERS: dict[tuple[int, Scope], tuple[float, frozenset[str]]] = {}
+
+
+def speaker_words(db: Database, scope: Scope) -> frozenset[str]:
+    """The words of the sources (speakers) of the scope's recent events (cached for a minute)."""
+    now = time.monotonic()
+    key = (id(db), scope)
+    cached = _SPEAKERS.get(key)
+    if cached is None or now - cached[0] > COUNT_SECONDS:
+        rows = db.query(
+            "SELECT DISTINCT source FROM (SELECT source FROM events WHERE persona_id = ? AND project_id = ?"
+            " ORDER BY sequence DESC LIMIT ?)",
+            (scope.persona_id, scope.project_id, SPEAKER_EVENTS),
+        )
+        cached = _SPEAKERS[key] = (now, frozenset(w for r in rows for w in terms(r["source"])))
+    return cached[1]
+
+
+def without_words(text: str, words: frozenset[str]) -> str:
+    """The text without those words (and their possessive 's); the text itself if nothing would be left."""
+    kept = re.sub(
+        r"\w+(?:['’]s\b)?", lambda m: "" if _WORD.findall(m.group(0).lower())[0] in words else m.group(0), text
+    )
+    kept = re.sub(r"\s+", " ", kept).strip()
+    return kept if terms(kept) and set(terms(kept)) - STOPWORDS else text
+
+
 def row_counts(db: Database, table: str, words: Sequence[str]) -> dict[str, int]:
     """How many rows of a full-text table contain each word (cached for a minute: used only to plan)."""
     now = time.monotonic()
@@ -258,17 +286,6 @@ def filtered_ids(db: Database, kind: str, filters: Filters) -> list[int]:
     return [row["id"] for row in db.query(sql, filters.params())]
 
 
-def events_in(db: Database, filters: Filters, window: DateWindow, limit: int) -> dict[int, Hit]:
-    """Eligible events that occurred within the window (the first `limit` of them)."""
-    sql = (
-        "SELECT e.sequence AS id, e.source, e.session_id, e.occurred_at FROM events e"
-        f" WHERE {_event_rules(filters)} AND e.occurred_at >= :start AND e.occurred_at < :end"
-        " ORDER BY e.occurred_at LIMIT :limit"
-    )
-    params = {**filters.params(), "start": window.start, "end": window.end, "limit": limit}
-    return {r["id"]: Hit(r["id"], 0.0, r["source"], r["session_id"], r["occurred_at"]) for r in db.query(sql, params)}
-
-
 def recent_events(db: Database, filters: Filters, limit: int) -> list[int]:
     """The most recent eligible events (for a cue_key recall without a query)."""
     sql = f"SELECT e.sequence AS id FROM events e WHERE {_event_rules(filters)} ORDER BY e.sequence DESC LIMIT :limit"
@@ -337,7 +354,6 @@ _DATE_PATTERNS = (
 )
 # An event named by its day is often talked about a few days later, rarely before.
 DAY_BEFORE, DAYS_AFTER = 1, 8
-MONTH_DAYS_AFTER = 0
 
 
 @dataclass(frozen=True)
@@ -346,7 +362,6 @@ class DateWindow:
 
     start: str
     end: str
-    span: str = "day"  # day | month | year
 
 
 def date_windows(query: str) -> list[DateWindow]:
@@ -368,12 +383,12 @@ def _window(form: str, groups: tuple[str, ...]) -> DateWindow | None:
     try:
         if form == "y":
             year = int(groups[0])
-            return DateWindow(f"{year:04d}", f"{year + 1:04d}", "year")
+            return DateWindow(f"{year:04d}", f"{year + 1:04d}")
         if form == "my":
             month, year = MONTHS[groups[0].lower()], int(groups[1])
             first = date(year, month, 1)
             following = date(year + month // 12, month % 12 + 1, 1)
-            return DateWindow(first.isoformat(), (following + timedelta(days=MONTH_DAYS_AFTER)).isoformat(), "month")
+            return DateWindow(first.isoformat(), following.isoformat())
         if form == "iso":
             day = date(int(groups[0]), int(groups[1]), int(groups[2]))
         elif form == "mdy":

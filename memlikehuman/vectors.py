@@ -150,15 +150,6 @@ class VectorCache:
         top = top[np.argsort(-scores[top], kind="stable")]
         return Hits(ids[top], scores[top], len(ids))
 
-    def rows_of(self, db: Database, kind: Kind, model: str, scope: Scope, ids: Sequence[int]) -> np.ndarray:
-        """The vectors of the given IDs that have one (in no particular order)."""
-        known, rows = self._snapshot(db, kind, model, scope, None)
-        wanted = np.asarray(ids, dtype=np.int64)
-        if not len(known) or not len(wanted):
-            return np.zeros((0, rows.shape[1] if rows.ndim == 2 else 0), dtype=np.float32)
-        positions = np.searchsorted(known, wanted).clip(0, len(known) - 1)
-        return rows[positions[known[positions] == wanted]]
-
     def count(self, db: Database, kind: Kind, model: str, scope: Scope) -> int:
         """How many vectors of this model the scope has."""
         ids, _ = self._snapshot(db, kind, model, scope, None)

