@@ -268,8 +268,8 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Scores], list[str]]:
         embedded = index_pending(engine, _progress("embedding"))
         if embedded:
             notes.append(
-                f"embedding finished {time.perf_counter() - started:.0f} s after the last record"
-                f" ({embedded:,} items left for index_pending)"
+                f"embedding: {embedded:,} turns were still without a vector after the last record;"
+                f" index_pending embedded them in {time.perf_counter() - started:.0f} s"
             )
         results: dict[str, Scores] = {}
         bm25, dense, fused = Scores(), Scores(), Scores()
