@@ -263,3 +263,63 @@ def test_coverage_counts_stay_exact_through_recording_forgetting_state_changes_a
             assert (
                 c.events_without_vectors == c.events_in_scope == brute_force_coverage(engine, HOME, "openai:model-b")[3]
             )
+
+
+def test_memories_over_stdio_with_a_real_extractor_as_of_history_correction_and_detail(tmp_path: Path) -> None:
+    from openai_stub import extraction_reply, memory_item
+
+    porto = memory_item(
+        "Ana lives in Porto", "I live in Porto", subject="ana.home_city", valid_from="2023-01-01T00:00:00Z"
+    )
+    berlin = memory_item(
+        "Ana lives in Berlin", "moved to Berlin", subject="ana.home_city", valid_from="2024-03-01T00:00:00Z"
+    )
+    hike = memory_item(
+        "Ana hiked up Pico on 3 May 2024",
+        "We hiked up Pico",
+        kind="event",
+        valid_from="2024-05-03T00:00:00Z",
+        gist="a mountain hike in the Azores",
+    )
+    with ScriptedOpenAI(chat=[extraction_reply(porto), extraction_reply(berlin), extraction_reply(hike)]) as api:
+        params = stdio_params(
+            tmp_path / "a.db",
+            MEMLIKEHUMAN_EXTRACTOR="openai",
+            MEMLIKEHUMAN_EXTRACTOR_BASE_URL=api.base_url,
+            MEMLIKEHUMAN_EXTRACTOR_API_KEY="k",
+        )
+        with open_client(params) as client:
+            for event_id, text, when in [
+                ("m1", "I live in Porto.", "2023-01-01T00:00:00Z"),
+                ("m2", "I moved to Berlin!", "2024-03-01T00:00:00Z"),
+                ("m3", "We hiked up Pico today.", "2024-05-03T00:00:00Z"),
+            ]:
+                out = client.ok(
+                    "memory_record", event_id=event_id, text=text, role="user", source="Ana", occurred_at=when
+                )
+                assert out["extraction_state"] == "complete" and len(out["memory_ids"]) == 1
+
+            def contents(**arguments: Any) -> list[tuple[str, str]]:
+                out = client.ok("memory_recall", **arguments)
+                assert out["raw_fallback"] == []  # every event is covered by its memory
+                return [(m["content"], m["status"]) for m in out["memories"]]
+
+            assert contents(query="where does she live") == [("Ana lives in Berlin", "current")]
+            assert contents(query="where does she live", as_of="2023-06-01T00:00:00+02:00") == [
+                ("Ana lives in Porto", "current")
+            ]
+            assert sorted(contents(query="where does she live", include_history=True)) == [
+                ("Ana lives in Berlin", "current"),
+                ("Ana lives in Porto", "superseded"),
+            ]
+            berlin_id = client.ok("memory_recall", query="Berlin")["memories"][0]["memory_id"]
+            client.ok("memory_correct", memory_id=berlin_id, content="Ana lives in Hamburg", reason="misheard")
+            assert contents(query="where does she live Berlin Hamburg", include_history=True) == [
+                ("Ana lives in Hamburg", "current"),
+                ("Ana lives in Porto", "superseded"),
+            ]
+            hike_out = client.ok("memory_recall", query="Pico hike", as_of="2024-12-01T00:00:00Z")["memories"][0]
+            assert hike_out["detail"] == "overview" and "memory_read" in hike_out["content"]
+            assert "a mountain hike in the Azores" in hike_out["content"] and "3 May" not in hike_out["content"]
+            detailed = client.ok("memory_recall", query="Pico hike", detail="detailed")["memories"][0]
+            assert detailed["content"] == "Ana hiked up Pico on 3 May 2024" and detailed["detail"] == "full"
