@@ -216,10 +216,10 @@ class _Recall:
             window=window,
             allowed=allowed,
         )
-        if window is not None and hits.scanned >= window and qvec is self.qvec:
+        if hits.skipped:
             self.warnings.append(
-                f"semantic search scanned only the {window:,} most recent {kind}s with vectors:"
-                " use search_mode deep to search all of them"
+                f"semantic search scanned the {hits.scanned:,} most recent {kind}s with vectors and skipped"
+                f" {hits.skipped:,} older ones: use search_mode deep to search all of them"
             )
         pairs = list(zip(hits.ids.tolist(), hits.scores.tolist(), strict=True))
         ids = [i for i, _ in pairs if i not in info]

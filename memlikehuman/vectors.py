@@ -54,6 +54,7 @@ class Hits:
     ids: np.ndarray
     scores: np.ndarray
     scanned: int
+    skipped: int = 0  # older rows outside the window
 
 
 class _Matrix:
@@ -139,21 +140,17 @@ class VectorCache:
 
         `window` limits the scan to the most recent rows; `allowed` to the given IDs.
         """
-        ids, rows = self._snapshot(db, kind, model, scope, window)
+        ids, rows, total = self._snapshot(db, kind, model, scope, window)
+        skipped = total - len(ids)
         if allowed is not None and len(ids):
             mask = np.isin(ids, allowed)
             ids, rows = ids[mask], rows[mask]
         if not len(ids) or rows.shape[1] != query.shape[0]:
-            return Hits(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32), 0)
+            return Hits(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32), 0, skipped)
         scores = rows @ query.astype(np.float32)
         top = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
         top = top[np.argsort(-scores[top], kind="stable")]
-        return Hits(ids[top], scores[top], len(ids))
-
-    def count(self, db: Database, kind: Kind, model: str, scope: Scope) -> int:
-        """How many vectors of this model the scope has."""
-        ids, _ = self._snapshot(db, kind, model, scope, None)
-        return len(ids)
+        return Hits(ids[top], scores[top], len(ids), skipped)
 
     def add(self, kind: Kind, model: str, scope: Scope, ids: Sequence[int], rows: np.ndarray) -> None:
         """Record vectors just written by this process (a matrix not loaded yet loads them later)."""
@@ -175,7 +172,7 @@ class VectorCache:
 
     def _snapshot(
         self, db: Database, kind: Kind, model: str, scope: Scope, window: int | None
-    ) -> tuple[np.ndarray, np.ndarray]:
+    ) -> tuple[np.ndarray, np.ndarray, int]:
         self._check_outside_writes(db)
         key = (kind, model, scope)
         with self._lock:
@@ -183,7 +180,7 @@ class VectorCache:
             if matrix is None:
                 matrix = self._matrices[key] = _load(db, kind, model, scope)
             # Views stay valid: add() writes past n or into rows already scored (same values then).
-            return matrix.view(window)
+            return (*matrix.view(window), matrix.n)
 
     def _check_outside_writes(self, db: Database) -> None:
         # PRAGMA data_version changes only when another connection commits.
