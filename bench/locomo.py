@@ -314,7 +314,9 @@ def main(argv: Sequence[str] | None = None) -> None:
             f"LoCoMo data not found at {args.data}: put locomo10.json (github.com/snap-research/locomo, data/)"
             " there or pass --data PATH"
         )
+    started = time.perf_counter()
     results, notes = run(args)
+    notes.append(f"the whole run took {(time.perf_counter() - started) / 60:.0f} min (mostly embedding)")
     body = render(results, notes)
     print(body)
     if not args.quick:
