@@ -269,11 +269,12 @@ class _Recall:
             for other, value in lent.items():
                 out[other] = out.get(other, 0.0) + t.neighbour * value
         words = set(self.words)
+        named = {source for source in {hit.source for hit in info.values()} if words.intersection(search.terms(source))}
         for seq, hit in info.items():
             if seq not in out:
                 continue
             factor = 1.0
-            if t.speaker and words.intersection(search.terms(hit.source)):
+            if t.speaker and hit.source in named:
                 factor += t.speaker
             if windows and _in_windows(hit.occurred_at, windows):
                 factor += t.date
