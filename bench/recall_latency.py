@@ -18,6 +18,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -77,13 +78,18 @@ def build(engine: Engine, n: int, rng: random.Random, model: str, dim: int) -> N
                     occurred_at="2024-01-01T00:00:00Z",
                 )
                 sequence, _ = events.insert(engine.db, payload)
-                vector = vec_rng.standard_normal(dim).astype(np.float32)
-                conn.execute(
-                    "INSERT INTO event_vectors (event_sequence, model, dim, vector) VALUES (?, ?, ?, ?)",
-                    (sequence, model, dim, vectors.encode(vector / np.linalg.norm(vector))),
-                )
+                write_random_vector(conn, sequence, model, vec_rng, dim)
         print(f"\rbuilding: {min(n, start + batch):,}/{n:,}", end="", file=sys.stderr, flush=True)
     print(f" ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
+
+
+def write_random_vector(conn: Any, sequence: int, model: str, vec_rng: np.random.Generator, dim: int) -> None:
+    """Store a random unit vector for an event, as if `model` had embedded it."""
+    vector = vec_rng.standard_normal(dim).astype(np.float32)
+    conn.execute(
+        "INSERT INTO event_vectors (event_sequence, model, dim, vector) VALUES (?, ?, ?, ?)",
+        (sequence, model, dim, vectors.encode(vector / np.linalg.norm(vector))),
+    )
 
 
 def measure(engine: Engine, queries: Sequence[str], mode: str) -> list[float]:
