@@ -137,9 +137,9 @@ class Hit:
 
 # FTS5's bm25() costs a few microseconds per matching row, so a word found across the archive
 # (a speaker's name in a two-person chat is in half the rows) would cost 150 ms at 100k events.
-# A word in more than COMMON_ROWS rows is therefore scored only among the query's SCORED_ROWS
-# newest matches; rarer words are scored over the whole archive. Small archives are exact.
-COMMON_ROWS = 2_000
+# The query's rarest words, as long as their rows add up to at most SCORED_ROWS, are therefore
+# scored over the whole archive; all its words together are scored among its SCORED_ROWS newest
+# matches. At most about 2 x SCORED_ROWS rows are scored; small archives are exact.
 SCORED_ROWS = 2_000
 COUNT_SECONDS = 60.0
 _COUNTS: dict[tuple[int, str, str], tuple[float, int]] = {}
@@ -172,7 +172,12 @@ def lexical(
     if sum(counts[w] for w in words) <= SCORED_ROWS:
         return _bm25(db, kind, words, filters, limit, weights, None)
     found: dict[int, Hit] = {}
-    rare = [w for w in words if counts[w] <= COMMON_ROWS]
+    rare, budget = [], SCORED_ROWS
+    for word in sorted(words, key=lambda w: counts[w]):
+        if counts[word] > budget:
+            break
+        rare.append(word)
+        budget -= counts[word]
     if rare:
         found.update((hit.id, hit) for hit in _bm25(db, kind, rare, filters, limit, weights, None))
     newest = db.scalar(
