@@ -8,7 +8,7 @@ Ranking, per kind of record (memories; raw events not covered by memories):
 3. fusion of the normalized scores; then, for events, each gains part of the best score of its
    session, strong hits lend part of theirs to the turns before and after them (an answer sits next
    to its question), and a speaker or a date named in the query lifts matching events.
-docs/design.md ("Embedder and retrieval") has the measurements behind each step.
+docs/design.md ("Embedder and retrieval in detail") has the measurements behind each step.
 """
 
 from __future__ import annotations
