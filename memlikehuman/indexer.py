@@ -31,6 +31,7 @@ log = logging.getLogger("memlikehuman.indexer")
 
 BACKGROUND_BATCH = 16
 SYNC_BATCH = 64
+SCAN_CHUNK = 5_000
 # The tail of the previous event of the session that goes into an event's passage: replies
 # ("Yes, last Friday!") carry their subject in the turn before.
 CONTEXT_CHARS = 150
@@ -47,14 +48,14 @@ SELECT e.sequence AS id, e.persona_id, e.project_id, e.source, e.text,
          WHERE p.persona_id = e.persona_id AND p.project_id = e.project_id AND p.session_id = e.session_id
            AND p.sequence < e.sequence AND p.kind = 'record' ORDER BY p.sequence DESC LIMIT 1) AS previous
 FROM events e LEFT JOIN event_vectors v ON v.event_sequence = e.sequence
-WHERE {missing} AND e.sequence > ? ORDER BY e.sequence DESC LIMIT ?
+WHERE {missing} AND e.sequence > ? AND e.sequence <= ? ORDER BY e.sequence DESC LIMIT ?
 """.replace("{context}", str(CONTEXT_CHARS))
 
 _MEMORIES_SQL = """
 SELECT m.id AS id, m.persona_id, m.project_id, e.source, m.content AS text, NULL AS labels, NULL AS previous
 FROM memories m JOIN events e ON e.sequence = m.event_sequence
 LEFT JOIN memory_vectors v ON v.memory_rowid = m.id
-WHERE {missing} AND m.id > ? ORDER BY m.id DESC LIMIT ?
+WHERE {missing} AND m.id > ? AND m.id <= ? ORDER BY m.id DESC LIMIT ?
 """
 
 # An upsert, not INSERT OR REPLACE: REPLACE's implicit delete would bypass the delete trigger
@@ -97,12 +98,13 @@ class _Batch:
     rows: list[Row]
 
 
-def _select(engine: Engine, kind: str, model: str, floor: int, limit: int, *, any_model: bool) -> _Batch:
-    """Up to `limit` items above `floor`, newest first, lacking a vector (of this model, if not any_model)."""
+def _select(engine: Engine, kind: str, model: str, floor: int, ceiling: int, limit: int, *, any_model: bool) -> _Batch:
+    """Up to `limit` items in (floor, ceiling], newest first, lacking a vector (of this model, if not any_model)."""
     column = "v.event_sequence" if kind == "event" else "v.memory_rowid"
     missing = f"{column} IS NULL" if any_model else f"({column} IS NULL OR v.model != ?)"
     sql = (_EVENTS_SQL if kind == "event" else _MEMORIES_SQL).replace("{missing}", missing)
-    params: tuple[Any, ...] = (floor, limit) if any_model else (model, floor, limit)
+    bounds = (floor, ceiling, limit)
+    params: tuple[Any, ...] = bounds if any_model else (model, *bounds)
     return _Batch(kind, engine.db.query(sql, params))
 
 
@@ -122,6 +124,12 @@ def _store(engine: Engine, embedder: Embedder, batch: _Batch) -> int:
         ids = [batch.rows[i]["id"] for i in positions]
         engine.vectors.add(batch.kind, model, scope, ids, rows[np.asarray(positions)])
     return len(batch.rows)
+
+
+def _top(engine: Engine, kind: str) -> int:
+    """The newest event sequence or memory rowid (0 when there is none)."""
+    sql = "SELECT max(sequence) FROM events" if kind == "event" else "SELECT max(id) FROM memories"
+    return int(engine.db.scalar(sql) or 0)
 
 
 def count_missing(engine: Engine, model: str) -> int:
@@ -145,7 +153,7 @@ def index_pending(engine: Engine, progress: Progress | None = None) -> int:
     for kind in ("event", "memory"):
         while True:
             with engine.indexer.lock:
-                batch = _select(engine, kind, embedder.model_id, 0, SYNC_BATCH, any_model=False)
+                batch = _select(engine, kind, embedder.model_id, 0, _top(engine, kind), SYNC_BATCH, any_model=False)
                 if not batch.rows:
                     break
                 done += _store(engine, embedder, batch)
@@ -226,17 +234,23 @@ class Indexer:
             self._floors = {"event": 0, "memory": 0}
             self._rescan_at = time.monotonic() + RESCAN_SECONDS
         for kind in ("event", "memory"):
-            while not self._stopping:
-                with self.lock:
-                    top = self._top(kind)
-                    batch = _select(
-                        self.engine, kind, embedder.model_id, self._floors[kind], BACKGROUND_BATCH, any_model=True
-                    )
-                    if not batch.rows:
-                        self._floors[kind] = max(self._floors[kind], top)
-                        break
-                    _store(self.engine, embedder, batch)
+            self._drain_kind(embedder, kind)
 
-    def _top(self, kind: str) -> int:
-        sql = "SELECT max(sequence) FROM events" if kind == "event" else "SELECT max(id) FROM memories"
-        return int(self.engine.db.scalar(sql) or 0)
+    def _drain_kind(self, embedder: Embedder, kind: str) -> None:
+        """Embed what lacks a vector between the floor and the newest item, newest first.
+
+        The range is walked in SCAN_CHUNK slices: one query over a million rows with nothing to
+        find held the archive for 11 s (every write waited), one slice holds it for milliseconds.
+        """
+        floor, top = self._floors[kind], _top(self.engine, kind)
+        ceiling = top
+        while ceiling > floor and not self._stopping:
+            low = max(floor, ceiling - SCAN_CHUNK)
+            with self.lock:
+                batch = _select(self.engine, kind, embedder.model_id, low, ceiling, BACKGROUND_BATCH, any_model=True)
+                if batch.rows:
+                    _store(self.engine, embedder, batch)
+            # A full batch may have more below it in the slice; a short one emptied the slice.
+            ceiling = min(row["id"] for row in batch.rows) - 1 if len(batch.rows) == BACKGROUND_BATCH else low
+        if not self._stopping:
+            self._floors[kind] = max(self._floors[kind], top)
