@@ -32,6 +32,7 @@ log = logging.getLogger("memlikehuman.indexer")
 BACKGROUND_BATCH = 16
 SYNC_BATCH = 64
 SCAN_CHUNK = 5_000
+SLICE_PAUSE = 0.001
 # The tail of the previous event of the session that goes into an event's passage: replies
 # ("Yes, last Friday!") carry their subject in the turn before.
 CONTEXT_CHARS = 150
@@ -129,6 +130,12 @@ def _store(engine: Engine, embedder: Embedder, batch: _Batch) -> int:
 def _top(engine: Engine, kind: str) -> int:
     """The newest event sequence or memory rowid (0 when there is none)."""
     sql = "SELECT max(sequence) FROM events" if kind == "event" else "SELECT max(id) FROM memories"
+    return int(engine.db.scalar(sql) or 0)
+
+
+def _events_without_vectors(engine: Engine) -> int:
+    """Events of every scope without a vector of any model (from the trigger-kept counts, m003)."""
+    sql = "SELECT (SELECT total(events) FROM scope_counts) - (SELECT total(events) FROM scope_vector_counts)"
     return int(engine.db.scalar(sql) or 0)
 
 
@@ -241,8 +248,12 @@ class Indexer:
 
         The range is walked in SCAN_CHUNK slices: one query over a million rows with nothing to
         find held the archive for 11 s (every write waited), one slice holds it for milliseconds.
+        Event counts kept by triggers tell first whether any event lacks a vector at all.
         """
         floor, top = self._floors[kind], _top(self.engine, kind)
+        if kind == "event" and not _events_without_vectors(self.engine):
+            self._floors[kind] = max(floor, top)  # the usual case: nothing to walk
+            return
         ceiling = top
         while ceiling > floor and not self._stopping:
             low = max(floor, ceiling - SCAN_CHUNK)
@@ -252,5 +263,6 @@ class Indexer:
                     _store(self.engine, embedder, batch)
             # A full batch may have more below it in the slice; a short one emptied the slice.
             ceiling = min(row["id"] for row in batch.rows) - 1 if len(batch.rows) == BACKGROUND_BATCH else low
+            time.sleep(SLICE_PAUSE)  # Python locks are not fair: let a waiting memory_record in
         if not self._stopping:
             self._floors[kind] = max(self._floors[kind], top)
