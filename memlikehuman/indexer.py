@@ -248,19 +248,22 @@ class Indexer:
 
         The range is walked in SCAN_CHUNK slices: one query over 100k embedded events with nothing
         to find took 6 s on a cold cache, holding the archive (every write waited); a slice takes ms.
-        Event counts kept by triggers tell first whether any event lacks a vector at all.
+        Event counts kept by triggers say how many lack a vector: the walk stops once they are found
+        (new events sit at the top, so a million older ones are not read for nothing).
         """
-        floor, top = self._floors[kind], _top(self.engine, kind)
-        if kind == "event" and not _events_without_vectors(self.engine):
-            self._floors[kind] = max(floor, top)  # the usual case: nothing to walk
-            return
+        floor = self._floors[kind]
+        with self.engine.db.read():  # one snapshot: the count is of events up to top
+            top = _top(self.engine, kind)
+            remaining = _events_without_vectors(self.engine) if kind == "event" else None
         ceiling = top
-        while ceiling > floor and not self._stopping:
+        while ceiling > floor and remaining != 0 and not self._stopping:
             low = max(floor, ceiling - SCAN_CHUNK)
             with self.lock:
                 batch = _select(self.engine, kind, embedder.model_id, low, ceiling, BACKGROUND_BATCH, any_model=True)
                 if batch.rows:
                     _store(self.engine, embedder, batch)
+            if remaining is not None:
+                remaining = max(0, remaining - len(batch.rows))
             # A full batch may have more below it in the slice; a short one emptied the slice.
             ceiling = min(row["id"] for row in batch.rows) - 1 if len(batch.rows) == BACKGROUND_BATCH else low
             time.sleep(SLICE_PAUSE)  # Python locks are not fair: let a waiting memory_record in
