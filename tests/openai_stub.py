@@ -22,7 +22,8 @@ import numpy as np
 class Reply:
     status: int = 200
     body: Any = None  # dict -> JSON; str -> raw text
-    delay: float = 0.0
+    delay: float = 0.0  # seconds before the answer starts
+    trickle: float = 0.0  # seconds between the answer's bytes (headers go at once)
 
 
 def chat_reply(content: str) -> Reply:
@@ -100,9 +101,18 @@ class ScriptedOpenAI:
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(data)))
                     self.end_headers()
-                    self.wfile.write(data)
+                    self._write(data, reply.trickle)
                 except (BrokenPipeError, ConnectionResetError):
                     pass
+
+            def _write(self, data: bytes, trickle: float) -> None:
+                if not trickle:
+                    self.wfile.write(data)
+                    return
+                for byte in data:
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                    time.sleep(trickle)
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True

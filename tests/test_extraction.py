@@ -293,6 +293,18 @@ def test_an_answer_slower_than_the_timeout_leaves_the_event_pending(db_path):
     assert "did not answer within 0.5 s" in result["error"]
 
 
+def test_an_answer_sent_a_byte_at_a_time_past_the_timeout_leaves_the_event_pending(db_path):
+    # httpx times each read, not the whole body: a server that keeps sending must still be cut off.
+    reply = extraction_reply(memory_item("The user likes tea.", "I like tea"))
+    reply.trickle = 0.01  # several hundred bytes: seconds of trickling against a 0.5 s budget
+    with stub_and_client(db_path, timeout="0.5") as (api, client):
+        api.chat.append(reply)
+        result = record(client, "e1", "I like tea.")
+        assert_event_intact(client, "e1", "I like tea.", "pending")
+    assert result["extraction_state"] == "pending"
+    assert "did not answer within 0.5 s" in result["error"]
+
+
 def test_an_unconfigured_extractor_leaves_the_event_pending_with_a_clear_error(client):
     result = record(client, "e1", "I like tea.")
     assert result["extraction_state"] == "pending"

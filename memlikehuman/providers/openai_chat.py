@@ -6,7 +6,10 @@ is rejected too, with no ``response_format`` at all (the prompt itself asks for 
 worked is remembered for the life of the provider, so probing costs at most two extra requests once.
 
 Time budget and retries: ``timeout`` bounds one ``complete`` call: each request (and each HTTP phase
-of it: connect, write, wait for bytes) gets only the budget that is left. A transient failure -- HTTP
+of it: connect, write, wait for bytes) gets only the budget that is left, and the answer is read as a
+stream checked against the deadline, so a server that sends its answer slowly, a few bytes at a time,
+is cut off when the budget ends (httpx's own timeouts apply to each read, not to the whole body; a
+server that goes silent part-way through its answer is cut off by that read timeout). A transient failure -- HTTP
 429, HTTP 5xx, or a refused/reset connection -- is retried once after a short pause, but only if the
 pause fits in the remaining budget (a ``Retry-After`` longer than 2 s is not waited for: the event
 stays pending and can be retried later). A timeout is not retried: the budget is spent. Every HTTP
@@ -18,8 +21,10 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from typing import Any
 
+import httpx2
 import openai
 
 from ..config import Settings
@@ -96,7 +101,7 @@ class OpenAIChatExtractor(Extractor):
             if left <= 0:
                 raise Unavailable(self._timed_out())
             try:
-                answer = self._request(messages, schema, FORMATS[rung], left)
+                answer = self._request(messages, schema, FORMATS[rung], deadline)
             except openai.APIStatusError as exc:
                 if exc.status_code in FORMAT_REJECTED and rung < len(FORMATS) - 1:
                     rung += 1
@@ -107,7 +112,9 @@ class OpenAIChatExtractor(Extractor):
             self._format = rung
             return answer
 
-    def _request(self, messages: list[dict[str, str]], schema: dict[str, Any], fmt: str, left: float) -> str:
+    def _request(
+        self, messages: list[dict[str, str]], schema: dict[str, Any], fmt: str, deadline: float
+    ) -> str:
         extra: dict[str, Any] = {}
         if fmt == "json_schema":
             extra["response_format"] = {
@@ -117,18 +124,28 @@ class OpenAIChatExtractor(Extractor):
         elif fmt == "json_object":
             extra["response_format"] = {"type": "json_object"}
         try:
-            raw = self._client.chat.completions.with_raw_response.create(
+            with self._client.chat.completions.with_streaming_response.create(
                 model=self.model,
                 messages=messages,  # type: ignore[arg-type]
                 temperature=0,
-                timeout=left,
+                timeout=deadline - time.monotonic(),
                 **extra,
-            )
-        except openai.APITimeoutError:
+            ) as response:
+                body = self._read_body(response.iter_bytes(), deadline)
+        except (openai.APITimeoutError, httpx2.TimeoutException):
             raise Unavailable(self._timed_out()) from None
-        except openai.APIConnectionError as exc:
+        except (openai.APIConnectionError, httpx2.TransportError) as exc:
             raise _Transient(f"cannot reach the extractor at {self.base_url} ({exc.__cause__ or exc})") from None
-        return answer_text(raw.http_response.text)
+        return answer_text(body.decode("utf-8", errors="replace"))
+
+    def _read_body(self, chunks: Iterator[bytes], deadline: float) -> bytes:
+        """The whole answer body; Unavailable when it is still arriving at the deadline."""
+        body = bytearray()
+        for chunk in chunks:
+            body += chunk
+            if time.monotonic() > deadline:
+                raise Unavailable(self._timed_out())
+        return bytes(body)
 
     def _timed_out(self) -> str:
         return (
