@@ -83,10 +83,14 @@ def correct(
 
 
 def _check_correctable(memory: Memory) -> None:
-    if memory.kind == "persona" and memory.category == "persona":
+    # Everything the persona resource shows (memories of role-definition events) and every persona-kind
+    # memory is part of the core persona: the contract says it cannot be altered through the tools.
+    if memory.category == "persona" or memory.kind == "persona":
         raise Forbidden(
             f"memory {memory.memory_id} is a core persona entry, which memory_correct cannot alter:"
-            " edit the core persona with `memlikehuman persona set` on the command line"
+            " edit the core persona with `memlikehuman persona set` on the command line, or remove this"
+            f" entry with memory_forget (it deletes its source event {memory.event_id}) and record"
+            " the corrected role definition with memory_record (category persona)"
         )
     if memory.kind == "emotion":
         raise Forbidden(

@@ -245,7 +245,24 @@ def test_a_core_persona_entry_cannot_be_corrected_and_the_error_points_to_the_cl
     persona = add_memory(db_path, "e-role", "Assistant is Ada, a patient tutor", kind="persona")
     error = client.error("memory_correct", memory_id=persona, content="Assistant is Bob", reason="rename")
     assert error.startswith("forbidden:") and "memlikehuman persona set" in error
+    assert "memory_forget" in error and "e-role" in error
     assert client.ok("memory_read", record_id=persona)["memory"]["status"] == "current"
+
+
+def test_every_memory_of_a_role_definition_is_core_persona_whatever_its_kind(client, db_path):
+    client.ok(
+        "memory_record",
+        event_id="e-role",
+        text="You are Ada. You answer in French.",
+        role="system",
+        source="host",
+        category="persona",
+    )
+    rule = add_memory(db_path, "e-role", "Assistant answers in French", quote="You answer in French", kind="fact")
+    error = client.error("memory_correct", memory_id=rule, content="Assistant answers in German", reason="no")
+    assert error.startswith("forbidden:") and "core persona" in error
+    assert count_rows(db_path, "corrections") == 0
+    assert client.ok("memory_read", record_id=rule)["memory"]["status"] == "current"
 
 
 def test_an_emotion_record_cannot_be_corrected_and_the_error_says_to_forget_and_re_record(client, db_path):

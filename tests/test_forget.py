@@ -97,7 +97,12 @@ def test_forgetting_an_event_deletes_it_with_its_memories_cues_index_rows_and_ve
         (first,),
     )
     out = client.ok("memory_forget", record_id="e1")
-    assert out == {"deleted_event_ids": ["e1"], "deleted_memory_ids": [first, second], "invalidated_checkpoints": 0}
+    assert out == {
+        "deleted_event_ids": ["e1"],
+        "deleted_memory_ids": [first, second],
+        "invalidated_checkpoints": 0,
+        "warnings": [],
+    }
     for record_id in ("e1", first, second):
         assert client.error("memory_read", record_id=record_id).startswith("not_found:")
     for table in ("events", "memories", "cues", "event_vectors", "memory_vectors"):
@@ -351,6 +356,22 @@ def test_a_reader_holding_a_snapshot_delays_the_wal_truncation_until_it_ends(eng
         reader.close()
     assert forget.scrub(engine.db) is True
     assert wal.stat().st_size == 0
+
+
+def test_a_forget_that_could_not_clear_the_write_ahead_log_says_so_in_its_warnings(client, db_path):
+    client.ok("memory_record", event_id="e1", text="Something to forget.", role="user", source="chat")
+    reader = apsw.Connection(str(db_path))
+    try:
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM events").fetchall()  # a snapshot the checkpoint must wait for
+        held = client.ok("memory_forget", record_id="e1")
+    finally:
+        reader.execute("COMMIT")
+        reader.close()
+    client.ok("memory_record", event_id="e2", text="Something else.", role="user", source="chat")
+    clear = client.ok("memory_forget", record_id="e2")
+    assert len(held["warnings"]) == 1 and "-wal file" in held["warnings"][0]
+    assert clear["warnings"] == []
 
 
 @pytest.mark.parametrize("record_id", ["", "x" * 257])

@@ -27,6 +27,11 @@ class ForgetOut(BaseModel):
     deleted_event_ids: list[str] = Field(description="the source event and connected correction events")
     deleted_memory_ids: list[str] = Field(description="every memory derived from the deleted events")
     invalidated_checkpoints: int = Field(description="task checkpoints of this scope invalidated by the deletion")
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="e.g. another process kept the write-ahead log busy, so old page images of the deleted"
+        " text stay in the -wal file until its next checkpoint",
+    )
 
 
 def register(server: MemoryMCPServer, holder: Holder) -> None:
@@ -91,17 +96,21 @@ def register(server: MemoryMCPServer, holder: Holder) -> None:
         engine.vectors.discard("event", scope, result.event_sequences + result.reembed_sequences)
         engine.vectors.discard("memory", scope, result.memory_rowids)
         engine.indexer.notify()
+        warnings = (
+            []
+            if result.scrubbed
+            else [
+                "another process kept the write-ahead log busy: old page images of the deleted text stay in the"
+                " -wal file until its next checkpoint (the next forget, or when the last connection closes)"
+            ]
+        )
         out = ForgetOut(
             deleted_event_ids=list(result.deleted_event_ids),
             deleted_memory_ids=list(result.deleted_memory_ids),
             invalidated_checkpoints=result.invalidated_checkpoints,
+            warnings=warnings,
         )
-        note = (
-            ""
-            if result.scrubbed
-            else " Warning: another process kept the write-ahead log busy; old page images stay in the -wal file"
-            " until its next checkpoint."
-        )
+        note = "".join(f" Warning: {w}." for w in warnings)
         return tool_result(
             f"Forgot {len(result.deleted_event_ids)} events and {len(result.deleted_memory_ids)} memories;"
             f" {result.invalidated_checkpoints} checkpoints invalidated.{note}",
