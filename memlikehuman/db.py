@@ -19,6 +19,23 @@ from .errors import InvalidArgument, Unavailable
 
 BUSY_TIMEOUT_MS = 30_000
 Row = dict[str, Any]
+PRAGMAS = (
+    "PRAGMA journal_mode=WAL",
+    "PRAGMA foreign_keys=ON",
+    # Freed pages are zeroed, so deleted text does not linger in the file.
+    "PRAGMA secure_delete=ON",
+    # FULL: a returned memory_record survives power loss, not only a crash.
+    "PRAGMA synchronous=FULL",
+)
+
+
+def unreadable(path: Path | None, exc: BaseException) -> str:
+    """The message for an archive file SQLite cannot read (not a database, or damaged)."""
+    where = "the archive" if path is None else f"the archive {path}"
+    return (
+        f"cannot read {where} ({type(exc).__name__}: {exc}): check --db or MEMLIKEHUMAN_DB;"
+        " if it is the right file, `memlikehuman doctor` checks it and a backup can replace it"
+    )
 
 
 def _dict_row(cursor: apsw.Cursor, row: tuple[Any, ...]) -> Row:
@@ -43,15 +60,15 @@ class Database:
         self.conn.row_trace = _dict_row
         self._lock = threading.RLock()
         self._depth = 0
-        for pragma in (
-            "PRAGMA journal_mode=WAL",
-            "PRAGMA foreign_keys=ON",
-            # Freed pages are zeroed, so deleted text does not linger in the file.
-            "PRAGMA secure_delete=ON",
-            # FULL: a returned memory_record survives power loss, not only a crash.
-            "PRAGMA synchronous=FULL",
-        ):
-            self.conn.execute(pragma).fetchall()
+        try:
+            for pragma in PRAGMAS:
+                self.conn.execute(pragma).fetchall()
+        except apsw.BusyError:
+            self.conn.close()
+            raise Unavailable(f"the archive {self.path} stayed locked by another process for 30 s: retry") from None
+        except apsw.Error as exc:
+            self.conn.close()
+            raise Unavailable(unreadable(self.path, exc)) from None
 
     def close(self) -> None:
         """Close the connection (idempotent)."""

@@ -1,8 +1,10 @@
 """Health checks for `memlikehuman doctor`: configuration, archive, indexes and providers.
 
 Each check reports ``ok``, ``warn`` (works, but something deserves attention) or ``fail`` (a
-problem to fix), with a sentence saying what was found and what to do. The checks only read: the
-archive is not created or migrated, and providers get one cheap request each, bounded by the
+problem to fix), with a sentence saying what was found and what to do. The checks change nothing: the
+archive is not created or migrated (the FTS5 integrity check needs an empty write transaction, so an
+archive locked by another process's long write, such as an import, waits up to 30 s and then fails
+the archive check), and providers get one cheap request each, bounded by the
 configured timeout (``GET /models`` for OpenAI-compatible APIs, one short text for the local embedder).
 """
 
@@ -68,6 +70,8 @@ def _archive(settings: config.Settings) -> list[Check]:
         return checks
     except apsw.Error as exc:
         return [Check("archive", "fail", f"cannot read {settings.db_path} ({exc}): restore it from a backup")]
+    except MemLikeHumanError as exc:  # locked by another process's long write, such as an import
+        return [Check("archive", "fail", exc.message)]
     finally:
         db.close()
 
@@ -102,6 +106,8 @@ def _fulltext(db: Database) -> Check:
     problems = []
     for table in fulltext.TABLES.values():
         try:
+            # FTS5 takes its integrity-check as an INSERT command, so it needs a write transaction; the
+            # command changes nothing and the transaction commits empty.
             with db.write() as conn:
                 conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)")
         except apsw.Error as exc:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 
 import apsw
@@ -125,3 +126,52 @@ def test_the_table_names_failed_checks_on_stderr(tmp_path: Path) -> None:
     assert any(line.split()[:3] == ["full-text", "index", "FAIL"] for line in result.stdout.splitlines())
     # SQLite's own integrity_check also runs FTS5's check, so it may fail too.
     assert "check(s) failed:" in result.stderr and "full-text index" in result.stderr
+
+
+def test_a_file_that_is_not_an_archive_fails_doctor_and_every_command_says_so_without_a_traceback(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "notes.sqlite3"
+    db.write_bytes(b"these are my notes, not a database\n" * 200)
+    code, found = run(db)
+    assert code == 3 and found["archive"]["status"] == "fail"
+    assert "not a database" in found["archive"]["detail"]
+    for command in (["stats"], ["export"], ["recall", "x"], ["persona", "show"], ["serve"]):
+        result = cli(db, *command)
+        assert result.exit_code == 1, command
+        assert result.stderr.startswith("error: unavailable: cannot read the archive"), command
+        assert "Traceback" not in result.stderr
+
+
+def test_a_truncated_archive_fails_doctor_and_commands_end_with_a_coded_error(tmp_path: Path) -> None:
+    db = tmp_path / "a.sqlite3"
+    populate(db)
+    for i in range(300):  # enough pages that half the file cuts through tables and indexes
+        damage(
+            db,
+            f"INSERT INTO persona_versions (persona_id, version, text, created_at) VALUES ('p{i}', 1,"
+            f" '{'x' * 3000}', '2026-01-01T00:00:00Z')",
+        )
+    damage(db, "PRAGMA wal_checkpoint(TRUNCATE)")
+    data = db.read_bytes()
+    db.write_bytes(data[: len(data) // 2])
+    code, found = run(db)
+    assert code == 3 and "fail" in {c["status"] for c in found.values()}
+    result = cli(db, "stats")
+    assert result.exit_code == 1 and result.stderr.startswith("error: unavailable: cannot read the archive")
+    assert "Traceback" not in result.stderr
+
+
+def test_a_provider_that_accepts_but_never_answers_fails_within_the_timeout(tmp_path: Path) -> None:
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)  # accepts connections, never reads or answers
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}/v1"
+        code, found = run(
+            tmp_path / "a.sqlite3",
+            MEMLIKEHUMAN_EMBEDDER="openai",
+            MEMLIKEHUMAN_EMBEDDER_BASE_URL=url,
+            MEMLIKEHUMAN_TIMEOUT="1",
+        )
+    assert code == 3 and found["embedder"]["status"] == "fail"
+    assert "did not answer within 1 s" in found["embedder"]["detail"]

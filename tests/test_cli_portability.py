@@ -147,6 +147,10 @@ def test_dry_run_reports_what_would_change_and_writes_nothing(source: Path, tmp_
     report = json_out(cli(target, "import", "-", "--dry-run", "--json", input=export_text(source).encode()))
     assert report["dry_run"] is True and report["written"] is False
     assert report["added"] == {"persona_version": 2, "event": 9, "memory": 3, "correction": 1, "checkpoint": 3}
+    assert not target.exists()  # checked against an empty archive in memory
+    Engine(make_settings(target)).close()  # an existing, empty archive
+    report = json_out(cli(target, "import", "-", "--dry-run", "--json", input=export_text(source).encode()))
+    assert report["added"]["event"] == 9
     assert stats_of(target) == (0, 0, 0)
     human = cli(target, "import", "-", "--dry-run", input=export_text(source).encode())
     assert "would add" in human.stdout and "the import would succeed" in human.stderr

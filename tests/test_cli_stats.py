@@ -79,8 +79,22 @@ def test_stats_of_an_empty_archive_says_so(tmp_path: Path) -> None:
 
 def test_a_mistyped_archive_path_is_an_error_and_creates_nothing(tmp_path: Path) -> None:
     db = tmp_path / "typo.sqlite3"
-    for command in (["stats"], ["export"], ["reindex"], ["recall", "x"]):
-        result = cli(db, *command)
+    extractor = {"MEMLIKEHUMAN_EXTRACTOR": "openai"}
+    for command in (["stats"], ["export"], ["reindex"], ["recall", "x"], ["retry", "--all"], ["persona", "show"]):
+        result = cli(db, *command, env=extractor)
         assert result.exit_code == 1, command
-        assert result.stderr.startswith(f"error: not_found: no archive at {db}")
+        assert result.stderr.startswith(f"error: not_found: no archive at {db}"), command
+    assert not db.exists()
+
+
+def test_an_import_of_a_missing_file_or_a_dry_run_creates_no_archive(tmp_path: Path) -> None:
+    db = tmp_path / "new.sqlite3"
+    result = cli(db, "import", str(tmp_path / "nope.jsonl"))
+    assert result.exit_code == 1 and result.stderr.startswith("error: invalid_argument: cannot read")
+    source = tmp_path / "export.jsonl"
+    populate(tmp_path / "full.sqlite3")
+    assert cli(tmp_path / "full.sqlite3", "export", "-o", str(source)).exit_code == 0
+    dry = cli(db, "import", str(source), "--dry-run", "--json")
+    report = json_out(dry)
+    assert report["dry_run"] is True and report["added"]["event"] > 0
     assert not db.exists()

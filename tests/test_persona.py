@@ -85,6 +85,7 @@ def test_invalid_persona_ids_and_empty_text_are_refused_without_storing(db_path)
 
 
 def test_show_without_a_persona_explains_how_to_set_one(db_path):
+    assert run(db_path, "set", "--persona", "bob", stdin="You are Bob.").exit_code == 0
     result = run(db_path, "show", "--persona", "ada")
     assert result.exit_code == 0 and result.stdout == ""
     assert "memlikehuman persona set" in result.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -36,8 +37,12 @@ def import_(ctx: click.Context, db: Path | None, source: Path, dry_run: bool, as
     Exit status: 0 imported (or a clean dry run), 1 conflicts or an invalid file (nothing written).
     """
     settings = settings_from(ctx, db)
+    if dry_run and not settings.db_path.exists():
+        # Compared with an empty archive held in memory: a dry run creates no file.
+        settings = dataclasses.replace(settings, db_path=Path(":memory:"))
     try:
-        with Engine(settings) as engine, _opened(source) as (stream, size), progress_bar("importing", size) as bar:
+        # The source is opened first: a mistyped file name must not leave a new empty archive behind.
+        with _opened(source) as (stream, size), Engine(settings) as engine, progress_bar("importing", size) as bar:
             report = portability.import_lines(engine.db, stream, dry_run=dry_run, progress=bar.advance)
     except portability.ImportConflicts as exc:
         _show(exc.report, as_json)

@@ -11,10 +11,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
+import apsw
 import click
 
 from .. import config
-from ..errors import MemLikeHumanError, NotFound
+from ..db import unreadable
+from ..errors import MemLikeHumanError, NotFound, Unavailable
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -124,7 +126,17 @@ def progress_bar(label: str, length: int | None) -> Iterator[Progress]:
         yield Progress(bar)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class Group(click.Group):
+    """The command group; an archive SQLite cannot read ends any command with a coded error, not a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except apsw.Error as exc:
+            fail(Unavailable(unreadable(None, exc)))
+
+
+@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
 @db_option
 @click.option("-v", "--verbose", is_flag=True, help="Log debug details to stderr.")
 @click.version_option(package_name="memlikehuman")

@@ -11,7 +11,7 @@ import click
 from .. import personas
 from ..engine import Engine
 from ..errors import MemLikeHumanError
-from .main import EXIT_OK, db_option, fail, settings_from
+from .main import EXIT_OK, db_option, fail, require_archive, settings_from
 
 persona_option = click.option(
     "--persona",
@@ -45,6 +45,7 @@ def persona() -> None:
 @click.pass_context
 def show(ctx: click.Context, persona_id: str, history: bool, db: Path | None) -> None:
     """Print the current core persona (or all versions with --history)."""
+    require_archive(settings_from(ctx, db))
     with _engine(ctx, db) as engine:
         try:
             versions = personas.history(engine.db, persona_id)

@@ -11,7 +11,7 @@ import click
 from .. import extract, validate
 from ..engine import Engine
 from ..errors import MemLikeHumanError, NotFound
-from .main import EXIT_PROBLEM, EXIT_USAGE, db_option, fail, settings_from
+from .main import EXIT_PROBLEM, EXIT_USAGE, db_option, fail, require_archive, settings_from
 
 # A provider that is down fails every event the same way: stop instead of waiting out N timeouts.
 GIVE_UP_AFTER = 3
@@ -35,6 +35,7 @@ def retry(
         click.echo("error: use either --all or --persona/--project, not both", err=True)
         sys.exit(EXIT_USAGE)
     settings = settings_from(ctx, db)
+    require_archive(settings)
     if settings.extractor == "none":
         click.echo(
             "error: no extractor is configured: set MEMLIKEHUMAN_EXTRACTOR=openai (and its _MODEL, _BASE_URL,"

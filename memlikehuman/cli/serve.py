@@ -8,7 +8,11 @@ from pathlib import Path
 
 import click
 
-from .main import db_option, settings_from
+from ..config import Settings
+from ..db import Database
+from ..errors import MemLikeHumanError
+from ..migrations import migrate
+from .main import db_option, fail, settings_from
 
 
 @click.command()
@@ -21,6 +25,7 @@ def serve(ctx: click.Context, db: Path | None) -> None:
     It opens no network listener.
     """
     settings = settings_from(ctx, db)
+    _check_archive(settings)
     # A dependency that prints on import would corrupt the JSON-RPC stream: send it to stderr.
     with contextlib.redirect_stdout(sys.stderr):
         from ..server import build_server
@@ -33,6 +38,15 @@ def serve(ctx: click.Context, db: Path | None) -> None:
     )
     with contextlib.suppress(KeyboardInterrupt):
         server.run("stdio")
+
+
+def _check_archive(settings: Settings) -> None:
+    """Open and migrate the archive once before serving, so a bad --db fails here with a clear message."""
+    try:
+        with contextlib.closing(Database(settings.db_path)) as archive:
+            migrate(archive)
+    except MemLikeHumanError as exc:
+        fail(exc)
 
 
 COMMAND = serve
