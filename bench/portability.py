@@ -28,6 +28,8 @@ import apsw
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.record import sentence  # noqa: E402
 from bench.report import table, write_section  # noqa: E402
+from memlikehuman.db import Database  # noqa: E402
+from memlikehuman.migrations import migrate  # noqa: E402
 
 ENV = {"MEMLIKEHUMAN_EXTRACTOR": "none", "MEMLIKEHUMAN_EMBEDDER": "none", "MEMLIKEHUMAN_CONFIG": "/nonexistent"}
 STAMP = "2026-01-{day:02d}T{hour:02d}:{minute:02d}:00.000000Z"
@@ -137,6 +139,16 @@ def serialize_floor(db: Path) -> float:
     return seconds
 
 
+def empty_archive(path: Path) -> Path:
+    """A new archive with the schema and no records (`stats` refuses a path where none exists)."""
+    archive = Database(path)
+    try:
+        migrate(archive)
+    finally:
+        archive.close()
+    return path
+
+
 def measure(count: int, tmp: Path) -> dict[str, object]:
     source, out, db = tmp / f"in-{count}.jsonl", tmp / f"out-{count}.jsonl", tmp / f"a-{count}.sqlite3"
     with source.open("w", encoding="utf-8") as stream:
@@ -152,7 +164,7 @@ def measure(count: int, tmp: Path) -> dict[str, object]:
         "parse": parse_floor(source),
         "serialize": serialize_floor(db),
         "identical": same,
-        "idle": run_cli(tmp / "empty.sqlite3", "stats"),
+        "idle": run_cli(empty_archive(tmp / "empty.sqlite3"), "stats"),
     }
 
 

@@ -105,7 +105,8 @@ def main() -> None:
         f" synchronous=FULL, FTS row and cues); {args.stdio_calls} stdio round trips. No extractor, no embedder."
     )
     print(body)
-    write_section("record", "memory_record", f"python bench/record.py --events {args.events}", body)
+    command = f"python bench/record.py --events {args.events} --stdio-calls {args.stdio_calls}"
+    write_section("record", "memory_record", command, body)
 
 
 if __name__ == "__main__":

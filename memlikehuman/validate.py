@@ -48,7 +48,7 @@ def persona_id(value: str) -> str:
     identifier(value, "persona_id")
     if not _PERSONA_RE.fullmatch(value):
         raise InvalidArgument(
-            "persona_id may contain only letters, digits, '.', '_', '-' and ':' (it is part of a URI)"
+            "persona_id may contain only ASCII letters and digits, '.', '_', '-' and ':' (it is part of a URI)"
         )
     return value
 

@@ -42,6 +42,14 @@ def test_reading_at_the_end_returns_an_empty_last_page(client):
         ({"record_id": ""}, "invalid_argument"),
         ({"record_id": "missing"}, "not_found"),
         ({"record_id": "mem_0000"}, "not_found"),
+        ({"record_id": "x" * 257}, "invalid_argument"),
+        ({"record_id": "e\x00"}, "invalid_argument"),
+        ({"persona_id": "a/b"}, "invalid_argument"),
+        ({"project_id": ""}, "invalid_argument"),
+        ({"offset": True}, "invalid_argument"),
+        ({"offset": "2"}, "invalid_argument"),
+        ({"max_chars": "4000"}, "invalid_argument"),
+        ({"max_chars": 100.0}, "invalid_argument"),
     ],
 )
 def test_bad_reads_are_coded_errors(client, args, code):

@@ -489,6 +489,9 @@ def test_the_tool_reports_memories_with_source_validity_and_status(client: SyncC
         ({"query": "x", "as_of": "2024-01-01"}, "invalid_argument"),
         ({"query": "x" * 4001}, "limit_exceeded"),
         ({"query": "x", "persona_id": "bad/persona"}, "invalid_argument"),
+        ({"query": "x", "limit": "5"}, "invalid_argument"),
+        ({"query": "x", "limit": True}, "invalid_argument"),
+        ({"query": "x", "include_history": "true"}, "invalid_argument"),
     ],
 )
 def test_the_tool_turns_bad_input_into_coded_errors(client: SyncClient, arguments: dict[str, Any], code: str) -> None:

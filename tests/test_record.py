@@ -101,6 +101,13 @@ def test_a_conflict_changes_nothing(client):
         ("cues", [{"kind": "text", "key": "k", "extra": 1}], "invalid_argument"),
         ("cues", [{"kind": "text", "key": f"k{i}"} for i in range(21)], "limit_exceeded"),
         ("cues", "not a list", "invalid_argument"),
+        ("cues", [{"kind": "text", "key": "k" * 129}], "invalid_argument"),
+        ("cues", [{"kind": "text", "key": "bell\x07"}], "invalid_argument"),
+        ("cues", [{"kind": "text", "key": "k", "label": "l" * 1001}], "limit_exceeded"),
+        ("event_id", "corr_123", "invalid_argument"),
+        ("event_id", "ckpt_123", "invalid_argument"),
+        ("source", "two\nlines", "invalid_argument"),
+        ("persona_id", "José", "invalid_argument"),
         ("role", 5, "invalid_argument"),
     ],
 )
@@ -117,6 +124,27 @@ def test_the_largest_allowed_event_and_twenty_cues_are_accepted(client):
     event = client.ok("memory_read", record_id=out["event_id"])["event"]
     assert event["length"] == 200_000
     assert [c["key"] for c in event["cues"]] == [f"photo-{i}" for i in range(20)]
+
+
+def test_values_at_every_length_limit_and_every_allowed_persona_character_are_accepted(client):
+    out = record(
+        client,
+        event_id="e" * 256,
+        source="s" * 256,
+        session_id="s" * 128,
+        persona_id="Ada.v2_tutor-x:9" + "p" * 112,
+        project_id="q" * 128,
+        cues=[{"kind": "text", "key": "k" * 128, "label": "l" * 1000}],
+    )
+    event = client.ok(
+        "memory_read", record_id="e" * 256, persona_id="Ada.v2_tutor-x:9" + "p" * 112, project_id="q" * 128
+    )
+    assert out["duplicate"] is False and event["event"]["cues"][0]["label"] == "l" * 1000
+
+
+def test_a_retry_that_adds_occurred_at_to_an_event_recorded_without_it_is_a_conflict(client):
+    record(client)
+    assert client.error("memory_record", **{**BASE, "occurred_at": "2026-03-01T10:00:00Z"}).startswith("conflict:")
 
 
 def test_unknown_arguments_are_refused(client):

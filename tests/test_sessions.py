@@ -226,6 +226,8 @@ def test_an_empty_archive_resumes_with_the_framing_only(client):
     [
         ({"token_budget": 0}, "token_budget"),
         ({"token_budget": 1_000_001}, "token_budget"),
+        ({"token_budget": "4096"}, "token_budget"),
+        ({"token_budget": 4096.5}, "token_budget"),
         ({"query": "q" * 4001}, "query"),
         ({"session_id": ""}, "session_id"),
         ({"target_model": ""}, "target_model"),

@@ -70,7 +70,6 @@ def memory_out(
     )
 
 
-
 def event_out(event: Event) -> EventOut:
     return EventOut(
         event_id=event.event_id,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -11,10 +11,17 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+PersonaId = Annotated[
+    str,
+    Field(description="persona scope; choose explicitly (1-128 ASCII letters, digits, '.', '_', '-', ':')"),
+]
+ProjectId = Annotated[str, Field(description="project scope; choose explicitly for real projects (1-128 chars)")]
+
+
 class CueInput(Strict):
     kind: Literal["text", "photo"] = Field(description="text or photo")
     key: str = Field(description="a stable identifier of the cue (e.g. a file name or photo ID), 1-128 chars")
-    label: str | None = Field(default=None, description="optional caption or description")
+    label: str | None = Field(default=None, description="optional caption or description, up to 1,000 chars")
 
 
 class CueOut(BaseModel):

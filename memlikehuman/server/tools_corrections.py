@@ -11,9 +11,7 @@ from .. import correct, forget
 from ..records import Scope
 from .app import Holder, MemoryMCPServer, call
 from .convert import tool_result
-
-PersonaId = Annotated[str, Field(description="persona scope; choose explicitly for real projects")]
-ProjectId = Annotated[str, Field(description="project scope; choose explicitly for real projects")]
+from .models import PersonaId, ProjectId
 
 
 class CorrectOut(BaseModel):

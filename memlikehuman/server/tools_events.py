@@ -10,10 +10,7 @@ from pydantic import Field
 from ..records import Scope
 from .app import Holder, MemoryMCPServer, call
 from .convert import event_out, memory_out, page_out, tool_result
-from .models import CueInput, ReadOut, RecordOut
-
-PersonaId = Annotated[str, Field(description="persona scope; choose explicitly for real projects")]
-ProjectId = Annotated[str, Field(description="project scope; choose explicitly for real projects")]
+from .models import CueInput, PersonaId, ProjectId, ReadOut, RecordOut
 
 
 def register(server: MemoryMCPServer, holder: Holder) -> None:
@@ -22,7 +19,9 @@ def register(server: MemoryMCPServer, holder: Holder) -> None:
         event_id: Annotated[str, Field(description="globally unique, stable ID of this event (a UUID is best)")],
         text: Annotated[str, Field(description="the exact original text, up to 200,000 characters")],
         role: Annotated[Literal["user", "assistant", "tool", "system"], Field(description="who produced the text")],
-        source: Annotated[str, Field(description="channel or speaker the text came from, e.g. a name")],
+        source: Annotated[
+            str, Field(description="channel or speaker the text came from, e.g. a name (1-256 chars, one line)")
+        ],
         category: Literal["conversation", "reference", "persona"] = "conversation",
         session_id: str = "default",
         occurred_at: Annotated[str | None, Field(description="ISO 8601 with offset; defaults to now")] = None,
@@ -73,8 +72,8 @@ def register(server: MemoryMCPServer, holder: Holder) -> None:
     @server.tool()
     def memory_read(
         record_id: Annotated[str, Field(description="an event ID or a memory ID (mem_...)")],
-        offset: Annotated[int, Field(description="character offset into the original text")] = 0,
-        max_chars: Annotated[int, Field(description="characters to return, 1-20,000")] = 4000,
+        offset: Annotated[int, Field(strict=True, description="character offset into the original text")] = 0,
+        max_chars: Annotated[int, Field(strict=True, description="characters to return, 1-20,000")] = 4000,
         persona_id: PersonaId = "default",
         project_id: ProjectId = "default",
     ) -> Annotated[CallToolResult, ReadOut]:

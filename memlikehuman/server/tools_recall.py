@@ -11,22 +11,21 @@ from ..recall import recall
 from ..records import MemoryHit, RawHit, RecallResult, Scope
 from .app import Holder, MemoryMCPServer, call
 from .convert import memory_out, tool_result
-from .models import CoverageOut, MemoryOut, RawHitOut, RecallOut
-
-PersonaId = Annotated[str, Field(description="persona scope; choose explicitly for real projects")]
-ProjectId = Annotated[str, Field(description="project scope; choose explicitly for real projects")]
+from .models import CoverageOut, MemoryOut, PersonaId, ProjectId, RawHitOut, RecallOut
 
 
 def register(server: MemoryMCPServer, holder: Holder) -> None:
     @server.tool()
     def memory_recall(
         query: Annotated[str, Field(description="what to remember, in words (0-4,000 chars; empty only with cue_key)")],
-        limit: Annotated[int, Field(description="at most this many memories and this many raw excerpts, 1-100")] = 10,
+        limit: Annotated[
+            int, Field(strict=True, description="at most this many memories and this many raw excerpts, 1-100")
+        ] = 10,
         as_of: Annotated[
             str | None, Field(description="ISO 8601 with offset: answer as known at that moment (default now)")
         ] = None,
         include_history: Annotated[
-            bool, Field(description="also return versions superseded by as_of, marked superseded")
+            bool, Field(strict=True, description="also return versions superseded by as_of, marked superseded")
         ] = False,
         detail: Annotated[
             Literal["auto", "gist", "detailed"],

@@ -12,10 +12,7 @@ from .. import checkpoints, context
 from ..records import Scope
 from .app import Holder, MemoryMCPServer, call
 from .convert import tool_result
-from .models import Strict
-
-PersonaId = Annotated[str, Field(description="persona scope; choose explicitly for real projects")]
-ProjectId = Annotated[str, Field(description="project scope; choose explicitly for real projects")]
+from .models import PersonaId, ProjectId, Strict
 
 
 class TaskStateInput(Strict):
@@ -91,7 +88,9 @@ def register(server: MemoryMCPServer, holder: Holder) -> None:
         query: Annotated[
             str, Field(description="optional: what you are about to work on, to add relevant memories")
         ] = "",
-        token_budget: Annotated[int, Field(description="maximum tokens of the returned context string")] = 4096,
+        token_budget: Annotated[
+            int, Field(strict=True, description="maximum tokens of the returned context string")
+        ] = 4096,
         target_model: Annotated[
             str | None, Field(description="your model (e.g. gpt-4o) for exact counting; else a safe estimate")
         ] = None,
