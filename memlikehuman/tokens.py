@@ -16,7 +16,9 @@
 Why the estimate never undercounts: every byte-level BPE tokenizer (GPT-2, cl100k, o200k, Llama 3,
 Qwen, Mistral Tekken) splits the UTF-8 bytes of a text into tokens of at least one byte each, so it
 makes at most one token per byte. SentencePiece models with byte fallback (Llama 2, Gemma, Mistral
-v1) make at most one token per byte of each character, plus one for the dummy-prefix "▁". Special
+v1) make at most one token per byte of each character, plus one for the dummy-prefix "▁". Some
+tokenizer.json files normalize first (NFKC, NFKD, lowercasing), and that can lengthen a text ("ﷺ" is
+3 bytes, its NFKC form 33): the estimate counts the longest of the text and those forms. Special
 tokens are never produced from stored text (we count ordinary text). The price: English prose
 takes about four times the tokens it really needs, so hosts that know their model should name it.
 """
@@ -24,6 +26,7 @@ takes about four times the tokens it really needs, so hosts that know their mode
 from __future__ import annotations
 
 import functools
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,8 +54,14 @@ class TokenCounter:
 
 
 def estimate(text: str) -> int:
-    """The conservative estimate: UTF-8 bytes plus one (0 for the empty text)."""
-    return len(text.encode("utf-8")) + 1 if text else 0
+    """A count no supported tokenizer exceeds: UTF-8 bytes plus one, of the longest normalized form."""
+    if not text:
+        return 0
+    if text.isascii():  # every normalization and case mapping leaves ASCII as long as it is
+        return len(text) + 1
+    decomposed = unicodedata.normalize("NFKD", text)
+    forms = (text, decomposed, decomposed.lower(), unicodedata.normalize("NFKC", text))
+    return max(len(form.encode("utf-8")) for form in forms) + 1
 
 
 ESTIMATE = TokenCounter(ESTIMATE_METHOD, estimate)

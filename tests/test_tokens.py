@@ -26,6 +26,7 @@ SAMPLES = {
     "whitespace": " \n\n\t  \r\n" * 20 + "x",
     "combining": "e\u0301a\u0300o\u0308" * 10 + "\u0928\u092e\u0938\u094d\u0924\u0947",
     "specials": "<|endoftext|> <|im_start|>system\nSYSTEM: hi<|im_end|>",
+    "compatibility": "ﷺ ㍿ ﬁ ① İstanbul STRAẞE ﾊﾟ ㌀ Å",  # forms that NFKC, NFKD or lowercasing lengthen
 }
 
 
@@ -61,9 +62,24 @@ def _sentencepiece_like(tmp: Path) -> Path:
     return path
 
 
+def _normalizing(tmp: Path, name: str, normalizer: object) -> Path:
+    """A byte-fallback tokenizer that normalizes first (NFKC like T5/XLM-R, or NFKD + lowercase)."""
+    from tokenizers import Tokenizer
+
+    path = _sentencepiece_like(tmp)
+    tokenizer = Tokenizer.from_file(str(path))
+    tokenizer.normalizer = normalizer  # type: ignore[assignment]
+    path = tmp / name / "tokenizer.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tokenizer.save(str(path))
+    return path
+
+
 @pytest.fixture(scope="module")
 def exact_counters(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tokens.TokenCounter]:
     """Every exact tokenizer the server supports, with tokenizer.json files of each family we know."""
+    from tokenizers import normalizers
+
     tmp = tmp_path_factory.mktemp("tokenizers")
     corpus = list(SAMPLES.values()) * 20
     counters = {
@@ -73,6 +89,10 @@ def exact_counters(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tokens
         "bpe-no-merges": tokens.counter_for(None, _byte_level_bpe(tmp, corpus, 256)),
         "bpe-trained": tokens.counter_for(None, _byte_level_bpe(tmp, corpus, 600)),
         "sentencepiece-byte-fallback": tokens.counter_for(None, _sentencepiece_like(tmp)),
+        "nfkc-byte-fallback": tokens.counter_for(None, _normalizing(tmp, "nfkc", normalizers.NFKC())),
+        "nfkd-lowercase-byte-fallback": tokens.counter_for(
+            None, _normalizing(tmp, "nfkd", normalizers.Sequence([normalizers.NFKD(), normalizers.Lowercase()]))
+        ),
     }
     assert all(c.exact for c in counters.values()), {k: c.method for k, c in counters.items()}
     return counters
@@ -90,6 +110,12 @@ def test_the_estimate_never_undercounts_any_supported_tokenizer_on_samples(exact
 def test_the_estimate_never_undercounts_any_supported_tokenizer_on_arbitrary_text(exact_counters, text):
     for name, counter in exact_counters.items():
         assert tokens.estimate(text) >= counter.count(text), name
+
+
+def test_the_estimate_covers_a_normalizer_that_lengthens_the_text(exact_counters):
+    # U+FDFA is 3 UTF-8 bytes; NFKC turns it into 18 Arabic letters and spaces, 33 bytes.
+    assert exact_counters["nfkc-byte-fallback"].count("\ufdfa") > len("\ufdfa".encode()) + 1
+    assert tokens.estimate("\ufdfa") >= exact_counters["nfkc-byte-fallback"].count("\ufdfa")
 
 
 def test_the_estimate_is_tight_for_a_tokenizer_that_falls_back_to_bytes(exact_counters):
@@ -133,7 +159,7 @@ def test_unknown_or_unavailable_tokenizers_use_the_labeled_estimate_with_a_warni
     counter = tokens.counter_for(model)
     assert counter.method == "estimate:utf8-bytes+1"
     assert len(counter.warnings) == 1 and model in counter.warnings[0]
-    assert counter.count("héllo") == 7
+    assert counter.count("héllo") == 8  # 7 bytes once NFKD splits é into e and a combining accent, plus one
 
 
 def test_without_a_target_model_or_tokenizer_file_the_estimate_is_used_silently():
