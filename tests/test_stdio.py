@@ -40,6 +40,8 @@ def test_a_raw_stdio_session_writes_only_json_rpc_to_stdout(db_path: Path):
         _rpc(4, "tools/call", {"name": "memory_record", "arguments": {"event_id": "raw-2", "text": "", "role": "x"}}),
         _rpc(5, "tools/call", {"name": "memory_read", "arguments": {"record_id": "raw-1"}}),
         _rpc(6, "tools/call", {"name": "no_such_tool", "arguments": {}}),
+        _rpc(7, "tools/call", {"name": "memory_read", "arguments": ["raw-1"]}),
+        _rpc(8, "tools/call", {"name": 5, "arguments": {}}),
     ]
     proc = subprocess.Popen(
         [sys.executable, "-m", "memlikehuman", "serve", "--db", str(db_path)],
@@ -53,7 +55,7 @@ def test_a_raw_stdio_session_writes_only_json_rpc_to_stdout(db_path: Path):
     proc.stdin.write("".join(calls))
     proc.stdin.flush()
     lines: list[str] = []
-    while len([line for line in lines if '"id"' in line]) < 6:
+    while len([line for line in lines if '"id"' in line]) < 8:
         line = proc.stdout.readline()
         assert line, "the server closed stdout early"
         lines.append(line)
@@ -68,11 +70,13 @@ def test_a_raw_stdio_session_writes_only_json_rpc_to_stdout(db_path: Path):
     messages = [json.loads(line) for line in lines]
     assert all(m.get("jsonrpc") == "2.0" for m in messages)
     by_id = {m["id"]: m for m in messages if "id" in m}
-    assert set(by_id) >= {1, 2, 3, 4, 5, 6}
+    assert set(by_id) >= {1, 2, 3, 4, 5, 6, 7, 8}
     assert by_id[3]["result"]["structuredContent"]["event_id"] == "raw-1"
     assert by_id[4]["result"]["isError"] is True
     assert by_id[4]["result"]["content"][0]["text"].startswith("invalid_argument:")
     assert by_id[5]["result"]["structuredContent"]["source_page"]["text"].startswith("print('hello')")
+    assert by_id[7]["error"]["message"].startswith("invalid_argument: params.arguments must be a JSON object")
+    assert by_id[8]["error"]["message"].startswith("invalid_argument: params.name must be")
     assert "Traceback" not in "".join(lines)
     assert "waiting for an MCP host on stdio" in stderr
     assert str(db_path) in stderr

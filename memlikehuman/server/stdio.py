@@ -6,6 +6,10 @@ waits until its own timeout. The usual such line is valid JSON with an unpaired 
 escape (``"\\ud83d"``), which a JavaScript host writes when it cuts a string inside an emoji. Such a
 request is answered here with an ``invalid_argument`` error that says what to fix. A line that is
 not JSON at all cannot be answered (its ID is unknown); it is logged as a warning on stderr.
+
+A ``tools/call`` whose ``name`` is not a string or whose ``arguments`` is not an object parses as
+JSON-RPC, but the SDK answers it with a bare "Invalid request parameters": it gets a coded answer
+here that names the field.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from typing import Any
 
 import anyio
 from mcp.shared.message import SessionMessage
-from mcp.types import INVALID_PARAMS, INVALID_REQUEST, ErrorData, JSONRPCError
+from mcp.types import INVALID_PARAMS, INVALID_REQUEST, ErrorData, JSONRPCError, JSONRPCRequest
 from pydantic import ValidationError
 
 log = logging.getLogger("memlikehuman.server")
@@ -44,6 +48,22 @@ def rejection(exc: Exception) -> JSONRPCError | None:
     else:
         error = ErrorData(code=INVALID_PARAMS, message=SURROGATE_MESSAGE)
     return JSONRPCError(jsonrpc="2.0", id=request_id, error=error)
+
+
+def malformed_call(message: Any) -> JSONRPCError | None:
+    """The error answer to a tools/call with a non-string name or non-object arguments, else None."""
+    if not isinstance(message, JSONRPCRequest) or message.method != "tools/call":
+        return None
+    params = message.params or {}
+    if not isinstance(params.get("name"), str):
+        problem = "invalid_argument: params.name must be the tool's name as a string: call tools/list for the names"
+    elif params.get("arguments") is not None and not isinstance(params.get("arguments"), dict):
+        problem = (
+            'invalid_argument: params.arguments must be a JSON object of named arguments, such as {"query": "..."}'
+        )
+    else:
+        return None
+    return JSONRPCError(jsonrpc="2.0", id=message.id, error=ErrorData(code=INVALID_PARAMS, message=problem))
 
 
 def _line(exc: Exception) -> str | None:
@@ -77,9 +97,14 @@ class AnsweringReadStream:
     async def receive(self) -> Any:
         while True:
             item = await self._inner.receive()
-            if not isinstance(item, Exception):
+            if isinstance(item, SessionMessage):
+                answer = malformed_call(item.message)
+                if answer is None:
+                    return item
+            elif not isinstance(item, Exception):
                 return item
-            answer = rejection(item)
+            else:
+                answer = rejection(item)
             if answer is not None:
                 await self._write.send(SessionMessage(answer))
 
