@@ -168,6 +168,8 @@ class QuotingExtractor:
         self.calls = 0
 
     def __call__(self, body: dict[str, Any]) -> Reply:
+        if "messages" not in body:  # the body of a request whose sender was killed while sending it
+            return Reply(status=400, body={"error": {"message": "incomplete request body"}})
         self.calls += 1
         if self.before_reply is not None:
             self.before_reply(body)
