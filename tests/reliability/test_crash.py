@@ -420,13 +420,14 @@ def seeded_run(tmp_path: Path, suite: str, worker_kills: int, serve_kills: int) 
     report(suite, **figures(ledger, seed, tmp_path / "crash.sqlite3"))
 
 
-def test_no_acknowledged_event_is_lost_and_nothing_is_half_written_across_random_kills(tmp_path: Path):
-    seeded_run(tmp_path, "crash safety (default)", worker_kills=36, serve_kills=6)
+def test_no_acknowledged_event_is_lost_and_nothing_is_half_written_over_more_than_two_hundred_kills(tmp_path: Path):
+    # 230 kill points, about 90 s on 2 cores: the issue asks for at least 200 in every run, CI's included.
+    seeded_run(tmp_path, "crash safety (default)", worker_kills=200, serve_kills=30)
 
 
 @pytest.mark.slow
-def test_no_acknowledged_event_is_lost_over_more_than_two_hundred_kill_points(tmp_path: Path):
-    seeded_run(tmp_path, "crash safety (long)", worker_kills=200, serve_kills=30)
+def test_no_acknowledged_event_is_lost_over_a_thousand_kill_points(tmp_path: Path):
+    seeded_run(tmp_path, "crash safety (long)", worker_kills=880, serve_kills=120)
 
 
 def test_a_kill_while_a_new_archive_is_created_leaves_one_the_next_start_completes(tmp_path: Path):
