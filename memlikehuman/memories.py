@@ -181,7 +181,8 @@ def _repeats_current(db: Database, scope: Scope, content: str) -> bool:
         sql = (
             "SELECT m.content FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid WHERE memories_fts MATCH ?"
         )
-        needle = 'content : "' + content.replace('"', '""') + '"'
+        # SQLite reads an FTS5 query as a C string: a NUL would end it inside the phrase's quotes.
+        needle = 'content : "' + content.replace('"', '""').replace("\x00", " ") + '"'
     else:  # no words to search for: compare the text itself
         sql, needle = "SELECT m.content FROM memories m WHERE m.content = ?", content
     rows = db.query(f"{sql} AND {live}", (needle, scope.persona_id, scope.project_id))

@@ -305,6 +305,15 @@ def test_an_answer_sent_a_byte_at_a_time_past_the_timeout_leaves_the_event_pendi
     assert "did not answer within 0.5 s" in result["error"]
 
 
+def test_a_memory_holding_a_nul_byte_is_stored_like_any_other(db_path):
+    # Found by the hostile-input sweep: the duplicate check's FTS5 phrase ended at the NUL.
+    with stub_and_client(db_path) as (api, client):
+        api.chat.append(extraction_reply(memory_item("The user typed tea\x00cake.", "tea\x00cake")))
+        result = record(client, "e1", "tea\x00cake")
+        assert result["extraction_state"] == "complete" and len(result["memory_ids"]) == 1
+        assert read_memory(client, result["memory_ids"][0])["content"] == "The user typed tea\x00cake."
+
+
 def test_an_unconfigured_extractor_leaves_the_event_pending_with_a_clear_error(client):
     result = record(client, "e1", "I like tea.")
     assert result["extraction_state"] == "pending"
