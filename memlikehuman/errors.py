@@ -1,6 +1,6 @@
 """The one error tree of MemLikeHuman.
 
-Every failure the core anticipates is a ``MemoryError_`` subclass whose ``code`` is one of the
+Every failure the core anticipates is a ``MemLikeHumanError`` subclass whose ``code`` is one of the
 codes fixed in tools.md. The edges (MCP server, CLI) turn them into ``code: message`` texts::
 
     MemLikeHumanError            code

@@ -10,10 +10,10 @@ from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError, UnexpectedToolError
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
-from mcp.types import INVALID_PARAMS
+from mcp.types import INTERNAL_ERROR, INVALID_PARAMS
 from pydantic import ValidationError
 
 from ..config import Settings
@@ -60,6 +60,16 @@ def call(fn: Callable[[], T]) -> T:
         raise ToolError(
             "internal: an unexpected error occurred and nothing was changed by it; the server log on stderr has details"
         ) from exc
+
+
+# JSON-RPC codes for domain errors raised by resources and prompts (tools answer with isError results).
+UNAVAILABLE = -32000  # JSON-RPC's range for server-defined errors: the archive or a provider is unavailable
+
+
+def protocol_error(exc: MemLikeHumanError) -> MCPError:
+    """A resource or prompt failure as a JSON-RPC error whose message starts with the tools.md code."""
+    code = {"internal": INTERNAL_ERROR, "unavailable": UNAVAILABLE}.get(exc.code, INVALID_PARAMS)
+    return MCPError(code=code, message=str(exc))
 
 
 def _validation_text(exc: ValidationError) -> str:
@@ -111,6 +121,16 @@ class MemoryMCPServer(MCPServer[Any]):
             names = ", ".join(map(repr, unknown))
             raise MCPError(INVALID_PARAMS, f"invalid_argument: unknown argument(s) {names}: remove them and call again")
         return await super().get_prompt(name, arguments, context)
+
+    async def read_resource(self, uri: Any, context: Any = None) -> Any:
+        try:
+            return await super().read_resource(uri, context)
+        except ResourceNotFoundError:
+            raise MCPError(
+                INVALID_PARAMS,
+                f"not_found: no resource at {str(uri)[:200]}: read persona://{{persona_id}}/current with a persona_id"
+                " of ASCII letters, digits, '.', '_', '-' and ':'",
+            ) from None
 
     async def run_stdio_async(self) -> None:
         """Serve on stdin/stdout; a request the SDK cannot parse gets an error answer (see stdio.py)."""

@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import json
 
-from mcp.shared.exceptions import MCPError
-from mcp.types import INVALID_PARAMS
-
 from .. import personas, validate
 from ..context import data_line
 from ..errors import MemLikeHumanError
 from ..records import Memory
-from .app import Holder, MemoryMCPServer
+from .app import Holder, MemoryMCPServer, protocol_error
 
 # The contract's suggested host instructions; the first line is filled in for the scope.
 HOST_INSTRUCTIONS = """\
@@ -95,7 +92,7 @@ def register(server: MemoryMCPServer, holder: Holder) -> None:
             validate.persona_id(persona_id)
             return persona_text(holder, persona_id)
         except MemLikeHumanError as exc:
-            raise MCPError(code=INVALID_PARAMS, message=str(exc)) from exc
+            raise protocol_error(exc) from exc
 
     @server.prompt(
         name="start_session",
@@ -105,4 +102,4 @@ def register(server: MemoryMCPServer, holder: Holder) -> None:
         try:
             return start_session_text(persona_id, project_id)
         except MemLikeHumanError as exc:
-            raise MCPError(code=INVALID_PARAMS, message=str(exc)) from exc
+            raise protocol_error(exc) from exc

@@ -7,9 +7,10 @@ escape (``"\\ud83d"``), which a JavaScript host writes when it cuts a string ins
 request is answered here with an ``invalid_argument`` error that says what to fix. A line that is
 not JSON at all cannot be answered (its ID is unknown); it is logged as a warning on stderr.
 
-A ``tools/call`` whose ``name`` is not a string or whose ``arguments`` is not an object parses as
-JSON-RPC, but the SDK answers it with a bare "Invalid request parameters": it gets a coded answer
-here that names the field.
+A ``tools/call`` or ``prompts/get`` whose ``name`` is not a string or whose ``arguments`` is not an
+object (or, for a prompt, holds a value that is not a string), or a ``resources/read`` without a
+string ``uri``, parses as JSON-RPC, but the SDK answers it with a bare "Invalid request parameters":
+it gets a coded answer here that names the field.
 """
 
 from __future__ import annotations
@@ -51,19 +52,33 @@ def rejection(exc: Exception) -> JSONRPCError | None:
 
 
 def malformed_call(message: Any) -> JSONRPCError | None:
-    """The error answer to a tools/call with a non-string name or non-object arguments, else None."""
-    if not isinstance(message, JSONRPCRequest) or message.method != "tools/call":
+    """The error answer to a tools/call, prompts/get or resources/read with badly typed params, else None."""
+    if not isinstance(message, JSONRPCRequest):
         return None
-    params = message.params or {}
-    if not isinstance(params.get("name"), str):
-        problem = "invalid_argument: params.name must be the tool's name as a string: call tools/list for the names"
-    elif params.get("arguments") is not None and not isinstance(params.get("arguments"), dict):
-        problem = (
-            'invalid_argument: params.arguments must be a JSON object of named arguments, such as {"query": "..."}'
-        )
-    else:
+    problem = _params_problem(message.method, message.params or {})
+    if problem is None:
         return None
     return JSONRPCError(jsonrpc="2.0", id=message.id, error=ErrorData(code=INVALID_PARAMS, message=problem))
+
+
+def _params_problem(method: str, params: dict[str, Any]) -> str | None:
+    if method == "resources/read":
+        if not isinstance(params.get("uri"), str):
+            return "invalid_argument: params.uri must be a string such as persona://default/current"
+        return None
+    if method not in ("tools/call", "prompts/get"):
+        return None
+    listing = "tools/list" if method == "tools/call" else "prompts/list"
+    arguments = params.get("arguments")
+    if not isinstance(params.get("name"), str):
+        return f"invalid_argument: params.name must be a string: call {listing} for the names"
+    if arguments is not None and not isinstance(arguments, dict):
+        return "invalid_argument: params.arguments must be a JSON object of named arguments: send {} for none"
+    if method == "prompts/get":
+        wrong = sorted(k for k, v in (arguments or {}).items() if not isinstance(v, str))
+        if wrong:
+            return f"invalid_argument: prompt arguments are strings; {', '.join(map(repr, wrong))} is not"
+    return None
 
 
 def _line(exc: Exception) -> str | None:

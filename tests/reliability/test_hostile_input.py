@@ -24,7 +24,7 @@ from conftest import SyncClient, connected, make_settings, stdio_params
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp.shared.exceptions import MCPError
-from mcp.types import INTERNAL_ERROR
+from mcp.types import INTERNAL_ERROR, INVALID_PARAMS
 from openai_stub import ScriptedOpenAI
 
 from memlikehuman.server import build_server
@@ -288,20 +288,23 @@ class Tally:
         self.calls: Counter[str] = Counter()
         self.outcomes: Counter[str] = Counter()
 
-    def tool(self, client: SyncClient, watcher: apsw.Connection, name: str, args: dict[str, Any]) -> None:
-        """One call: a result, or a coded error (not internal) that changed nothing."""
+    def tool(
+        self, client: SyncClient, watcher: apsw.Connection, name: str, args: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        """One call: a result (returned), or a coded error (not internal) that changed nothing (None)."""
         before = data_version(watcher)
         result = client.call(name, **args)
         self.calls[name] += 1
         if not result.is_error:
             assert result.structured_content is not None, f"{name} succeeded without structured output"
             self.outcomes["results"] += 1
-            return
+            return result.structured_content
         text = result.content[0].text
         code = error_code(text)
         assert code in ALLOWED_CODES, f"{name}({_short(args)}) -> {text[:300]}"
         assert data_version(watcher) == before, f"{name} failed with {code} but changed the archive"
         self.outcomes[code] += 1
+        return None
 
     def protocol(self, fn: Any, kind: str) -> None:
         """A resource read or prompt: a result, or a protocol error that is not an internal error."""
@@ -309,10 +312,16 @@ class Tally:
         try:
             fn()
         except MCPError as exc:
-            assert exc.error.code != INTERNAL_ERROR, f"{kind}: internal error {exc.error.message}"
+            assert_coded_refusal(exc.error.code, exc.error.message, kind)
             self.outcomes[f"{kind} refused"] += 1
         else:
             self.outcomes[f"{kind} served"] += 1
+
+
+def assert_coded_refusal(code: int, message: str, what: str) -> None:
+    """A refused resource read or prompt: invalid params, with a tools.md code leading the message."""
+    assert code == INVALID_PARAMS, f"{what}: JSON-RPC error {code} {message[:300]}"
+    assert error_code(message) in ALLOWED_CODES, f"{what}: uncoded or internal message {message[:300]}"
 
 
 def _short(args: dict[str, Any]) -> str:
@@ -364,6 +373,58 @@ def test_hostile_arguments_get_a_result_or_a_coded_error_in_process(
 def assert_still_serving(client: SyncClient) -> None:
     client.ok("memory_record", event_id="after-the-attack", text="still here", role="user", source="chat")
     assert client.ok("memory_read", record_id="after-the-attack")["source_page"]["text"] == "still here"
+
+
+def sweep_base(tool: str, target: str, n: int) -> dict[str, Any]:
+    """Valid arguments for one call of the sweep (fresh event IDs; nothing it forgets exists)."""
+    return {
+        "memory_record": {"event_id": f"sweep-{n}", "text": "fox by the river", "role": "user", "source": "chat"},
+        "memory_recall": {"query": "fox"},
+        "memory_read": {"record_id": "seed-2"},
+        "memory_correct": {"memory_id": target, "content": "the fox sleeps", "reason": "the user said so"},
+        "memory_forget": {"record_id": f"sweep-missing-{n}"},
+        "session_checkpoint": {"state": {"goal": "sweep"}, "covered_event_id": "seed-2", "session_id": "s1"},
+        "session_resume": {"query": "river", "token_budget": 2000},
+    }[tool]
+
+
+NESTED = {
+    "memory_record": [("cues", "kind"), ("cues", "key"), ("cues", "label")],
+    "session_checkpoint": [("state", "goal"), ("state", "next_step"), ("state", "completed")],
+}
+
+
+def placed(args: dict[str, Any], field: tuple[str, ...], value: Any) -> dict[str, Any]:
+    """A copy of ``args`` with ``value`` at ``field`` (a top-level name, or a cue or state member)."""
+    if len(field) == 1:
+        return {**args, field[0]: value}
+    outer, inner = field
+    if outer == "cues":
+        return {**args, "cues": [{"kind": "text", "key": "k", inner: value}]}
+    return {**args, "state": {**args["state"], inner: [value] if inner == "completed" else value}}
+
+
+@pytest.mark.parametrize("tool", TOOLS)
+def test_every_hostile_string_in_every_field_gets_a_result_or_a_coded_error(tmp_path: Path, tool: str, tally: Tally):
+    # Hypothesis above mixes categories at random and rarely puts a given string in a given field:
+    # this sweep puts each one in each field once, in process (lone surrogates included).
+    db = tmp_path / "sweep.sqlite3"
+    with seeded_server(db) as (client, known):
+        schema = next(t.input_schema for t in client.list_tools().tools if t.name == tool)
+        fields = [(name,) for name in sorted(schema["properties"])] + NESTED.get(tool, [])
+        watcher = apsw.Connection(str(db))
+        target = known.memories[0]  # memory_correct goes on with each replacement it makes
+        try:
+            n = 0
+            for field in fields:
+                for value in [*HOSTILE_STRINGS, None, 5, -1, 2.5, True, [], {}]:
+                    n += 1
+                    out = tally.tool(client, watcher, tool, placed(sweep_base(tool, target, n), field, value))
+                    target = out["replacement_id"] if out and "replacement_id" in out else target
+        finally:
+            watcher.close()
+        assert_still_serving(client)
+    assert archive_problems(db) == []
 
 
 PERSONA_IDS = st.one_of(st.sampled_from(["default", "p1", "a:b.c-d_e"]), hostile(json_safe=False))
@@ -455,7 +516,8 @@ def test_escaped_lone_surrogates_in_raw_json_get_answers_and_the_server_keeps_se
             server.send_text(f'{{"jsonrpc": "2.0", "id": {number}, "method": "{method}", "params": {params}}}')
             answer = server.answer(number)
             assert answer is not None, f"the server died on {method} {params}"
-            assert "error" in answer and answer["error"]["code"] != INTERNAL_ERROR, answer
+            assert "error" in answer, answer
+            assert_coded_refusal(answer["error"]["code"], answer["error"]["message"], f"{method} {params}")
         fine = {"event_id": "ok", "text": "fine", "role": "user", "source": "x"}
         answer = server.answer(server.call_tool("memory_record", fine))
         assert answer is not None and tool_outcome(answer)[0], answer
