@@ -137,6 +137,8 @@ def run_load(db: Path, ops: int, seed: int) -> tuple[list[Worker], float]:
             thread.start()
         for thread in threads:
             thread.join(timeout=1200)
+        hung = [w.number for w, t in zip(workers, threads, strict=True) if t.is_alive()]
+        assert hung == [], f"clients {hung} still had a call open after 20 minutes"
         return workers, time.monotonic() - began
 
 

@@ -280,11 +280,13 @@ def worker_session(ctx: Any, db: Path, env: dict[str, str], rng: random.Random, 
             if mode == "inflight" and number == budget - 1:
                 proc.kill()
                 ledger.counts["kills: in the middle of an operation"] += 1
+                ledger.counts[f"in flight at a kill: {op[0]}"] += 1
                 return [op]
             try:
                 reply = parent.recv()
             except EOFError:
                 ledger.counts["kills: during extraction" if victim.killed else "kills: inside a SQLite statement"] += 1
+                ledger.counts[f"in flight at a kill: {op[0]}"] += 1
                 return [op]
             acknowledge(ledger, op, reply)
         proc.kill()
@@ -413,10 +415,11 @@ def figures(ledger: Ledger, seed: int, db: Path) -> dict[str, Any]:
 def seeded_run(tmp_path: Path, suite: str, worker_kills: int, serve_kills: int) -> None:
     """A run with a fresh seed (RELIABILITY_SEED repeats one); a failure names its seed."""
     seed = int(os.environ.get("RELIABILITY_SEED") or random.randrange(2**32))
+    print(f"{suite}: seed {seed} (repeat with RELIABILITY_SEED={seed})")  # shown with any failure
     try:
         ledger = crash_run(tmp_path, worker_kills, serve_kills, seed)
-    except AssertionError as exc:
-        raise AssertionError(f"seed {seed} (repeat with RELIABILITY_SEED={seed}): {exc}") from exc
+    except Exception as exc:  # an EOFError or BrokenPipeError must name its seed too
+        raise AssertionError(f"seed {seed} (repeat with RELIABILITY_SEED={seed}): {exc!r}") from exc
     report(suite, **figures(ledger, seed, tmp_path / "crash.sqlite3"))
 
 
