@@ -380,7 +380,7 @@ def _check_item(
             kind=kind,
             basis=basis,
             subject=subject,
-            valid_from=_valid_from(raw.get("valid_from"), event, notes),
+            valid_from=_valid_from(raw.get("valid_from"), event),
             gist=_gist(raw.get("gist"), notes),
         ),
         target.rowid if target is not None else None,
@@ -441,13 +441,18 @@ def _target(value: Any, event: Event, aliases: dict[int, Memory], notes: list[st
     return memory
 
 
-def _valid_from(value: Any, event: Event, notes: list[str]) -> str:
+def _valid_from(value: Any, event: Event) -> str:
+    """The validity start: the model's date, or the event's time when it gave none.
+
+    A date that cannot be read rejects the item (issue 4 lists "dates parseable" among the checks):
+    falling back to the event's time would store a validity window the text may contradict, and a
+    wrong start can close an older fact of the same subject at the wrong moment.
+    """
     if value is None or (isinstance(value, str) and not value.strip()):
         return event.occurred_at
     parsed = parse_date(value) if isinstance(value, str) else None
     if parsed is None:
-        notes.append(f"valid_from {value!r:.40} is not an ISO 8601 date; the event's occurred_at is used")
-        return event.occurred_at
+        raise _Rejected(f"valid_from {value!r:.40} is not an ISO 8601 date (or null for the event's time)")
     return parsed
 
 

@@ -178,7 +178,7 @@ def test_items_over_the_limits_or_with_unknown_labels_are_each_rejected_and_coun
     assert [w.split(":")[1].strip() for w in result["warnings"]] == [f"item {n} rejected" for n in range(1, 7)]
 
 
-def test_a_dated_fact_starts_at_its_date_and_an_unparseable_date_falls_back_with_a_warning(db_path):
+def test_a_dated_fact_starts_at_its_date_and_an_item_with_an_unparseable_date_is_rejected(db_path):
     with stub_and_client(db_path) as (api, client):
         api.chat.append(
             extraction_reply(
@@ -189,12 +189,11 @@ def test_a_dated_fact_starts_at_its_date_and_an_unparseable_date_falls_back_with
         result = record(
             client, "e1", "I started at Acme in March and adopted a dog.", occurred_at="2025-01-05T10:00:00Z"
         )
-        dated, undated = (read_memory(client, m) for m in result["memory_ids"])
+        (dated,) = (read_memory(client, m) for m in result["memory_ids"])
     assert dated["valid_from"].startswith("2024-03-01T00:00:00")
     assert dated["valid_from"].endswith("Z")
-    assert undated["valid_from"].startswith("2025-01-05T10:00:00")
     assert len(result["warnings"]) == 1
-    assert "valid_from" in result["warnings"][0]
+    assert "item 2 rejected" in result["warnings"][0] and "valid_from 'last spring'" in result["warnings"][0]
 
 
 def test_a_duplicate_of_a_current_memory_is_not_stored_twice(db_path):
