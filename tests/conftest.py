@@ -13,10 +13,13 @@ import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp import Client, StdioServerParameters
 
-from memlikehuman import config
+from memlikehuman import config, events, memories
+from memlikehuman.db import Database
 from memlikehuman.engine import Engine
+from memlikehuman.records import Candidate, Scope
 from memlikehuman.server import build_server
 
+DEFAULT_SCOPE = Scope()
 # Tests choose providers explicitly; nothing leaks in from the developer's environment.
 BASE_ENV = {"MEMLIKEHUMAN_EXTRACTOR": "none", "MEMLIKEHUMAN_EMBEDDER": "none", "MEMLIKEHUMAN_CONFIG": "/nonexistent"}
 
@@ -112,3 +115,32 @@ def stdio_client(db_path: Path) -> Iterator[SyncClient]:
     """A real `memlikehuman serve` subprocess over stdio, on a fresh archive."""
     with connected(stdio_params(db_path)) as opened:
         yield opened
+
+
+def add_memory(
+    db_path: Path,
+    event_id: str,
+    content: str,
+    *,
+    quote: str | None = None,
+    kind: str = "fact",
+    subject: str | None = None,
+    valid_from: str | None = None,
+    scope: Scope = DEFAULT_SCOPE,
+) -> str:
+    """Store one derived memory of a recorded event, as extraction would (public core function)."""
+    db = Database(db_path)
+    try:
+        event = events.find(db, scope, event_id)
+        item = Candidate(
+            content=content,
+            quote=quote or content,
+            kind=kind,
+            basis="stated",
+            subject=subject,
+            valid_from=valid_from or event.occurred_at,
+        )
+        rowids, _ = memories.store(db, event, [item], event.recorded_at)
+        return str(db.scalar("SELECT memory_id FROM memories WHERE id = ?", (rowids[0],)))
+    finally:
+        db.close()

@@ -6,41 +6,12 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import add_memory
 
-from memlikehuman import events, memories
 from memlikehuman.db import Database
-from memlikehuman.records import Candidate, Scope
+from memlikehuman.records import Scope
 
 DEFAULT = Scope()
-
-
-def add_memory(
-    db_path: Path,
-    event_id: str,
-    content: str,
-    *,
-    quote: str | None = None,
-    kind: str = "fact",
-    subject: str | None = None,
-    valid_from: str | None = None,
-    scope: Scope = DEFAULT,
-) -> str:
-    """Store one derived memory of a recorded event, as extraction would (public core function)."""
-    db = Database(db_path)
-    try:
-        event = events.find(db, scope, event_id)
-        item = Candidate(
-            content=content,
-            quote=quote or content,
-            kind=kind,
-            basis="stated",
-            subject=subject,
-            valid_from=valid_from or event.occurred_at,
-        )
-        rowids, _ = memories.store(db, event, [item], event.recorded_at)
-        return str(db.scalar("SELECT memory_id FROM memories WHERE id = ?", (rowids[0],)))
-    finally:
-        db.close()
 
 
 def add_checkpoint(db_path: Path, checkpoint_id: str, scope: Scope = DEFAULT, invalidated: bool = False) -> None:

@@ -11,43 +11,16 @@ from pathlib import Path
 
 import apsw
 import pytest
+from conftest import add_memory
 
-from memlikehuman import events, forget, memories
+from memlikehuman import forget
 from memlikehuman.db import Database
 from memlikehuman.engine import Engine
-from memlikehuman.records import Candidate, Scope
+from memlikehuman.records import Scope
 
 OTHER = Scope("default", "other-project")
 
 DEFAULT = Scope()
-
-
-def add_memory(
-    db_path: Path,
-    event_id: str,
-    content: str,
-    *,
-    quote: str | None = None,
-    subject: str | None = None,
-    valid_from: str | None = None,
-    scope: Scope = DEFAULT,
-) -> str:
-    """Store one derived memory of a recorded event, as extraction would (public core function)."""
-    db = Database(db_path)
-    try:
-        event = events.find(db, scope, event_id)
-        item = Candidate(
-            content=content,
-            quote=quote or content,
-            kind="fact",
-            basis="stated",
-            subject=subject,
-            valid_from=valid_from or event.occurred_at,
-        )
-        rowids, _ = memories.store(db, event, [item], event.recorded_at)
-        return str(db.scalar("SELECT memory_id FROM memories WHERE id = ?", (rowids[0],)))
-    finally:
-        db.close()
 
 
 def execute(db_path: Path, sql: str, params: tuple[object, ...] = ()) -> None:
@@ -312,6 +285,7 @@ class Readers:
 
 def test_concurrent_readers_never_see_half_forgotten_records(settings, db_path):
     from memlikehuman import recall
+
     count = 30
     with Engine(settings) as engine, Engine(settings) as other:
         for i in range(count):
