@@ -139,8 +139,20 @@ def _marks(values: Iterable[Any]) -> str:
     return ",".join("?" for _ in values)
 
 
+FORGOTTEN_CORRECTION = (
+    "its correction was forgotten with memory_forget; it stays revoked (the user said it was wrong):"
+    " record the right statement again if it still matters"
+)
+
+
 def _reinstate_originals(conn: Any, plan: _Plan) -> None:
-    """A surviving original whose replacement goes is un-revoked and takes back its place."""
+    """A surviving original whose replacement goes takes back its timeline place, still revoked.
+
+    It is not made current again: the user said it was wrong, and forgetting the correction's text
+    does not make it right (recall never shows a revoked memory). Holding its place keeps the
+    version before it closed where the user's own statement closed it. The correction's reason is
+    part of what is forgotten, so a fixed sentence replaces it.
+    """
     deleted = list(plan.memories)
     rows = conn.execute(
         f"SELECT id, replaced_by FROM memories WHERE replaced_by IN ({_marks(deleted)})", deleted
@@ -149,8 +161,7 @@ def _reinstate_originals(conn: Any, plan: _Plan) -> None:
         if row["id"] in plan.memories:
             continue
         conn.execute(
-            "UPDATE memories SET revoked_at = NULL, revoke_reason = NULL, replaced_by = NULL WHERE id = ?",
-            (row["id"],),
+            "UPDATE memories SET revoke_reason = ?, replaced_by = NULL WHERE id = ?", (FORGOTTEN_CORRECTION, row["id"])
         )
         take_place(conn, _place_holder(conn, row["replaced_by"]), row["id"])
 

@@ -107,7 +107,7 @@ def test_forgetting_cascades_through_a_correction_of_a_correction(client, db_pat
         assert query(db_path, f"SELECT count(*) AS n FROM {table}")[0]["n"] == 0
 
 
-def test_forgetting_a_correction_reinstates_the_original_in_its_place(client, db_path):
+def test_forgetting_a_correction_puts_the_original_back_in_its_place_still_revoked(client, db_path):
     record(client, "e1", "I work at Acme.", occurred_at="2024-01-01T00:00:00Z")
     record(client, "e0", "I worked at Zeta.", occurred_at="2023-01-01T00:00:00Z")
     older = add_memory(db_path, "e0", "User works at Zeta", subject="user.employer")
@@ -118,10 +118,13 @@ def test_forgetting_a_correction_reinstates_the_original_in_its_place(client, db
     assert out["deleted_event_ids"] == [first["correction_event_id"], second["correction_event_id"]]
     assert out["deleted_memory_ids"] == [first["replacement_id"], second["replacement_id"]]
     back = client.ok("memory_read", record_id=original)["memory"]
-    assert back["status"] == "current"
-    assert (back["revoked_at"], back["revoke_reason"], back["replaced_by"]) == (None, None, None)
+    assert back["status"] == "revoked" and back["revoked_at"] is not None and back["replaced_by"] is None
+    assert "correction was forgotten" in back["revoke_reason"] and "Apex" not in back["revoke_reason"]
     assert back["supersedes"] == older
-    assert client.ok("memory_read", record_id=older)["memory"]["superseded_by"] == original
+    before = client.ok("memory_read", record_id=older)["memory"]
+    assert (before["status"], before["superseded_by"]) == ("superseded", original)
+    recalled = client.ok("memory_recall", query="works at", include_history=True)["memories"]
+    assert [(m["memory_id"], m["status"]) for m in recalled] == [(older, "superseded")]
 
 
 def test_forgetting_the_current_version_makes_the_previous_one_current_again(client, db_path):

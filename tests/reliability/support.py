@@ -19,6 +19,8 @@ import apsw
 from conftest import BASE_ENV
 from openai_stub import Reply, extraction_reply, memory_item
 
+from memlikehuman.forget import FORGOTTEN_CORRECTION
+
 # -- figures ---------------------------------------------------------------------------------------
 
 FIGURES: list[tuple[str, dict[str, Any]]] = []
@@ -44,6 +46,7 @@ def error_code(text: str) -> str | None:
 # -- the archive's invariants ------------------------------------------------------------------------
 
 # Each query counts the rows that break one rule; every count must be 0.
+FORGOTTEN_SQL = "'" + FORGOTTEN_CORRECTION.replace("'", "''") + "'"  # as an SQL string literal
 STRUCTURE = {
     "memory without its event": "SELECT count(*) FROM memories m"
     " WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.sequence = m.event_sequence)",
@@ -59,10 +62,15 @@ STRUCTURE = {
     "corrected memory not revoked in favour of the correction's replacement": "SELECT count(*) FROM corrections c"
     " JOIN memories o ON o.id = c.original_id WHERE o.revoked_at IS NULL OR o.replaced_by IS NULL"
     " OR o.replaced_by NOT IN (SELECT id FROM memories WHERE event_sequence = c.event_sequence)",
+    # A revoked memory has its replacement and its corrections row, unless that correction was forgotten:
+    # then it stays revoked with neither, and the fixed reason says so (forget.FORGOTTEN_CORRECTION).
     "revoked memory without a replacement": "SELECT count(*) FROM memories m WHERE m.revoked_at IS NOT NULL"
-    " AND (m.replaced_by IS NULL OR NOT EXISTS (SELECT 1 FROM memories r WHERE r.id = m.replaced_by))",
+    f" AND (m.replaced_by IS NULL AND m.revoke_reason IS NOT {FORGOTTEN_SQL}"
+    " OR m.replaced_by IS NOT NULL AND NOT EXISTS (SELECT 1 FROM memories r WHERE r.id = m.replaced_by))",
     "revoked memory without its corrections row": "SELECT count(*) FROM memories m WHERE m.revoked_at IS NOT NULL"
-    " AND NOT EXISTS (SELECT 1 FROM corrections c WHERE c.original_id = m.id)",
+    " AND m.replaced_by IS NOT NULL AND NOT EXISTS (SELECT 1 FROM corrections c WHERE c.original_id = m.id)",
+    "correction row left by a forgotten correction": "SELECT count(*) FROM memories m WHERE m.revoked_at IS NOT NULL"
+    " AND m.replaced_by IS NULL AND EXISTS (SELECT 1 FROM corrections c WHERE c.original_id = m.id)",
     "replacement link on a memory that is not revoked": "SELECT count(*) FROM memories"
     " WHERE replaced_by IS NOT NULL AND revoked_at IS NULL",
     "one-sided timeline link": "SELECT count(*) FROM memories m WHERE (m.superseded_by IS NOT NULL AND NOT EXISTS"
