@@ -3,9 +3,9 @@
 What goes, in one write transaction: the source event; every memory derived from it; every
 correction event of those memories and what it derived, recursively; their cues, full-text rows
 and vectors (vectors and cues by ON DELETE CASCADE, the FTS5 rows explicitly, terms included).
-What changes: surviving memories are re-linked as if the forgotten events had never been recorded
-(an original whose correction is forgotten is reinstated in its replacement's place; a version
-whose successor is forgotten is valid again until the next surviving version, or open-ended);
+What changes: surviving memories are re-linked (an original whose correction is forgotten takes
+back its replacement's place in the timeline but stays revoked; a version whose successor is
+forgotten is valid again until the next surviving version, or open-ended);
 the next events of the session are re-indexed, because their full-text ``context`` column holds the
 tail of the forgotten text; every checkpoint of the scope is invalidated and loses its saved state.
 
@@ -66,7 +66,7 @@ def forget(db: Database, scope: Scope, record_id: str) -> ForgetResult:
         dependents = _context_dependents(conn, plan)
         # Full-text rows go first, while the values they were built from are all still stored.
         _unindex(conn, plan, dependents)
-        _reinstate_originals(conn, plan)
+        _restore_places(conn, plan)
         for rowid in plan.memories:
             _unlink(conn, rowid, plan.memories)
         _delete(conn, plan)
@@ -145,7 +145,7 @@ FORGOTTEN_CORRECTION = (
 )
 
 
-def _reinstate_originals(conn: Any, plan: _Plan) -> None:
+def _restore_places(conn: Any, plan: _Plan) -> None:
     """A surviving original whose replacement goes takes back its timeline place, still revoked.
 
     It is not made current again: the user said it was wrong, and forgetting the correction's text
