@@ -3,9 +3,9 @@
 What goes, in one write transaction: the source event; every memory derived from it; every
 correction event of those memories and what it derived, recursively; their cues, full-text rows
 and vectors (vectors and cues by ON DELETE CASCADE, the FTS5 rows explicitly, terms included).
-What changes: surviving memories are re-linked (an original whose correction is forgotten takes
-back its replacement's place in the timeline but stays revoked; a version whose successor is
-forgotten is valid again until the next surviving version, or open-ended);
+What changes: surviving memories are re-linked (an original whose correction is forgotten stays
+revoked, and the version before it stays closed; a version whose successor is forgotten is valid
+again until the next surviving version, or open-ended);
 the next events of the session are re-indexed, because their full-text ``context`` column holds the
 tail of the forgotten text; every checkpoint of the scope is invalidated and loses its saved state.
 
@@ -23,7 +23,7 @@ from typing import Any
 import apsw
 
 from . import fulltext, memories, validate
-from .correct import invalidate_checkpoints, take_place
+from .correct import invalidate_checkpoints
 from .db import Database
 from .errors import NotFound
 from .records import Scope
@@ -66,9 +66,9 @@ def forget(db: Database, scope: Scope, record_id: str) -> ForgetResult:
         dependents = _context_dependents(conn, plan)
         # Full-text rows go first, while the values they were built from are all still stored.
         _unindex(conn, plan, dependents)
-        _restore_places(conn, plan)
+        held = _release_originals(conn, plan)
         for rowid in plan.memories:
-            _unlink(conn, rowid, plan.memories)
+            _unlink(conn, rowid, plan.memories, keep_closed=rowid in held)
         _delete(conn, plan)
         for sequence in dependents:
             fulltext.index_event(conn, sequence)
@@ -145,25 +145,28 @@ FORGOTTEN_CORRECTION = (
 )
 
 
-def _restore_places(conn: Any, plan: _Plan) -> None:
-    """A surviving original whose replacement goes takes back its timeline place, still revoked.
+def _release_originals(conn: Any, plan: _Plan) -> set[int]:
+    """Surviving originals whose correction goes stay revoked; return the places their replacements held.
 
-    It is not made current again: the user said it was wrong, and forgetting the correction's text
-    does not make it right (recall never shows a revoked memory). Holding its place keeps the
-    version before it closed where the user's own statement closed it. The correction's reason is
-    part of what is forgotten, so a fixed sentence replaces it.
+    An original is not made current again: the user said it was wrong, and forgetting the
+    correction's text does not make it right (recall never shows a revoked memory). Like every
+    revoked memory it holds no timeline links. The correction's reason is part of what is
+    forgotten, so a fixed sentence replaces it. The memories that held those places are returned,
+    so that unlinking them leaves the version before them closed where the user's statement closed it.
     """
     deleted = list(plan.memories)
     rows = conn.execute(
         f"SELECT id, replaced_by FROM memories WHERE replaced_by IN ({_marks(deleted)})", deleted
     ).fetchall()
+    places: set[int] = set()
     for row in rows:
         if row["id"] in plan.memories:
             continue
+        places.add(_place_holder(conn, row["replaced_by"]))
         conn.execute(
             "UPDATE memories SET revoke_reason = ?, replaced_by = NULL WHERE id = ?", (FORGOTTEN_CORRECTION, row["id"])
         )
-        take_place(conn, _place_holder(conn, row["replaced_by"]), row["id"])
+    return places
 
 
 def _place_holder(conn: Any, rowid: int) -> int:
@@ -177,11 +180,17 @@ def _place_holder(conn: Any, rowid: int) -> int:
         seen.add(rowid)
 
 
-def _unlink(conn: Any, rowid: int, deleted: dict[int, str]) -> None:
-    """Take a memory out of its timeline: its neighbours close on the nearest surviving versions."""
+def _unlink(conn: Any, rowid: int, deleted: dict[int, str], keep_closed: bool = False) -> None:
+    """Take a memory out of its timeline: its neighbours close on the nearest surviving versions.
+
+    With nothing after it, the version before becomes open-ended again, unless ``keep_closed``
+    (the memory stood in for a revoked original): then it stays closed where it was.
+    """
     after = _nearest(conn, rowid, "superseded_by", deleted)
     before = _nearest(conn, rowid, "supersedes", deleted)
-    if after is None:
+    if after is None and keep_closed:
+        conn.execute("UPDATE memories SET superseded_by = NULL WHERE superseded_by = ?", (rowid,))
+    elif after is None:
         conn.execute("UPDATE memories SET superseded_by = NULL, valid_to = NULL WHERE superseded_by = ?", (rowid,))
     else:
         conn.execute(
@@ -254,8 +263,6 @@ def _delete(conn: Any, plan: _Plan) -> None:
     # Memories of other events first, then the events (cues, corrections, vectors cascade).
     conn.execute(f"DELETE FROM memories WHERE id IN ({_marks(rowids)})", rowids)
     conn.execute(f"DELETE FROM events WHERE sequence IN ({_marks(seqs)})", seqs)
-
-
 
 
 def scrub(db: Database, timeout_ms: int = SCRUB_TIMEOUT_MS) -> bool:
