@@ -19,6 +19,7 @@ from .errors import InvalidArgument, Unavailable
 
 BUSY_TIMEOUT_MS = 30_000
 Row = dict[str, Any]
+LOCKED = "the archive stayed locked by another process for 30 s: retry the call"
 PRAGMAS = (
     "PRAGMA journal_mode=WAL",
     "PRAGMA foreign_keys=ON",
@@ -65,7 +66,7 @@ class Database:
                 self.conn.execute(pragma).fetchall()
         except apsw.BusyError:
             self.conn.close()
-            raise Unavailable(f"the archive {self.path} stayed locked by another process for 30 s: retry") from None
+            raise Unavailable(LOCKED) from None
         except apsw.Error as exc:
             self.conn.close()
             raise Unavailable(unreadable(self.path, exc)) from None
@@ -115,7 +116,7 @@ class Database:
             try:
                 self.conn.execute(begin)
             except apsw.BusyError:
-                raise Unavailable("the archive stayed locked by another process for 30 s: retry the call") from None
+                raise Unavailable(LOCKED) from None
             self._depth = 1
             try:
                 yield self.conn

@@ -37,7 +37,7 @@ EPISODIC_KINDS = ("event",)
 
 @dataclass(frozen=True)
 class Tuning:
-    """The ranking's constants (measured on LoCoMo; see bench/locomo.py)."""
+    """The ranking's constants (measured on LoCoMo; see bench/conversation_recall.py)."""
 
     lexical_pool: int = 300
     dense_pool: int = 300

@@ -22,9 +22,13 @@ persona_option = click.option(
 )
 
 
-def _engine(ctx: click.Context, db: Path | None) -> Engine:
+def _engine(ctx: click.Context, db: Path | None, *, existing: bool = False) -> Engine:
+    """The engine on the archive; with ``existing``, exit 1 instead of creating a missing one."""
+    settings = settings_from(ctx, db)
+    if existing:
+        require_archive(settings)
     try:
-        return Engine(settings_from(ctx, db))
+        return Engine(settings)
     except MemLikeHumanError as exc:
         fail(exc)
 
@@ -45,8 +49,7 @@ def persona() -> None:
 @click.pass_context
 def show(ctx: click.Context, persona_id: str, history: bool, db: Path | None) -> None:
     """Print the current core persona (or all versions with --history)."""
-    require_archive(settings_from(ctx, db))
-    with _engine(ctx, db) as engine:
+    with _engine(ctx, db, existing=True) as engine:
         try:
             versions = personas.history(engine.db, persona_id)
         except MemLikeHumanError as exc:

@@ -9,8 +9,8 @@ Baselines run on the same turns in the same process: bm25s (with English stopwor
 a Snowball stemmer) and dense-only retrieval with the same embedder over "speaker: text", plus the
 reciprocal-rank fusion of the stemmed BM25 and the dense ranking.
 
-    python -m bench.locomo            # full run (~15 min on 2 cores, mostly embedding), writes docs/benchmarks.md
-    python -m bench.locomo --quick    # 2 conversations, no doc update
+    python -m bench.conversation_recall          # full run (~15 min on 2 cores), writes docs/benchmarks.md
+    python -m bench.conversation_recall --quick  # 2 conversations, no doc update
 
 The data (CC BY-NC 4.0) is read from ../shared/data/locomo10.json and never copied into the repo.
 """
@@ -330,7 +330,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     body = render(results, notes)
     print(body)
     if not args.quick:
-        report.write_section("locomo", "LoCoMo evidence recall (categories 1-4)", "python -m bench.locomo", body)
+        title = "LoCoMo evidence recall (categories 1-4)"
+        report.write_section("locomo", title, "python -m bench.conversation_recall", body)
 
 
 if __name__ == "__main__":
