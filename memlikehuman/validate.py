@@ -35,7 +35,9 @@ def encodable(value: str, field: str) -> str:
 def identifier(value: str, field: str, max_len: int = 128) -> str:
     """1..max_len characters, no control characters."""
     if not isinstance(value, str) or not value:
-        raise InvalidArgument(f"{field} must be a non-empty string of at most {max_len} characters")
+        raise InvalidArgument(
+            f"{field} is missing or not a string: send a non-empty string of at most {max_len} characters"
+        )
     if len(value) > max_len:
         raise InvalidArgument(f"{field} is {len(value)} characters long: use at most {max_len}")
     if _has_control(value):
@@ -48,7 +50,13 @@ def persona_id(value: str) -> str:
     identifier(value, "persona_id")
     if not _PERSONA_RE.fullmatch(value):
         raise InvalidArgument(
-            "persona_id may contain only ASCII letters and digits, '.', '_', '-' and ':' (it is part of a URI)"
+            "persona_id may contain only ASCII letters and digits, '.', '_', '-' and ':' (it is part of a URI):"
+            " choose an ID such as 'assistant' or 'team:alice'"
+        )
+    if not value.strip("."):
+        # "." and ".." are dot segments to URI and path tools: persona://../current is not a name.
+        raise InvalidArgument(
+            "persona_id must not consist of dots only ('.', '..'): choose a name with a letter or digit"
         )
     return value
 
@@ -61,9 +69,9 @@ def scope(persona: str, project: str) -> tuple[str, str]:
 def text(value: str, field: str, max_len: int, *, allow_empty: bool = False) -> str:
     """A free-text field: length-limited, valid Unicode. Over the limit is limit_exceeded."""
     if not isinstance(value, str):
-        raise InvalidArgument(f"{field} must be a string")
+        raise InvalidArgument(f"{field} is not a string: send it as JSON text")
     if not value and not allow_empty:
-        raise InvalidArgument(f"{field} must not be empty")
+        raise InvalidArgument(f"{field} is empty: send at least one character")
     if len(value) > max_len:
         raise LimitExceeded(f"{field} is {len(value):,} characters long; the limit is {max_len:,}: shorten or split it")
     return encodable(value, field)
@@ -73,14 +81,14 @@ def choice(value: str, field: str, allowed: Iterable[str]) -> str:
     """One of a fixed set of values."""
     options = tuple(allowed)
     if value not in options:
-        raise InvalidArgument(f"{field} must be one of {', '.join(options)}; got {value!r:.60}")
+        raise InvalidArgument(f"{field} is {value!r:.60}, which is not allowed: use one of {', '.join(options)}")
     return value
 
 
 def int_range(value: int, field: str, low: int, high: int) -> int:
     """An integer within [low, high]."""
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise InvalidArgument(f"{field} must be an integer from {low} to {high}")
+        raise InvalidArgument(f"{field} must be an integer from {low} to {high}: send a whole number in that range")
     return value
 
 

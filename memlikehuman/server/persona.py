@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+from mcp.server.mcpserver.resources.templates import ResourceSecurity
+
 from .. import personas, validate
 from ..context import data_line
 from ..errors import MemLikeHumanError
@@ -13,7 +15,7 @@ from .app import Holder, MemoryMCPServer, protocol_error
 # The contract's suggested host instructions; the first line is filled in for the scope.
 HOST_INSTRUCTIONS = """\
 Use MemLikeHuman for the selected persona and project only.
-At the start, call session_resume and inspect omissions/warnings.
+At the start, call session_resume (pass target_model, your model's name) and inspect omissions/warnings.
 After each message the user wants retained, call memory_record with the exact
 original text, true role, source, session ID and a stable unique event ID.
 Do not submit hidden reasoning, credentials, or content the user asked not to retain.
@@ -86,6 +88,9 @@ def register(server: MemoryMCPServer, holder: Holder) -> None:
         name="persona",
         description="The core persona (edited only with the memlikehuman CLI) and the persona memories of a persona.",
         mime_type="text/plain",
+        # The SDK's path checks read "c:team" as a Windows drive and ".." as traversal; a persona_id is
+        # no path, and validate.persona_id admits exactly the IDs the tools accept.
+        security=ResourceSecurity(exempt_params=frozenset({"persona_id"})),
     )
     def persona_resource(persona_id: str) -> str:
         try:
