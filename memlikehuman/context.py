@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from . import checkpoints, personas, tokens, validate
+from . import checkpoints, gist, personas, tokens, validate
 from .checkpoints import Checkpoint
 from .db import Database
 from .errors import Unavailable
@@ -130,14 +130,6 @@ def event_record(row: dict[str, Any]) -> dict[str, Any]:
     return record
 
 
-def _overview(hit: MemoryHit) -> str:
-    memory = hit.memory
-    gist = memory.gist or " ".join(
-        "#" * min(len(word), 3) if any(ch.isdigit() for ch in word) else word for word in memory.content.split()[:12]
-    )
-    return f"[overview; exact details omitted: memory_read {memory.memory_id}] {gist}"
-
-
 def memory_record(hit: MemoryHit) -> dict[str, Any]:
     memory = hit.memory
     return {
@@ -145,7 +137,7 @@ def memory_record(hit: MemoryHit) -> dict[str, Any]:
         "kind": memory.kind,
         "basis": memory.basis,
         "status": hit.status,
-        "content": _overview(hit) if hit.detail == "overview" else memory.content,
+        "content": gist.overview(memory) if hit.detail == "overview" else memory.content,
         "valid_from": memory.valid_from,
         "valid_to": memory.valid_to,
         "from": {"event_id": memory.event_id, "role": memory.role, "source": memory.source,

@@ -153,8 +153,8 @@ def _record_event(db: Database, conn: Any, original: Memory, content: str, reaso
 def _insert_replacement(conn: Any, event: Event, original: Memory, content: str, valid_from: str) -> int:
     conn.execute(
         "INSERT INTO memories (memory_id, event_sequence, persona_id, project_id, session_id, content, quote, kind,"
-        " basis, category, subject, gist, valid_from, recorded_at)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'stated', ?, ?, NULL, ?, ?)",
+        " basis, category, subject, gist, valid_from, recorded_at, known_from)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'stated', ?, ?, NULL, ?, ?, ?)",
         (
             memories.new_memory_id(),
             event.sequence,
@@ -168,6 +168,8 @@ def _insert_replacement(conn: Any, event: Event, original: Memory, content: str,
             original.subject,
             valid_from,
             event.recorded_at,
+            # A correction says the original was wrong: the replacement is known since the original was.
+            original.known_from,
         ),
     )
     rowid = int(conn.last_insert_rowid())

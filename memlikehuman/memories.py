@@ -21,6 +21,9 @@ SELECT m.id, m.memory_id, m.event_sequence, m.persona_id, m.project_id, m.sessio
        (SELECT memory_id FROM memories r WHERE r.id = m.replaced_by) AS replaced_by,
        (SELECT memory_id FROM memories s WHERE s.id = m.superseded_by) AS superseded_by,
        (SELECT memory_id FROM memories p WHERE p.id = m.supersedes) AS supersedes,
+       m.known_from,
+       (SELECT o.memory_id FROM corrections c JOIN memories o ON o.id = c.original_id
+         WHERE c.event_sequence = m.event_sequence) AS corrects,
        e.event_id, e.role, e.source, e.occurred_at
 FROM memories m JOIN events e ON e.sequence = m.event_sequence
 """
@@ -55,6 +58,8 @@ def from_row(row: Row) -> Memory:
         replaced_by=row["replaced_by"],
         superseded_by=row["superseded_by"],
         supersedes=row["supersedes"],
+        known_from=row["known_from"],
+        corrects=row["corrects"],
         event_id=row["event_id"],
         role=row["role"],
         source=row["source"],
@@ -69,7 +74,10 @@ def find(db: Database, scope: Scope, memory_id: str) -> Memory:
         (memory_id, scope.persona_id, scope.project_id),
     )
     if row is None:
-        raise NotFound(f"no memory {memory_id!r} in persona {scope.persona_id!r}, project {scope.project_id!r}")
+        raise NotFound(
+            f"no memory {memory_id!r} in persona {scope.persona_id!r}, project {scope.project_id!r}:"
+            " check the ID and the persona_id/project_id, or find the memory with memory_recall"
+        )
     return from_row(row)
 
 
@@ -80,6 +88,27 @@ def by_rowids(db: Database, rowids: Sequence[int]) -> dict[int, Memory]:
     marks = ",".join("?" * len(rowids))
     rows = db.query(MEMORY_SELECT + f" WHERE m.id IN ({marks})", tuple(rowids))
     return {row["id"]: from_row(row) for row in rows}
+
+
+def settle_known_from(conn: Any) -> None:
+    """Fill ``known_from`` where it is missing (imported rows): the event's time, and for a correction's
+    replacement the time its original became known (a correction takes the original's place in time).
+    A chain of corrections is followed one step per pass."""
+    conn.execute(
+        "UPDATE memories SET known_from = (SELECT occurred_at FROM events WHERE sequence = memories.event_sequence)"
+        " WHERE known_from IS NULL"
+    )
+    original = (
+        "(SELECT o.known_from FROM corrections c JOIN memories o ON o.id = c.original_id"
+        " WHERE c.event_sequence = memories.event_sequence)"
+    )
+    while True:
+        conn.execute(
+            f"UPDATE memories SET known_from = {original} WHERE event_sequence IN"
+            f" (SELECT event_sequence FROM corrections) AND known_from IS NOT {original}"
+        )
+        if not conn.changes():
+            return
 
 
 def normalized(text: str) -> str:
@@ -100,7 +129,8 @@ def current(db: Database, scope: Scope, limit: int = 200) -> list[Memory]:
 def _insert(conn: Any, event: Event, item: Candidate, recorded_at: str) -> int:
     conn.execute(
         "INSERT INTO memories (memory_id, event_sequence, persona_id, project_id, session_id, content, quote, kind,"
-        " basis, category, subject, gist, valid_from, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " basis, category, subject, gist, valid_from, recorded_at, known_from)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             new_memory_id(),
             event.sequence,
@@ -116,6 +146,7 @@ def _insert(conn: Any, event: Event, item: Candidate, recorded_at: str) -> int:
             item.gist,
             item.valid_from,
             recorded_at,
+            event.occurred_at,
         ),
     )
     rowid = int(conn.last_insert_rowid())

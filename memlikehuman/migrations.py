@@ -276,6 +276,34 @@ def m004_purgeable_fulltext(conn: Any) -> None:
         fulltext.index_memory(conn, row["id"])
 
 
+@migration
+def m005_known_from_and_event_times(conn: Any) -> None:
+    # known_from: since when a memory is known, for memory_recall's as_of. It is its event's time,
+    # except for the replacement a correction stores: a correction says the original was wrong, so
+    # the replacement takes the original's place in time (before, a correction was known only from
+    # its own date, and as_of before it found neither version). The value is derived, never exported.
+    # events_by_time: recall's coverage counts the events of a scope that occurred after as_of
+    # (an occurred_at ahead of the clock hides an event; the count says so).
+    conn.execute(
+        """
+        ALTER TABLE memories ADD COLUMN known_from TEXT;
+        UPDATE memories SET known_from = (SELECT occurred_at FROM events WHERE sequence = memories.event_sequence);
+        CREATE INDEX events_by_time ON events(persona_id, project_id, occurred_at);
+        """
+    )
+    # A frozen copy of memories.settle_known_from: a chain of corrections is followed one step per pass.
+    for _ in range(1_000):
+        conn.execute(
+            "UPDATE memories SET known_from = (SELECT o.known_from FROM corrections c JOIN memories o"
+            " ON o.id = c.original_id WHERE c.event_sequence = memories.event_sequence)"
+            " WHERE event_sequence IN (SELECT event_sequence FROM corrections) AND known_from IS NOT"
+            " (SELECT o.known_from FROM corrections c JOIN memories o ON o.id = c.original_id"
+            "  WHERE c.event_sequence = memories.event_sequence)"
+        )
+        if not conn.changes():
+            break
+
+
 def schema_version(db: Database) -> int:
     """How many migrations the archive has applied (0 for a new file)."""
     exists = db.scalar("SELECT count(*) FROM sqlite_master WHERE name = 'schema_migrations'")

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import clock, events, memories, search, validate
+from . import clock, events, gaps, gist, memories, search, validate
 from .errors import InvalidArgument, MemLikeHumanError
 from .records import Coverage, Memory, MemoryHit, RawHit, RecallResult, Scope
 from .search import DateWindow, Filters, date_windows
@@ -31,8 +31,9 @@ if TYPE_CHECKING:
     from .engine import Engine
 
 MODES = ("fast", "semantic", "deep")
+# Raw candidates are checked for memory coverage this many at a time.
+RAW_PAGE = 50
 DETAILS = ("auto", "gist", "detailed")
-EPISODIC_KINDS = ("event",)
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,9 @@ def recall(
         raise InvalidArgument("query is empty: give words to search for, or a cue_key to look up")
     stamp = clock.now_stamp() if as_of is None else clock.stamp(as_of, "as_of")
     filters = Filters(scope, stamp, session_id, cue_key, include_history)
-    return _Recall(engine, filters, query, limit, detail, search_mode, tuning).run()
+    found = _Recall(engine, filters, query, limit, detail, search_mode, tuning)
+    found.as_of_given = as_of is not None
+    return found.run()
 
 
 class _Recall:
@@ -107,6 +110,7 @@ class _Recall:
         self.warnings: list[str] = []
         self.model: str | None = None
         self.qvec: np.ndarray | None = None
+        self.as_of_given = False
 
     def run(self) -> RecallResult:
         mode = self._prepare_dense()
@@ -217,8 +221,9 @@ class _Recall:
             allowed=allowed,
         )
         if hits.skipped:
+            among = " of those the session_id/cue_key filter admits" if allowed is not None else ""
             self.warnings.append(
-                f"semantic search scanned the {hits.scanned:,} most recent {kind}s with vectors and skipped"
+                f"semantic search scanned the {hits.scanned:,} most recent {kind}s with vectors{among} and skipped"
                 f" {hits.skipped:,} older ones: use search_mode deep to search all of them"
             )
         pairs = list(zip(hits.ids.tolist(), hits.scores.tolist(), strict=True))
@@ -302,17 +307,30 @@ class _Recall:
     def _detail_of(self, memory: Memory) -> str:
         if self.detail == "gist":
             return "overview"
-        if self.detail == "detailed" or memory.kind not in EPISODIC_KINDS:
+        if self.detail == "detailed" or memory.kind not in gist.EPISODIC_KINDS:
             return "full"
         age = clock.parse(self.filters.as_of, "as_of") - clock.parse(memory.valid_from, "valid_from")
         return "overview" if age > timedelta(days=self.engine.settings.gist_after_days) else "full"
 
     def _raw_hits(self, scores: dict[int, float]) -> list[RawHit]:
-        hits = []
-        for sequence in _top(scores, self.limit):
-            event = events.load(self.db, sequence)
-            text, truncated = excerpt(event.text, self.words)
-            hits.append(RawHit(event, text, truncated, round(scores[sequence], 6)))
+        """The best events as excerpts; an event with memories only where the query falls in a gap."""
+        hits: list[RawHit] = []
+        ranked = _top(scores, len(scores))
+        for start in range(0, len(ranked), RAW_PAGE):
+            page = ranked[start : start + RAW_PAGE]
+            quotes = search.memory_quotes(self.db, page)
+            for sequence in page:
+                event = events.load(self.db, sequence)
+                text, whole = event.text, True
+                if sequence in quotes:
+                    found = gaps.uncovered_text(text, quotes[sequence], self.words) if self.words else None
+                    if found is None:
+                        continue  # what matched is covered by the event's memories
+                    text, whole = found, False
+                shown, truncated = excerpt(text, self.words)
+                hits.append(RawHit(event, shown, truncated or not whole, round(scores[sequence], 6)))
+                if len(hits) == self.limit:
+                    return hits
         return hits
 
     # -- coverage ----------------------------------------------------------------------------------
@@ -334,26 +352,44 @@ class _Recall:
                 )
                 or 0
             )
-        return Coverage(int(total), int(pending), int(failed), int(total) - int(with_vectors))
+        later = self.db.scalar(
+            "SELECT count(*) FROM events WHERE persona_id = ? AND project_id = ? AND occurred_at > ?",
+            (scope.persona_id, scope.project_id, self.filters.as_of),
+        )
+        return Coverage(int(total), int(pending), int(failed), int(total) - int(with_vectors), int(later or 0))
 
     def _coverage_warnings(self, coverage: Coverage, mode: str) -> None:
         if coverage.events_pending:
             self.warnings.append(
-                f"{coverage.events_pending} events in scope are pending extraction: results may be incomplete"
+                f"{_events(coverage.events_pending)} pending extraction: results may be incomplete"
                 " (their original text is searched and shown in raw_fallback)"
             )
         if coverage.events_failed:
             self.warnings.append(
-                f"{coverage.events_failed} events in scope failed extraction: results may be incomplete"
+                f"{_events(coverage.events_failed, 'has', 'have')} failed extraction: results may be incomplete"
                 " (their original text is searched and shown in raw_fallback; `memlikehuman retry` tries again)"
             )
+        if coverage.events_after_as_of:
+            later = _events(coverage.events_after_as_of, "occurred", "occurred")
+            if self.as_of_given:
+                self.warnings.append(f"{later} after as_of and were not searched: use a later as_of to include them")
+            else:
+                self.warnings.append(
+                    f"{later} after now (dated in the future) and were not searched: check the clock and the UTC"
+                    " offset of the host that recorded them; they are found once their time has come"
+                )
         if mode != "fast" and coverage.events_without_vectors:
             self.warnings.append(
-                f"{coverage.events_without_vectors} events in scope have no vector of {self.model} yet:"
+                f"{_events(coverage.events_without_vectors, 'has', 'have')} no vector of {self.model} yet:"
                 " semantic matching misses them (lexical matching still finds them); new events are embedded"
                 " in the background, `memlikehuman reindex` embeds all"
             )
             self.engine.indexer.notify()
+
+
+def _events(count: int, singular: str = "is", plural: str = "are") -> str:
+    """'1 event in scope is', '3 events in scope are': a count of events with its verb in the right number."""
+    return f"{count} event in scope {singular}" if count == 1 else f"{count} events in scope {plural}"
 
 
 def _normalized(pairs: Iterable[tuple[int, float]], weight: float, *, floor: bool = False) -> dict[int, float]:

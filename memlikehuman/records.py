@@ -81,6 +81,10 @@ class Memory:
     replaced_by: str | None = None
     superseded_by: str | None = None
     supersedes: str | None = None
+    # since when it is known (as_of): its event's time; a correction's replacement: its original's
+    known_from: str = ""
+    # the revoked memory this one replaced (a correction's replacement), else None
+    corrects: str | None = None
     # attribution copied from the source event
     event_id: str = ""
     role: str = ""
@@ -157,6 +161,8 @@ class Coverage:
     events_pending: int
     events_failed: int
     events_without_vectors: int
+    # events of the scope that occurred after as_of: not searched (dated in the future, when as_of is now)
+    events_after_as_of: int = 0
 
 
 @dataclass(frozen=True)

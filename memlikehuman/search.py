@@ -72,12 +72,15 @@ def match_expression(words: Sequence[str]) -> str | None:
 
 
 def _event_rules(filters: Filters) -> str:
-    """Raw events a recall may return: in scope, known by as_of, not covered by derived memories."""
+    """Raw events a recall may return: recorded (not corrections), in scope, known by as_of.
+
+    Events with memories are candidates too: recall shows the parts no memory covers (gaps.py).
+    """
     rules = [
         "e.persona_id = :persona",
         "e.project_id = :project",
         "e.occurred_at <= :as_of",
-        "NOT EXISTS (SELECT 1 FROM memories d WHERE d.event_sequence = e.sequence)",
+        "e.kind = 'record'",
     ]
     if filters.session_id is not None:
         rules.append("e.session_id = :session")
@@ -89,8 +92,7 @@ def _event_rules(filters: Filters) -> str:
 # A later version closes a memory's window only once the later version is itself known (as_of).
 _CLOSED_BY_AS_OF = (
     "(m.valid_to IS NOT NULL AND m.valid_to <= :as_of AND (m.superseded_by IS NULL OR"
-    " (SELECT se.occurred_at FROM memories s JOIN events se ON se.sequence = s.event_sequence"
-    "  WHERE s.id = m.superseded_by) <= :as_of))"
+    " (SELECT s.known_from FROM memories s WHERE s.id = m.superseded_by) <= :as_of))"
 )
 
 
@@ -103,7 +105,7 @@ def _memory_rules(filters: Filters) -> str:
         "m.persona_id = :persona",
         "m.project_id = :project",
         "m.revoked_at IS NULL",
-        "e.occurred_at <= :as_of",
+        "m.known_from <= :as_of",
         "m.valid_from <= :as_of",
     ]
     if not filters.include_history:
@@ -113,6 +115,17 @@ def _memory_rules(filters: Filters) -> str:
     if filters.cue_key is not None:
         rules.append("m.event_sequence IN (SELECT c.event_sequence FROM cues c WHERE c.key = :cue)")
     return " AND ".join(rules)
+
+
+def memory_quotes(db: Database, sequences: Sequence[int]) -> dict[int, list[str]]:
+    """The quotes of every memory (revoked and superseded ones too) of those events that have any."""
+    found: dict[int, list[str]] = {}
+    for start in range(0, len(sequences), 500):
+        chunk = tuple(sequences[start : start + 500])
+        marks = ",".join("?" * len(chunk))
+        for row in db.query(f"SELECT event_sequence, quote FROM memories WHERE event_sequence IN ({marks})", chunk):
+            found.setdefault(row["event_sequence"], []).append(row["quote"])
+    return found
 
 
 def closed_by_as_of(db: Database, rowids: Sequence[int], as_of: str) -> set[int]:

@@ -140,10 +140,12 @@ class VectorCache:
 
         `window` limits the scan to the most recent rows; `allowed` to the given IDs.
         """
-        ids, rows, total = self._snapshot(db, kind, model, scope, window)
-        skipped = total - len(ids)
-        if allowed is not None and len(ids):
-            mask = np.isin(ids, allowed)
+        ids, rows, older = self._snapshot(db, kind, model, scope, window)
+        skipped = len(older)
+        if allowed is not None:
+            # Counted among what the filter admits: a session's 5 events are not "20,000 skipped".
+            skipped = int(np.isin(older, allowed).sum()) if len(older) else 0
+            mask = np.isin(ids, allowed) if len(ids) else np.zeros(0, dtype=bool)
             ids, rows = ids[mask], rows[mask]
         if not len(ids) or rows.shape[1] != query.shape[0]:
             return Hits(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32), 0, skipped)
@@ -172,7 +174,8 @@ class VectorCache:
 
     def _snapshot(
         self, db: Database, kind: Kind, model: str, scope: Scope, window: int | None
-    ) -> tuple[np.ndarray, np.ndarray, int]:
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The (ids, rows) inside the window, and the IDs of the older rows outside it."""
         self._check_outside_writes(db)
         key = (kind, model, scope)
         with self._lock:
@@ -180,7 +183,8 @@ class VectorCache:
             if matrix is None:
                 matrix = self._matrices[key] = _load(db, kind, model, scope)
             # Views stay valid: add() writes past n or into rows already scored (same values then).
-            return (*matrix.view(window), matrix.n)
+            ids, rows = matrix.view(window)
+            return ids, rows, matrix.ids[: matrix.n - len(ids)]
 
     def _check_outside_writes(self, db: Database) -> None:
         # PRAGMA data_version changes only when another connection commits.

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .. import fulltext
+from .. import fulltext, memories
 from ..db import Database, Row
 from ..errors import Conflict, InvalidArgument
 from ..events import NewEvent
@@ -175,6 +175,7 @@ class _Importer:
                 " in the file nor in the same scope of the archive"
             )
         self.conn.execute(_LINK_UPDATE)
+        memories.settle_known_from(self.conn)
 
 
 _ID_FIELD = {"event": "event_id", "memory": "memory_id", "correction": "event_id", "checkpoint": "checkpoint_id"}

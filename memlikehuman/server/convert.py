@@ -17,6 +17,11 @@ from .models import CueOut, EventOut, MemoryOut, PageOut, SourceOut
 _LINE_BREAKS = str.maketrans({"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"})
 
 
+def counted(number: int, noun: str, plural: str | None = None) -> str:
+    """'1 memory', '2 memories': a count with its noun in the right number."""
+    return f"{number} {noun if number == 1 else plural or noun + 's'}"
+
+
 def tool_result(summary: str, model: BaseModel) -> CallToolResult:
     """Structured content plus a text block: a one-line summary, then the same data as JSON.
 
@@ -67,6 +72,8 @@ def memory_out(
         replaced_by=memory.replaced_by,
         superseded_by=memory.superseded_by,
         supersedes=memory.supersedes,
+        known_from=memory.known_from or None,
+        corrects=memory.corrects,
     )
 
 

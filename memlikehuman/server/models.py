@@ -67,6 +67,13 @@ class MemoryOut(BaseModel):
     replaced_by: str | None = None
     superseded_by: str | None = None
     supersedes: str | None = None
+    known_from: str | None = Field(
+        default=None,
+        description="since when as_of sees it: its event's time; for a correction's replacement, its original's",
+    )
+    corrects: str | None = Field(
+        default=None, description="the revoked memory this correction replaced; source is the correction event"
+    )
 
 
 class EventOut(BaseModel):
@@ -116,6 +123,10 @@ class CoverageOut(BaseModel):
     events_pending: int
     events_failed: int
     events_without_vectors: int
+    events_after_as_of: int = Field(
+        default=0,
+        description="events in scope that occurred after as_of, so not searched (future-dated when as_of is now)",
+    )
 
 
 class RecallOut(BaseModel):

@@ -10,7 +10,7 @@ from pydantic import Field
 from ..recall import recall
 from ..records import MemoryHit, RawHit, RecallResult, Scope
 from .app import Holder, MemoryMCPServer, call
-from .convert import memory_out, tool_result
+from .convert import counted, memory_out, tool_result
 from .models import CoverageOut, MemoryOut, PersonaId, ProjectId, RawHitOut, RecallOut
 
 
@@ -81,6 +81,7 @@ def recall_out(result: RecallResult) -> RecallOut:
             events_pending=result.coverage.events_pending,
             events_failed=result.coverage.events_failed,
             events_without_vectors=result.coverage.events_without_vectors,
+            events_after_as_of=result.coverage.events_after_as_of,
         ),
         warnings=list(result.warnings),
     )
@@ -107,9 +108,9 @@ def _raw(hit: RawHit) -> RawHitOut:
 
 def _summary(result: RecallResult) -> str:
     text = (
-        f"{len(result.memories)} memories and {len(result.raw_fallback)} raw excerpts"
+        f"{counted(len(result.memories), 'memory', 'memories')} and {counted(len(result.raw_fallback), 'raw excerpt')}"
         f" ({result.search_mode} search, as of {result.as_of})."
     )
     if result.warnings:
-        text += f" {len(result.warnings)} warning(s): read `warnings`."
+        text += f" {counted(len(result.warnings), 'warning')}: read `warnings`."
     return text
