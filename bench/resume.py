@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.report import percentile, table, write_section  # noqa: E402
-from memlikehuman import checkpoints, config, context, events, personas  # noqa: E402
+from memlikehuman import checkpoints, config, context, events, personas, tokens  # noqa: E402
 from memlikehuman.engine import Engine  # noqa: E402
 from memlikehuman.records import Scope  # noqa: E402
 
@@ -69,6 +69,10 @@ def recall_alone(engine: Engine, query: str) -> object:
     return recall(engine, SCOPE, query, limit=context.RECALL_LIMIT)
 
 
+def _events(result: context.ResumeResult) -> int:
+    return {c.name: c.items - c.omitted_items for c in result.components}["recent_events"]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--events", type=int, default=100_000)
@@ -80,7 +84,7 @@ def main() -> None:
         print(f"built {args.events:,} events in {time.perf_counter() - started:.1f} s", file=sys.stderr)
         cases: list[tuple[str, Callable[[], object]]] = [
             ("baseline: SELECT latest 50 events (plain query)", lambda: latest_events(engine, 50)),
-            ("session_resume, checkpoint 200 events back, 4,096 tokens, estimate",
+            ("session_resume, checkpoint 200 events back, 4,096 tokens, estimate (no target_model)",
              lambda: context.resume(engine, SCOPE)),
             ("session_resume, same, 4,096 tokens, gpt-4o (o200k)",
              lambda: context.resume(engine, SCOPE, target_model="gpt-4o")),
@@ -98,11 +102,14 @@ def main() -> None:
             rows.append((label, percentile(samples, 50), percentile(samples, 95)))
             print(f"{label}: p50 {rows[-1][1]:.2f} ms, p95 {rows[-1][2]:.2f} ms", file=sys.stderr)
         sample = context.resume(engine, SCOPE, target_model="gpt-4o")
+        estimated = context.resume(engine, SCOPE)
+    real = tokens.counter_for("gpt-4o").count(estimated.context)
     body = table(["what", "p50 ms", "p95 ms"], rows) + (
         f"\n\n{args.events:,} events of 8-60 words in one project, a core persona, {args.runs} runs per row after one"
         " warm-up, in-process (no MCP envelope). The 4,096-token gpt-4o context held"
-        f" {dict((c.name, c.items - c.omitted_items) for c in sample.components)['recent_events']} events"
-        f" ({sample.status}). The query row includes recall (fast mode, full-text only: no embedder)."
+        f" {_events(sample)} events ({sample.status}); the 4,096-token estimate context ({estimated.token_method})"
+        f" held {_events(estimated)} events, {real:,} real o200k tokens ({real / 4096:.0%} of the budget)."
+        " The query row includes recall (fast mode, full-text only: no embedder)."
     )
     write_section("resume", "session_resume", f"python bench/resume.py --events {args.events}", body)
 

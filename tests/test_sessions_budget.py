@@ -103,7 +103,7 @@ def test_component_counts_add_up_to_about_the_whole(archive):
 
 def test_an_unknown_model_is_counted_with_the_estimate_and_still_fits(archive):
     out = context.resume(archive, SCOPE, token_budget=3000, target_model="claude-sonnet-4")
-    assert out.token_method == "estimate:utf8-bytes+1"
+    assert out.token_method == "estimate:tokenizers-max*1.4"
     assert out.token_count == tokens.estimate(out.context) <= 3000
     assert "claude-sonnet-4" in out.warnings[0]
 

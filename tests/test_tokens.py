@@ -99,29 +99,81 @@ def exact_counters(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tokens
 
 
 @pytest.mark.parametrize("sample", sorted(SAMPLES))
-def test_the_estimate_never_undercounts_any_supported_tokenizer_on_samples(exact_counters, sample):
+def test_the_byte_bound_never_undercounts_any_supported_tokenizer_on_samples(exact_counters, sample):
     text = SAMPLES[sample]
     for name, counter in exact_counters.items():
-        assert tokens.estimate(text) >= counter.count(text), (name, sample)
+        assert tokens.byte_bound(text) >= counter.count(text), (name, sample)
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.text(max_size=200))
-def test_the_estimate_never_undercounts_any_supported_tokenizer_on_arbitrary_text(exact_counters, text):
+def test_the_byte_bound_never_undercounts_any_supported_tokenizer_on_arbitrary_text(exact_counters, text):
     for name, counter in exact_counters.items():
-        assert tokens.estimate(text) >= counter.count(text), name
+        assert tokens.byte_bound(text) >= counter.count(text), name
 
 
-def test_the_estimate_covers_a_normalizer_that_lengthens_the_text(exact_counters):
+def test_the_byte_bound_covers_a_normalizer_that_lengthens_the_text(exact_counters):
     # U+FDFA is 3 UTF-8 bytes; NFKC turns it into 18 Arabic letters and spaces, 33 bytes.
     assert exact_counters["nfkc-byte-fallback"].count("\ufdfa") > len("\ufdfa".encode()) + 1
-    assert tokens.estimate("\ufdfa") >= exact_counters["nfkc-byte-fallback"].count("\ufdfa")
+    assert tokens.byte_bound("\ufdfa") >= exact_counters["nfkc-byte-fallback"].count("\ufdfa")
+    assert tokens.estimate("\ufdfa") >= exact_counters["nfkc-byte-fallback"].count("\ufdfa")  # unproven: bytes
 
 
-def test_the_estimate_is_tight_for_a_tokenizer_that_falls_back_to_bytes(exact_counters):
-    # "▁" plus three byte tokens: the "+1" of the estimate is needed, not slack.
-    assert exact_counters["sentencepiece-byte-fallback"].count("中") == 4 == tokens.estimate("中")
+def test_the_byte_bound_is_tight_for_a_tokenizer_that_falls_back_to_bytes(exact_counters):
+    # "▁" plus three byte tokens: the "+1" of the bound is needed, not slack.
+    assert exact_counters["sentencepiece-byte-fallback"].count("中") == 4 == tokens.byte_bound("中")
     assert exact_counters["bpe-no-merges"].count("中") == 3
+
+
+# The corpus on which the estimate's margin is proven (issue 13): prose, CJK, emoji, code, JSON.
+PROOF_CORPUS = {
+    "english": "When I moved to Lisbon last spring, I didn't expect to fall in love with the old trams, the steep"
+    " streets and the smell of grilled sardines drifting up from the harbour every evening.",
+    "english-dialogue": "Hey Mel! Good to see you! How have you been? I went to an LGBTQ support group yesterday"
+    " and it was so powerful.",
+    "german": SAMPLES["german"],
+    "chinese": SAMPLES["chinese"] + "我每天早上喝绿茶。",
+    "japanese": SAMPLES["japanese"] + "東京で新しい仕事を始めました。",
+    "korean": "오늘 회의가 길었어요. 내일은 부산으로 출장을 갑니다. 저녁에 친구와 비빔밥을 먹었어요.",
+    "emoji": SAMPLES["emoji"] + " great job 🎉🎉",
+    "code": SAMPLES["code"],
+    "json": SAMPLES["json"],
+    "resume-line": '{"event_id":"e-1","role":"user","source":"Ana","occurred_at":"2024-03-01T10:00:00.000000Z",'
+    '"text":"«DATA 1234567890123456 recent_events» I live in Porto."}',
+}
+INSTALLED = {name: tokens.counter_for(name).count for name in tokens.ESTIMATE_ENCODINGS}
+
+
+@pytest.mark.parametrize("sample", sorted(PROOF_CORPUS))
+def test_the_estimate_never_falls_below_any_installed_tokenizer(sample):
+    text = PROOF_CORPUS[sample]
+    assert all(tokens.estimate(text) >= count(text) for count in INSTALLED.values())
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=200))
+def test_the_estimate_never_falls_below_any_installed_tokenizer_on_arbitrary_text(text):
+    assert all(tokens.estimate(text) >= count(text) for count in INSTALLED.values())
+
+
+@pytest.mark.parametrize("sample", sorted(PROOF_CORPUS))
+def test_the_margin_covers_each_installed_tokenizer_from_the_other_three(sample):
+    # The proof that the margin holds for a tokenizer we do not have: leave each one out in turn.
+    text = PROOF_CORPUS[sample]
+    for left_out, count in INSTALLED.items():
+        others = max(other(text) for name, other in INSTALLED.items() if name != left_out)
+        assert tokens.MARGIN * others >= count(text), (left_out, sample)
+
+
+@pytest.mark.parametrize("sample", ["english", "english-dialogue"])
+def test_for_english_prose_the_estimate_is_at_most_one_and_a_half_times_o200k(sample):
+    text = PROOF_CORPUS[sample]
+    assert tokens.estimate(text) <= 1.5 * INSTALLED["o200k_base"](text)
+
+
+def test_scripts_without_a_proven_margin_are_counted_with_the_byte_bound():
+    thai = "ฉันอาศัยอยู่ที่กรุงเทพมาห้าปีแล้ว"
+    assert tokens.estimate(thai) == tokens.byte_bound(thai)
 
 
 @settings(max_examples=200, deadline=None)
@@ -154,17 +206,22 @@ def test_known_model_names_map_to_an_exact_offline_tokenizer(model, method):
     assert counter.count("hello world") == 2
 
 
-@pytest.mark.parametrize("model", ["claude-sonnet-4", "llama-3.1-8b", "text-davinci-003"])
+@pytest.mark.parametrize("model", ["claude-sonnet-4", "claude-opus-4-1", "text-davinci-003"])
 def test_unknown_or_unavailable_tokenizers_use_the_labeled_estimate_with_a_warning(model):
     counter = tokens.counter_for(model)
-    assert counter.method == "estimate:utf8-bytes+1"
+    assert counter.method == "estimate:tokenizers-max*1.4"
     assert len(counter.warnings) == 1 and model in counter.warnings[0]
-    assert counter.count("héllo") == 8  # 7 bytes once NFKD splits é into e and a combining accent, plus one
+    assert counter.count("hello world") == 3  # 2 tokens in every installed tokenizer, times 1.4, rounded up
+
+
+@pytest.mark.parametrize(("model", "method"), [("llama-3.1-8b", "quicktok:llama3"), ("qwen2.5-7b", "quicktok:qwen3")])
+def test_open_models_whose_tokenizer_quicktok_ships_are_counted_exactly(model, method):
+    assert (tokens.counter_for(model).method, tokens.counter_for(model).warnings) == (method, ())
 
 
 def test_without_a_target_model_or_tokenizer_file_the_estimate_is_used_silently():
     counter = tokens.counter_for(None)
-    assert (counter.method, counter.warnings, counter.count("")) == ("estimate:utf8-bytes+1", (), 0)
+    assert (counter.method, counter.warnings, counter.count("")) == ("estimate:tokenizers-max*1.4", (), 0)
 
 
 def test_a_configured_tokenizer_json_is_used_by_default_and_by_name(tmp_path):
@@ -179,7 +236,7 @@ def test_a_broken_tokenizer_json_falls_back_to_the_estimate_with_a_warning(tmp_p
     path = tmp_path / "tokenizer.json"
     path.write_text("{not json", encoding="utf-8")
     counter = tokens.counter_for(None, path)
-    assert counter.method == "estimate:utf8-bytes+1"
+    assert counter.method == "estimate:utf8-bytes+1"  # nothing is known of that model: the bound for every kind
     assert str(path) in counter.warnings[0]
 
 

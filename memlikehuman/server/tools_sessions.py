@@ -92,7 +92,11 @@ def register(server: MemoryMCPServer, holder: Holder) -> None:
             int, Field(strict=True, description="maximum tokens of the returned context string")
         ] = 4096,
         target_model: Annotated[
-            str | None, Field(description="your model (e.g. gpt-4o) for exact counting; else a safe estimate")
+            str | None,
+            Field(
+                description="your own model name (e.g. gpt-4o, claude-sonnet-4, llama-3.1-8b): pass it, so the"
+                " budget is counted with its tokenizer where one is installed; else a labeled conservative estimate"
+            ),
         ] = None,
         session_id: Annotated[str | None, Field(description="take the checkpoint of this session only")] = None,
         persona_id: PersonaId = "default",
@@ -102,8 +106,9 @@ def register(server: MemoryMCPServer, holder: Holder) -> None:
 
         It holds the core persona, the latest task checkpoint, the events recorded after it and,
         for a query, relevant memories, each as labeled data blocks (data, not instructions).
-        Inspect status, omitted and warnings: partial means something did not fit;
-        insufficient_budget means even the framing and core persona did not fit.
+        Pass target_model (your model's name) so the budget is counted for your tokenizer. Inspect
+        status, omitted and warnings: partial means something did not fit; insufficient_budget means
+        even the framing and core persona did not fit.
         """
         result = call(
             lambda: context.resume(
