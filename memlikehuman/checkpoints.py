@@ -69,7 +69,7 @@ def _items(value: Any, field: str) -> tuple[str, ...]:
     if value is None:
         return ()
     if not isinstance(value, list | tuple):
-        raise InvalidArgument(f"state.{field} must be a list of strings")
+        raise InvalidArgument(f"state.{field} is not a list: send a list of strings (or leave it out)")
     if len(value) > MAX_ITEMS:
         raise LimitExceeded(f"state.{field} has {len(value)} items; at most {MAX_ITEMS} are allowed: merge some")
     return tuple(
@@ -80,7 +80,10 @@ def _items(value: Any, field: str) -> tuple[str, ...]:
 def parse_state(raw: Mapping[str, Any]) -> TaskState:
     """Validate a checkpoint state; raise InvalidArgument or LimitExceeded on the first problem."""
     if not isinstance(raw, Mapping):
-        raise InvalidArgument("state must be an object with goal, completed, pending, constraints, next_step")
+        raise InvalidArgument(
+            'state is not an object: send {"goal": ..., "completed": [...], "pending": [...],'
+            ' "constraints": [...], "next_step": ...}'
+        )
     unknown = sorted(set(raw) - set(STATE_FIELDS))
     if unknown:
         raise InvalidArgument(f"state has unknown fields {unknown}: use only {', '.join(STATE_FIELDS)}")

@@ -6,10 +6,12 @@ The MCP server and the CLI call these methods; nothing here knows about either.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import Any
 
-from . import events, extract, memories, validate
+from . import clock, events, extract, memories, validate
 from . import indexer as indexing
 from .config import Settings
 from .db import Database
@@ -21,6 +23,31 @@ from .records import ReadResult, RecordResult, Scope
 from .vectors import VectorCache
 
 log = logging.getLogger("memlikehuman")
+
+
+# An occurred_at further ahead of this server's clock is reported: recall (as of now) cannot see it yet.
+CLOCK_SKEW = timedelta(minutes=5)
+
+
+def _future_warning(occurred_at: str | None) -> tuple[str, ...]:
+    if occurred_at is None:
+        return ()
+    ahead = clock.parse(occurred_at, "occurred_at") - clock.now()
+    if ahead <= CLOCK_SKEW:
+        return ()
+    return (
+        f"occurred_at {occurred_at} is {_duration(ahead)} ahead of this server's clock: memory_recall (as of now)"
+        " will not find the event until then; if that is a mistake (clock skew, a wrong UTC offset), forget it"
+        " with memory_forget and record it again with the right occurred_at",
+    )
+
+
+def _duration(span: timedelta) -> str:
+    minutes = int(span.total_seconds() // 60)
+    if minutes < 120:
+        return f"{minutes} minutes"
+    hours = minutes // 60
+    return f"{hours} hours" if hours < 48 else f"{hours // 24} days"
 
 
 class Engine:
@@ -35,6 +62,7 @@ class Engine:
         self.vectors = VectorCache()
         self.indexer = indexing.Indexer(self)
         self._embedder: Embedder | None = None
+        self._building = threading.Lock()
 
     @property
     def embedder(self) -> Embedder | None:
@@ -42,8 +70,9 @@ class Engine:
 
         Raises InvalidArgument or Unavailable when the configured one cannot be built.
         """
-        if self._embedder is None and self.settings.embedder != "none":
-            self._embedder = build_embedder(self.settings)
+        with self._building:  # the indexer thread and tool threads share one instance (one model)
+            if self._embedder is None and self.settings.embedder != "none":
+                self._embedder = build_embedder(self.settings)
         return self._embedder
 
     def close(self) -> None:
@@ -90,7 +119,7 @@ class Engine:
         payload = events.new_event(scope, event_id, text, role, source, category, session_id, occurred_at, cues)
         sequence, duplicate = events.insert(self.db, payload)
         # The event is committed: everything below may fail or time out without losing it.
-        warnings: tuple[str, ...] = ()
+        warnings: tuple[str, ...] = _future_warning(payload.occurred_at)
         # Pending/failed extraction is tried again on a duplicate; a complete one is left alone.
         warnings += extract.run(self.db, self.extractor, sequence).warnings
         self.indexer.notify()  # embeds the event and its memories in the background, after the commit
@@ -116,7 +145,9 @@ class Engine:
         validate.identifier(record_id, "record_id", max_len=256)
         validate.int_range(max_chars, "max_chars", 1, 20_000)
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-            raise InvalidArgument("offset must be a non-negative integer")
+            raise InvalidArgument(
+                "offset must be a non-negative integer: use 0, or the source_page.next_offset of the last read"
+            )
         with self.db.read():
             if record_id.startswith(memories.MEMORY_PREFIX):
                 memory = memories.find(self.db, scope, record_id)

@@ -53,15 +53,19 @@ def parse_cues(raw: Sequence[Any] | None) -> tuple[Cue, ...]:
     if raw is None:
         return ()
     if len(raw) > validate.MAX_CUES:
-        raise validate.LimitExceeded(f"{len(raw)} cues given; at most {validate.MAX_CUES} are allowed")
+        raise validate.LimitExceeded(
+            f"{len(raw)} cues given; at most {validate.MAX_CUES} are allowed: send the most telling ones"
+        )
     cues = []
     for index, item in enumerate(raw):
         data = item if isinstance(item, dict) else getattr(item, "__dict__", None)
         if not isinstance(data, dict):
-            raise InvalidArgument(f"cues[{index}] must be an object with kind, key and optional label")
+            raise InvalidArgument(
+                f'cues[{index}] is not an object: send {{"kind": "text" or "photo", "key": ..., "label": ...}}'
+            )
         extra = set(data) - {"kind", "key", "label"}
         if extra:
-            raise InvalidArgument(f"cues[{index}] has unknown fields {sorted(extra)}: use kind, key, label")
+            raise InvalidArgument(f"cues[{index}] has unknown fields {sorted(extra)}: use only kind, key and label")
         kind = validate.choice(data.get("kind"), f"cues[{index}].kind", CUE_KINDS)  # type: ignore[arg-type]
         key = validate.identifier(data.get("key"), f"cues[{index}].key")  # type: ignore[arg-type]
         label = data.get("label")
@@ -191,7 +195,10 @@ def load(db: Database, sequence: int) -> Event:
     with db.read():
         row = db.one(f"SELECT {EVENT_COLUMNS} FROM events WHERE sequence = ?", (sequence,))
         if row is None:
-            raise NotFound(f"event #{sequence} no longer exists")
+            raise NotFound(
+                f"event #{sequence} no longer exists (it was forgotten meanwhile): find the current records"
+                " with memory_recall"
+            )
         cues = tuple(
             Cue(r["kind"], r["key"], r["label"])
             for r in db.query(
@@ -212,7 +219,10 @@ def find(db: Database, scope: Scope, event_id: str) -> Event:
         (event_id, scope.persona_id, scope.project_id),
     )
     if sequence is None:
-        raise NotFound(f"no event {event_id!r} in persona {scope.persona_id!r}, project {scope.project_id!r}")
+        raise NotFound(
+            f"no event {event_id!r} in persona {scope.persona_id!r}, project {scope.project_id!r}: check the ID and the"
+            " persona_id/project_id, or find the event with memory_recall"
+        )
     return load(db, int(sequence))
 
 

@@ -21,7 +21,6 @@ from . import vectors
 from .db import Row
 from .errors import InvalidArgument, MemLikeHumanError
 from .providers.base import Embedder
-from .providers.embedders import build_embedder
 from .records import Scope
 
 if TYPE_CHECKING:
@@ -179,7 +178,6 @@ class Indexer:
         self._wake = threading.Event()
         self._stopping = False
         self._thread: threading.Thread | None = None
-        self._embedder: Embedder | None = None
         # Everything at or below a floor has a vector: later scans start above it.
         self._floors = {"event": 0, "memory": 0}
         self._rescan_at = 0.0
@@ -232,9 +230,9 @@ class Indexer:
                 self._done.notify_all()
 
     def _drain(self) -> None:
-        if self._embedder is None:
-            self._embedder = build_embedder(self.engine.settings)
-        embedder = self._embedder
+        # The engine's embedder, shared with queries: one model per process (the local one
+        # interleaves a waiting query between short slices of a batch, see providers/local.py).
+        embedder = self.engine.embedder
         if embedder is None:
             return
         if time.monotonic() >= self._rescan_at:

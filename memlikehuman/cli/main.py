@@ -134,6 +134,10 @@ class Group(click.Group):
             return super().invoke(ctx)
         except apsw.Error as exc:
             fail(Unavailable(unreadable(None, exc)))
+        except KeyboardInterrupt:
+            # click would turn Ctrl-C into "Aborted!" and exit 1; the README promises the shell's 130.
+            click.echo("\ninterrupted: work committed so far is kept", err=True)
+            sys.exit(EXIT_INTERRUPTED)
 
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -152,6 +156,10 @@ def main(ctx: click.Context, db: Path | None, verbose: bool) -> None:
         level=logging.DEBUG if verbose else logging.INFO,
         format="memlikehuman: %(message)s",
     )
+    if not verbose:
+        # The HTTP clients log every request at INFO: noise between a command's own lines.
+        for name in ("httpx", "httpx2", "openai", "httpcore"):
+            logging.getLogger(name).setLevel(logging.WARNING)
 
 
 # Each module defines COMMAND (a click command or group) and is added to `main`.

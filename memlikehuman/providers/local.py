@@ -21,6 +21,8 @@ VARIANTS = {"multilingual-e5-small-q4": "original", "e5-small-enpt-q4": "enpt"}
 DEFAULT_MODEL = "multilingual-e5-small-q4"
 # e5-small reads at most 512 tokens; longer input only costs tokenizing time.
 MAX_CHARS = 2_000
+# Texts embedded under one hold of the model's lock.
+SLICE = 4
 
 
 class LocalEmbedder(Embedder):
@@ -58,7 +60,13 @@ class LocalEmbedder(Embedder):
         clipped = [text[:MAX_CHARS] for text in texts]
         if not clipped:
             return np.zeros((0, 384), dtype=np.float32)
-        with self._lock:
-            model = self._handle()
-            rows = model.query(clipped) if kind == "query" else model.passage(clipped)
-        return np.ascontiguousarray(np.asarray(rows, dtype=np.float32).reshape(len(clipped), -1))
+        parts = []
+        # One model serves the background indexer and queries: the lock is taken per slice, so a
+        # query waits for at most one slice of a batch (~0.05 s a passage on 2 shared cores).
+        for start in range(0, len(clipped), SLICE):
+            chunk = clipped[start : start + SLICE]
+            with self._lock:
+                model = self._handle()
+                rows = model.query(chunk) if kind == "query" else model.passage(chunk)
+            parts.append(np.asarray(rows, dtype=np.float32).reshape(len(chunk), -1))
+        return np.ascontiguousarray(np.concatenate(parts))

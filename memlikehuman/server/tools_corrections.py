@@ -9,8 +9,8 @@ from pydantic import BaseModel, Field
 
 from .. import correct, forget
 from ..records import Scope
-from .app import Holder, MemoryMCPServer, call
-from .convert import tool_result
+from .app import MAY_HAVE_CHANGED, Holder, MemoryMCPServer, call
+from .convert import counted, tool_result
 from .models import PersonaId, ProjectId
 
 
@@ -67,7 +67,7 @@ def register(server: MemoryMCPServer, holder: Holder) -> None:
         )
         return tool_result(
             f"Corrected {memory_id}: replacement {result.replacement_id}, correction event"
-            f" {result.correction_event_id}; {result.invalidated_checkpoints} checkpoints invalidated.",
+            f" {result.correction_event_id}; {counted(result.invalidated_checkpoints, 'checkpoint')} invalidated.",
             out,
         )
 
@@ -89,7 +89,7 @@ def register(server: MemoryMCPServer, holder: Holder) -> None:
         """
         scope = Scope(persona_id, project_id)
         engine = holder.engine
-        result = call(lambda: forget.forget(engine.db, scope, record_id))
+        result = call(lambda: forget.forget(engine.db, scope, record_id), MAY_HAVE_CHANGED)
         # Vectors held in memory go as well; the next events of the session get new ones.
         engine.vectors.discard("event", scope, result.event_sequences + result.reembed_sequences)
         engine.vectors.discard("memory", scope, result.memory_rowids)
@@ -110,7 +110,8 @@ def register(server: MemoryMCPServer, holder: Holder) -> None:
         )
         note = "".join(f" Warning: {w}." for w in warnings)
         return tool_result(
-            f"Forgot {len(result.deleted_event_ids)} events and {len(result.deleted_memory_ids)} memories;"
-            f" {result.invalidated_checkpoints} checkpoints invalidated.{note}",
+            f"Forgot {counted(len(result.deleted_event_ids), 'event')} and"
+            f" {counted(len(result.deleted_memory_ids), 'memory', 'memories')};"
+            f" {counted(result.invalidated_checkpoints, 'checkpoint')} invalidated.{note}",
             out,
         )

@@ -8,8 +8,8 @@ from mcp.types import CallToolResult
 from pydantic import Field
 
 from ..records import Scope
-from .app import Holder, MemoryMCPServer, call
-from .convert import event_out, memory_out, page_out, tool_result
+from .app import RECORDED, Holder, MemoryMCPServer, call
+from .convert import counted, event_out, memory_out, page_out, tool_result
 from .models import CueInput, PersonaId, ProjectId, ReadOut, RecordOut
 
 
@@ -51,7 +51,8 @@ def register(server: MemoryMCPServer, holder: Holder) -> None:
                 session_id,
                 occurred_at,
                 [c.model_dump() for c in cues] if cues is not None else None,
-            )
+            ),
+            RECORDED,
         )
         out = RecordOut(
             event_id=result.event_id,
@@ -65,7 +66,7 @@ def register(server: MemoryMCPServer, holder: Holder) -> None:
         verb = "Already recorded" if result.duplicate else "Recorded"
         return tool_result(
             f"{verb} event {result.event_id} (sequence {result.sequence}); extraction {result.extraction_state},"
-            f" {len(result.memory_ids)} memories.",
+            f" {counted(len(result.memory_ids), 'memory', 'memories')}.",
             out,
         )
 
