@@ -62,13 +62,23 @@ def event_values(conn: Any, sequence: int) -> tuple[str, str, str]:
             "SELECT kind, key, label FROM cues WHERE event_sequence = ? ORDER BY position", (sequence,)
         )
     ]
-    previous = conn.execute(
+    previous = previous_text(conn, row["persona_id"], row["project_id"], row["session_id"], sequence)
+    return event_row(row["text"], row["source"], cues, previous)
+
+
+def event_row(text: str, source: str, cues: Sequence[Cue], previous: str | None) -> tuple[str, str, str]:
+    """(text, attribution, context) from an event's fields and the text of the session's previous record event."""
+    return text, attribution(source, cues), previous[-CONTEXT_CHARS:] if previous else ""
+
+
+def previous_text(conn: Any, persona_id: str, project_id: str, session_id: str, sequence: int) -> str | None:
+    """The text of the record event of the session just before ``sequence`` (None: there is none)."""
+    row = conn.execute(
         "SELECT text FROM events WHERE persona_id = ? AND project_id = ? AND session_id = ? AND sequence < ?"
         " AND kind = 'record' ORDER BY sequence DESC LIMIT 1",
-        (row["persona_id"], row["project_id"], row["session_id"], sequence),
+        (persona_id, project_id, session_id, sequence),
     ).fetchone()
-    context = previous["text"][-CONTEXT_CHARS:] if previous else ""
-    return row["text"], attribution(row["source"], cues), context
+    return None if row is None else str(row["text"])
 
 
 def memory_values(conn: Any, rowid: int) -> tuple[str, str]:
@@ -81,11 +91,11 @@ def memory_values(conn: Any, rowid: int) -> tuple[str, str]:
     return row["content"], memory_attribution(row["source"], row["subject"], row["kind"])
 
 
-def index_event(conn: Any, sequence: int) -> None:
-    """Write the full-text row of a stored event."""
+def index_event(conn: Any, sequence: int, values: tuple[str, str, str] | None = None) -> None:
+    """Write the full-text row of a stored event (``values``: its event_row, when the caller has it)."""
     conn.execute(
         "INSERT INTO events_fts (rowid, text, attribution, context) VALUES (?, ?, ?, ?)",
-        (sequence, *event_values(conn, sequence)),
+        (sequence, *(values or event_values(conn, sequence))),
     )
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Iterable
 
 from .errors import InvalidArgument, LimitExceeded
@@ -18,9 +17,14 @@ RESERVED_PREFIXES = ("mem_", "corr_", "ckpt_")
 _PERSONA_RE = re.compile(r"[A-Za-z0-9._:\-]{1,128}")
 
 
+# Exactly the code points of categories Cc (C0/C1 controls: NUL, newline, tab, U+0085), Cs (surrogates)
+# and Zl/Zp (U+2028/U+2029 line breaks); tests/test_validate.py compares it with unicodedata.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+CONTROL_CATEGORIES = ("Cc", "Cs", "Zl", "Zp")
+
+
 def _has_control(value: str) -> bool:
-    # Cc: C0/C1 controls (NUL, newline, tab, U+0085); Cs: surrogates; Zl/Zp: U+2028/U+2029 line breaks.
-    return any(unicodedata.category(ch) in ("Cc", "Cs", "Zl", "Zp") for ch in value)
+    return _CONTROL.search(value) is not None
 
 
 def encodable(value: str, field: str) -> str:

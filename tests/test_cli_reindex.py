@@ -103,3 +103,16 @@ def test_an_unreachable_embedder_is_an_error_after_the_full_text_part(archive: P
     assert result.exit_code == 1
     assert "full-text: 0 events and 0 memories indexed" in result.stderr
     assert "error: unavailable:" in result.stderr
+
+
+def test_an_import_writes_exactly_the_full_text_rows_a_rebuild_writes(archive: Path, tmp_path: Path) -> None:
+    exported = tmp_path / "export.jsonl"
+    assert cli(archive, "export", "-o", str(exported)).exit_code == 0
+    target = tmp_path / "b.sqlite3"
+    # An earlier event in a session of the file: the context of the session's first imported event.
+    with Engine(make_settings(target)) as engine:
+        engine.record(Scope("alice", "garden"), "before", "An earlier turn of s1", "user", "chat", session_id="s1")
+    assert cli(target, "import", str(exported)).exit_code == 0
+    imported = index_terms(target)
+    assert cli(target, "reindex", "--only", "fulltext").exit_code == 0
+    assert index_terms(target) == imported
