@@ -156,7 +156,7 @@ def fill_missing(db: Database, progress: Progress | None = None, batch: int = BA
     missing_events, missing_memories = count_missing(db)
     total = missing_events + missing_memories
     done = {"event": 0, "memory": 0}
-    writers = {"event": index_event, "memory": index_memory}
+    writers: dict[str, Callable[[Any, int], None]] = {"event": index_event, "memory": index_memory}
     if progress:
         progress(0, total)
     for kind in ("event", "memory"):
