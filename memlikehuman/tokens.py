@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -102,9 +103,8 @@ def byte_bound(text: str) -> int:
     return max(len(form.encode("utf-8")) for form in forms) + 1
 
 
-def _proven(char: str) -> bool:
-    point = ord(char)
-    return any(low <= point <= high for low, high in PROVEN_RANGES)
+# Every character outside PROVEN_RANGES (a regex: a per-character Python loop cost 15 ms a resume).
+_UNPROVEN = re.compile("[^" + "".join(f"{chr(low)}-{chr(high)}" for low, high in PROVEN_RANGES) + "]")
 
 
 def estimate(text: str) -> int:
@@ -114,7 +114,7 @@ def estimate(text: str) -> int:
     counts = [count(text) for count in _installed()]
     if not counts:
         return byte_bound(text)
-    unproven = "" if text.isascii() else "".join(ch for ch in text if not _proven(ch))
+    unproven = "" if text.isascii() else "".join(_UNPROVEN.findall(text))
     if not unproven:
         return math.ceil(MARGIN * max(counts))
     # Both are upper bounds: the byte bound alone is smaller where most of the text is unproven.
