@@ -1,0 +1,44 @@
+"""Run the UI: bind 127.0.0.1 (only), print the URL with this run's token, serve until interrupted."""
+
+from __future__ import annotations
+
+import socket
+import sys
+import webbrowser
+
+import uvicorn
+
+from ..engine import Engine
+from .app import build_app
+from .security import Secrets
+
+HOST = "127.0.0.1"  # never configurable: the UI is for the person at this machine
+
+
+def bind(port: int) -> socket.socket:
+    """A listening socket on 127.0.0.1:port (0: a free port chosen by the system)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((HOST, port))
+    sock.listen(64)
+    return sock
+
+
+def run(engine: Engine, sock: socket.socket, *, open_browser: bool) -> None:
+    """Print the URL as the first line of stdout, optionally open it, and serve until Ctrl-C."""
+    keys = Secrets(port=int(sock.getsockname()[1]))
+    app = build_app(engine, keys)
+    print(keys.url, flush=True)
+    print(f"memlikehuman: the UI of {engine.settings.db_path} is at {keys.url} (Ctrl-C stops it)", file=sys.stderr)
+    if open_browser:
+        webbrowser.open(keys.url)
+    config = uvicorn.Config(
+        app,
+        log_config=None,  # uvicorn's default config logs access lines to stdout
+        access_log=False,
+        log_level="warning",
+        server_header=False,
+        proxy_headers=False,
+        lifespan="off",
+    )
+    uvicorn.Server(config).run(sockets=[sock])
