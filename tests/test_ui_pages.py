@@ -12,7 +12,7 @@ from cli_support import Populated, populate
 from conftest import add_memory, make_settings
 from ui_support import UI, running_ui
 
-from memlikehuman import context, memories
+from memlikehuman import context, memories, stats
 from memlikehuman.engine import Engine
 from memlikehuman.records import Scope
 
@@ -58,6 +58,17 @@ def test_home_shows_every_scope_with_counts_and_the_latest_events_with_their_tex
     assert '<a href="/scope?persona=bob&amp;project=work">work</a></td><td>1</td>' in page.text
     assert "I moved to Porto" in page.text and "timeline entry number 42" in page.text
     assert "timeline entry number 41" not in page.text  # the latest 20 only
+
+
+def test_the_scope_counts_are_those_of_memlikehuman_stats(ui: UI, archive: tuple[Path, Populated]) -> None:
+    with Engine(make_settings(archive[0])) as engine:
+        expected = stats.collect(engine.db, vector_model=None).scopes
+    page = ui.get("/").text
+    for s in expected:
+        numbers = (s.events, s.extraction_pending, s.extraction_failed, s.memories_current, s.memories_superseded)
+        cells = "".join(f"<td>{n}</td>" for n in (*numbers, s.memories_revoked))
+        checkpoints = f"<td>{s.checkpoints_valid} / {s.checkpoints_invalidated}</td>"
+        assert f">{s.project_id}</a></td>{cells}{checkpoints}" in page, s
 
 
 def test_the_timeline_groups_events_by_session_with_their_extraction_state_and_pages_older_ones(ui: UI) -> None:

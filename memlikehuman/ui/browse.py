@@ -10,6 +10,7 @@ from starlette.responses import HTMLResponse
 from .. import stats
 from ..recall import DETAILS, MODES, recall
 from ..records import Scope
+from . import counts as count
 from .common import (
     event_link,
     html,
@@ -70,14 +71,14 @@ def home(request: Request) -> HTMLResponse:
     """The scopes with their counts, and the most recent events of the whole archive."""
     db = request.app.state.engine.db
     with db.read():
-        counts = stats.collect(db, vector_model=None)
+        counts = count.scopes(db)
         recent = db.query(f"SELECT {_EVENT_ROW} FROM events ORDER BY sequence DESC LIMIT ?", (RECENT,))
         personas = db.query("SELECT DISTINCT persona_id FROM persona_versions ORDER BY persona_id")
     headers = ["persona", "project", "events", "pending", "failed", "current", "superseded", "revoked"]
     body = join(
         el("h2", "Scopes"),
-        table([*headers, "checkpoints valid / invalidated", ""], [_scope_row(s) for s in counts.scopes])
-        if counts.scopes
+        table([*headers, "checkpoints valid / invalidated", ""], [_scope_row(s) for s in counts])
+        if counts
         else el("p", "The archive holds no events yet."),
         el("h2", f"Most recent events ({len(recent)})"),
         table(
@@ -94,7 +95,7 @@ def home(request: Request) -> HTMLResponse:
         )
         if personas
         else el("p", "No core persona is set.", class_="muted"),
-        el("p", f"Archive: {counts.path}", class_="muted"),
+        el("p", f"Archive: {db.path}", class_="muted"),
     )
     return html("What is remembered", body)
 
@@ -108,7 +109,7 @@ def timeline(request: Request) -> HTMLResponse:
     where = "persona_id = ? AND project_id = ?" + (" AND session_id = ?" if session else "")
     params: tuple[Any, ...] = (scope.persona_id, scope.project_id, *((session,) if session else ()))
     with db.read():
-        counts = stats.collect(db, vector_model=None, persona_id=scope.persona_id, project_id=scope.project_id)
+        counts = count.scopes(db, scope)
         sessions = db.query(
             "SELECT session_id, count(*) AS n, max(sequence) AS last FROM events"
             " WHERE persona_id = ? AND project_id = ?"
@@ -122,7 +123,7 @@ def timeline(request: Request) -> HTMLResponse:
             + " ORDER BY sequence DESC LIMIT ?",
             (*params, *((before,) if before else ()), TIMELINE_PAGE),
         )
-    s = counts.scopes[0] if counts.scopes else stats.ScopeStats(scope.persona_id, scope.project_id)
+    s = counts[0] if counts else stats.ScopeStats(scope.persona_id, scope.project_id)
     summary = el(
         "p",
         f"{s.events:,} events ({s.extraction_pending:,} pending, {s.extraction_failed:,} failed extraction);"
