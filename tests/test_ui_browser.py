@@ -104,8 +104,21 @@ class Walk:
     def all(self, selector: str) -> list[Any]:
         return self.b.find_elements(self.by.CSS_SELECTOR, selector)
 
+    def go(self, element: Any) -> None:
+        """Click something that loads a new page, and wait until the old one is gone."""
+        from selenium.webdriver.support import expected_conditions
+        from selenium.webdriver.support.wait import WebDriverWait
+
+        old = self.css("html")
+        element.click()
+        WebDriverWait(self.b, 20).until(expected_conditions.staleness_of(old))
+        self.css("main")
+
+    def press(self, selector: str) -> None:
+        self.go(self.css(selector))
+
     def link(self, text: str) -> None:
-        self.b.find_element(self.by.PARTIAL_LINK_TEXT, text).click()
+        self.go(self.b.find_element(self.by.PARTIAL_LINK_TEXT, text))
 
     def text(self) -> str:
         return str(self.css("main").text)
@@ -123,7 +136,7 @@ class Walk:
     def search(self, query: str) -> None:
         self.link("Search")
         self.fill("#q", query)
-        self.css("#search").click()
+        self.press("#search")
 
 
 def test_a_person_finds_corrects_and_forgets_memories_and_edits_the_persona_in_chromium(
@@ -145,7 +158,7 @@ def test_a_person_finds_corrects_and_forgets_memories_and_edits_the_persona_in_c
         assert "Alice booked a train to Porto for May 14" in walk.css("#memories").text
         walk.shot("search")
 
-        walk.css("#memories td:last-child a").click()  # the memory's source event
+        walk.press("#memories td:last-child a")  # the memory's source event
         mark = walk.css("mark.quote")
         assert mark.text == "booked the train to Porto for the 14th of May"
         assert mark.value_of_css_property("background-color") == YELLOW
@@ -154,7 +167,7 @@ def test_a_person_finds_corrects_and_forgets_memories_and_edits_the_persona_in_c
         walk.link("Alice booked a train")
         walk.fill("#content", "Alice booked a train to Porto for May 15")
         walk.fill("#reason", "the ticket says the 15th")
-        walk.css("#correct").click()
+        walk.press("#correct")
         assert "replacement_id" in walk.text() and "invalidated_checkpoints" in walk.text()
         walk.link("Open the new version")
         versions = walk.css("#versions").text
@@ -162,21 +175,21 @@ def test_a_person_finds_corrects_and_forgets_memories_and_edits_the_persona_in_c
         walk.shot("memory")
 
         walk.search("garage code")
-        walk.css("#memories td:last-child a").click()
-        walk.css("#forget").click()
+        walk.press("#memories td:last-child a")
+        walk.press("#forget")
         preview = walk.text()
         assert "garage" in walk.css("#forget-events").text
         assert "The garage code is 4821" in walk.css("#forget-memories").text
         assert "Checkpoints invalidated (0)" in preview
         walk.shot("forget-preview")
-        walk.css("#confirm-forget").click()
+        walk.press("#confirm-forget")
         assert "deleted_event_ids\ngarage" in walk.text()
         walk.search("garage code")
         assert "4821" not in walk.text() and "No memory matches." in walk.text()
 
         walk.link("Core persona")
         walk.fill("#persona-text", "You are Alice's careful travel planner.")
-        walk.css("#save-persona").click()
+        walk.press("#save-persona")
         assert "saved" in walk.text()
         walk.link("Back to the core persona")
         assert "careful travel planner" in walk.css("#persona-current").text
@@ -184,7 +197,7 @@ def test_a_person_finds_corrects_and_forgets_memories_and_edits_the_persona_in_c
         walk.shot("persona")
 
         walk.link("Checkpoints")
-        walk.css("#resume").click()
+        walk.press("#resume")
         assert "careful travel planner" in walk.css("#context").text
         walk.shot("resume")
 
