@@ -18,9 +18,13 @@ HOST = "127.0.0.1"  # never configurable: the UI is for the person at this machi
 def bind(port: int) -> socket.socket:
     """A listening socket on 127.0.0.1:port (0: a free port chosen by the system)."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((HOST, port))
-    sock.listen(64)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((HOST, port))
+        sock.listen(64)
+    except OSError:
+        sock.close()
+        raise
     return sock
 
 
