@@ -198,7 +198,9 @@ def test_a_person_finds_corrects_and_forgets_memories_and_edits_the_persona_in_c
 
         walk.link("Checkpoints")
         walk.press("#resume")
-        assert "careful travel planner" in walk.css("#context").text
+        context = walk.css("#context").text
+        assert 'persona "alice", project "travel"' in context  # the scope followed from page to page
+        assert "careful travel planner" in context and "Pack the rain jacket." in context
         walk.shot("resume")
 
         # Our pages break none of their own Content-Security-Policy rules (and run no script).

@@ -13,7 +13,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
-from .. import forget, personas, validate
+from .. import forget, personas
 from ..db import Database
 from ..errors import Forbidden, InvalidArgument, LimitExceeded
 from ..records import Scope
@@ -117,6 +117,10 @@ def _memory_rows(db: Database, scope: Scope, memory_ids: tuple[str, ...]) -> lis
     return rows
 
 
+def _count(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else many or one + 's'}"
+
+
 def forget_preview(request: Request) -> HTMLResponse:
     """Exactly what forgetting a record deletes and which checkpoints it invalidates, with a confirm button."""
     scope = scope_of(request.query_params)
@@ -136,7 +140,7 @@ def forget_preview(request: Request) -> HTMLResponse:
         el("input", type="hidden", name="memories", value="\n".join(plan.memory_ids)),
         el(
             "button",
-            f"Forget these {len(plan.event_ids)} events and {len(plan.memory_ids)} memories",
+            f"Forget {_count(len(plan.event_ids), 'event')} and {_count(len(plan.memory_ids), 'memory', 'memories')}",
             type="submit",
             id="confirm-forget",
             class_="danger",
@@ -199,16 +203,16 @@ async def forget_record(request: Request) -> HTMLResponse:
 
 async def set_persona(request: Request) -> HTMLResponse:
     """The core persona edit (personas.set_text, as `memlikehuman persona set`): a new version when it changed."""
-    form = await read_form(request, ("persona", "text"))
-    persona_id = validate.persona_id(form["persona"])
+    form = await read_form(request, ("persona", "text"), ("project",))
+    scope = scope_of(form)
+    persona_id = scope.persona_id
     db = request.app.state.engine.db
     version, changed = await run_in_threadpool(personas.set_text, db, persona_id, form["text"])
-    scope = Scope(persona_id, "default")
     return _done(
         f"Core persona of {persona_id}: " + ("saved" if changed else "unchanged"),
         scope,
         [("version", version.version), ("set", version.created_at), ("text", el("pre", version.text))],
-        el("a", "Back to the core persona", href=url("/persona", persona=persona_id)),
+        el("a", "Back to the core persona", href=url("/persona", **scope_params(scope))),
     )
 
 

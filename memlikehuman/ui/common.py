@@ -85,7 +85,7 @@ def scope_nav(scope: Scope) -> Safe:
         el("a", "Timeline", href=url("/scope", **p)),
         el("a", "Search", href=url("/search", **p)),
         el("a", "Checkpoints & resume", href=url("/checkpoints", **p)),
-        el("a", "Core persona", href=url("/persona", persona=scope.persona_id)),
+        el("a", "Core persona", href=url("/persona", **p)),
     )
 
 

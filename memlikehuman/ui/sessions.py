@@ -5,7 +5,7 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
-from .. import checkpoints, context, personas, validate
+from .. import checkpoints, context, personas
 from ..records import Scope
 from .common import csrf_of, event_link, html, number, param, scope_nav, scope_of
 from .html import Safe, el, join, table
@@ -104,7 +104,9 @@ def checkpoints_page(request: Request) -> HTMLResponse:
 
 def persona_page(request: Request) -> HTMLResponse:
     """The core persona of a persona, every version of it, and a form to edit it."""
-    persona_id = validate.persona_id(param(request, "persona") or "default")
+    # The core persona belongs to the persona; the project only keeps the navigation in its scope.
+    scope = scope_of(request.query_params)
+    persona_id = scope.persona_id
     with request.app.state.engine.db.read():
         history = personas.history(request.app.state.engine.db, persona_id)
     current = history[0] if history else None
@@ -112,6 +114,7 @@ def persona_page(request: Request) -> HTMLResponse:
         "form",
         el("input", type="hidden", name="csrf", value=csrf_of(request)),
         el("input", type="hidden", name="persona", value=persona_id),
+        el("input", type="hidden", name="project", value=scope.project_id),
         el(
             "label",
             "Core persona text",
@@ -134,4 +137,4 @@ def persona_page(request: Request) -> HTMLResponse:
             id="persona-versions",
         ),
     )
-    return html(f"Core persona of {persona_id}", body, nav=scope_nav(Scope(persona_id, "default")))
+    return html(f"Core persona of {persona_id}", body, nav=scope_nav(scope))
