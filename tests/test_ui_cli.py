@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 from cli_support import cli, closed_port
-from conftest import make_settings
-from ui_support import running_ui
+from conftest import BASE_ENV, make_settings
+from ui_support import URL_RE, running_ui
 
 from memlikehuman.engine import Engine
 
@@ -41,3 +44,23 @@ def test_ui_does_not_create_a_missing_archive(tmp_path: Path) -> None:
 def test_ui_help_says_it_binds_loopback_only() -> None:
     result = cli(Path("/nonexistent.sqlite3"), "ui", "--help")
     assert result.exit_code == 0 and "127.0.0.1 only" in " ".join(result.stdout.split())
+
+
+def test_ui_without_a_display_prints_the_url_and_says_to_open_it(db_path: Path) -> None:
+    Engine(make_settings(db_path)).close()
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "memlikehuman", "ui", "--db", str(db_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**env, **BASE_ENV},
+    )
+    try:
+        assert process.stdout is not None and process.stderr is not None
+        assert URL_RE.fullmatch(process.stdout.readline().strip())
+        lines = [process.stderr.readline(), process.stderr.readline()]
+        assert any("no graphical display here: open the URL above in a browser" in line for line in lines), lines
+    finally:
+        process.terminate()
+        process.communicate(timeout=30)

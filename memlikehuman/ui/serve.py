@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import sys
+import threading
 import webbrowser
 
 import uvicorn
@@ -28,6 +30,18 @@ def bind(port: int) -> socket.socket:
     return sock
 
 
+def open_in_browser(url: str) -> None:
+    """Open the URL in the desktop's browser; without a display, say so instead.
+
+    Without a display, ``webbrowser`` would start a console browser (lynx, w3m) in this terminal.
+    """
+    if sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+        print("memlikehuman: no graphical display here: open the URL above in a browser", file=sys.stderr)
+        return
+    if not webbrowser.open(url):
+        print("memlikehuman: could not start a browser: open the URL above in one", file=sys.stderr)
+
+
 def run(engine: Engine, sock: socket.socket, *, open_browser: bool) -> None:
     """Print the URL as the first line of stdout, optionally open it, and serve until Ctrl-C."""
     keys = Secrets(port=int(sock.getsockname()[1]))
@@ -35,7 +49,7 @@ def run(engine: Engine, sock: socket.socket, *, open_browser: bool) -> None:
     print(keys.url, flush=True)
     print(f"memlikehuman: the UI of {engine.settings.db_path} is at {keys.url} (Ctrl-C stops it)", file=sys.stderr)
     if open_browser:
-        webbrowser.open(keys.url)
+        threading.Thread(target=open_in_browser, args=(keys.url,), daemon=True).start()
     config = uvicorn.Config(
         app,
         log_config=None,  # uvicorn's default config logs access lines to stdout
