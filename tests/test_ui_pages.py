@@ -13,6 +13,7 @@ from conftest import add_memory, make_settings
 from ui_support import UI, running_ui
 
 from memlikehuman import context, memories, stats
+from memlikehuman.db import Database
 from memlikehuman.engine import Engine
 from memlikehuman.records import Scope
 
@@ -125,6 +126,29 @@ def test_a_long_event_is_paged_and_the_quote_link_opens_the_page_that_holds_the_
     page = ui.request("GET", unescape(link.group(1)).split("#")[0])
     assert f'class="quote">{ENDING}</mark>' in page.text
     assert "characters 40,000–50,000" in page.text
+
+
+def test_the_memory_page_links_to_its_quote_inside_the_event_page_that_holds_it(ui: UI) -> None:
+    event = ui.get("/event", persona="carol", project="long", id="long-note").text
+    memory_id = re.search(r"id=(mem_\w+)", event)
+    assert memory_id
+    page = ui.get("/memory", persona="carol", project="long", id=memory_id.group(1)).text
+    link = re.search(r'<a href="([^"]+)" id="quote-link">', page)
+    assert link and unescape(link.group(1)).endswith(f"offset=40000#q-{memory_id.group(1)}")
+
+
+def test_pages_are_served_while_another_process_holds_a_write_transaction(
+    ui: UI, archive: tuple[Path, Populated]
+) -> None:
+    db = Database(archive[0])
+    try:
+        with db.write() as conn:
+            conn.execute("UPDATE events SET source = 'pending-write' WHERE event_id = 'u1'")
+            assert ui.get("/scope", persona="alice", project="garden").status == 200
+            assert "pending-write" not in ui.get("/event", persona="alice", project="garden", id="u1").text
+            conn.execute("UPDATE events SET source = 'chat' WHERE event_id = 'u1'")
+    finally:
+        db.close()
 
 
 def test_the_memory_page_shows_validity_basis_kind_versions_and_source(ui: UI, archive: tuple[Path, Populated]) -> None:

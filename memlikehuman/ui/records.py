@@ -169,13 +169,23 @@ def _correct_form(request: Request, scope: Scope, m: Memory) -> Safe:
     )
 
 
+def _quote_link(scope: Scope, event: Event, m: Memory) -> Safe:
+    span = highlight.find(event.text, m.quote, m.memory_id)
+    if span is None:
+        return el("span", "(not found in its event's text)", class_="warning")
+    offset = (span.start // PAGE_CHARS) * PAGE_CHARS
+    href = url("/event", **scope_params(scope), id=event.event_id, offset=offset) + f"#q-{m.memory_id}"
+    return el("a", "show it in its event", href=href, id="quote-link")
+
+
 def memory(request: Request) -> HTMLResponse:
     """A memory: validity window, basis, kind, its versions (superseded, corrected) and its source."""
     scope = scope_of(request.query_params)
     memory_id = required(request, "id")
     engine = request.app.state.engine
     with engine.db.read():
-        m = engine.read(scope, memory_id, max_chars=1).memory
+        read = engine.read(scope, memory_id, max_chars=1)
+        m = read.memory
         if m is None:
             raise InvalidArgument(f"{memory_id!r} is an event ID, not a memory ID (mem_...): open it as an event")
         chain = versions(engine.db, m)
@@ -184,7 +194,7 @@ def memory(request: Request) -> HTMLResponse:
             ("memory", m.memory_id),
             ("status", status(m)),
             ("content", m.content),
-            ("quote", el("q", m.quote)),
+            ("quote", join(el("q", m.quote), " ", _quote_link(scope, read.event, m))),
             ("kind", m.kind),
             ("basis", el("span", m.basis, class_=f"badge basis-{m.basis}")),
             ("subject", m.subject or "none (not a single-valued fact)"),
