@@ -65,6 +65,14 @@ def test_the_token_moves_from_the_url_into_an_httponly_strict_cookie(ui: UI) -> 
     assert home.status == 200 and "alice" in home.text
 
 
+def test_the_token_redirect_never_leaves_this_site(ui: UI) -> None:
+    for path in ("//evil.example/x", "/\\evil.example/x"):
+        reply = ui.request("GET", f"{path}?token={ui.token}")
+        assert reply.status == 303 and reply.header("location") == "/"
+    kept = ui.request("GET", f"/event?id=e1&token={ui.token}&persona=alice")
+    assert kept.header("location") == "/event?id=e1&persona=alice"
+
+
 def test_a_foreign_host_header_is_refused_even_with_the_token(ui: UI) -> None:
     ui.login()
     for host in ("evil.example", f"evil.example:{ui.port}", f"127.0.0.1:{ui.port + 1}", f"0.0.0.0:{ui.port}", ""):

@@ -149,7 +149,11 @@ class Guard:
 
     def _to_cookie(self, scope: Scope, query: list[tuple[str, str]]) -> Response:
         rest = urlencode([(k, v) for k, v in query if k != "token"])
-        response = RedirectResponse(scope["path"] + (f"?{rest}" if rest else ""), status_code=303)
+        path = scope["path"]
+        # "//host" or "/\\host" in a Location header would send the browser to another site.
+        if not path.startswith("/") or path.startswith(("//", "/\\")):
+            path = "/"
+        response = RedirectResponse(path + (f"?{rest}" if rest else ""), status_code=303)
         response.set_cookie(self.keys.cookie, self.keys.token, httponly=True, samesite="strict", path="/")
         return response
 
