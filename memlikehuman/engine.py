@@ -12,6 +12,8 @@ from datetime import timedelta
 from typing import Any
 
 from . import clock, events, extract, memories, validate
+from . import correct as correcting
+from . import forget as forgetting
 from . import indexer as indexing
 from .config import Settings
 from .db import Database
@@ -161,3 +163,31 @@ class Engine:
             page=events.page(event.text, offset, max_chars),
             memory=memory,
         )
+
+    # -- memory_correct and memory_forget, for every edge ----------------------------------------
+
+    def correct(
+        self, scope: Scope, memory_id: str, content: str, reason: str, valid_at: str | None = None
+    ) -> correcting.CorrectionResult:
+        """Correct a memory (correct.correct), then embed the correction and its replacement in the background.
+
+        Raises what correct.correct raises; nothing is changed then.
+        """
+        result = correcting.correct(self.db, scope, memory_id, content, reason, valid_at)
+        self.indexer.notify()
+        return result
+
+    def forget(
+        self, scope: Scope, record_id: str, expected: forgetting.Preview | None = None
+    ) -> forgetting.ForgetResult:
+        """Forget a record (forget.forget) and drop its vectors from this process's cache.
+
+        With ``expected`` (a preview shown to a person) nothing is deleted unless the same events
+        and memories would go. Raises what forget.forget raises; nothing is changed then.
+        """
+        result = forgetting.forget(self.db, scope, record_id, expected=expected)
+        # Vectors held in memory go as well; the next events of the session get new ones.
+        self.vectors.discard("event", scope, result.event_sequences + result.reembed_sequences)
+        self.vectors.discard("memory", scope, result.memory_rowids)
+        self.indexer.notify()
+        return result

@@ -25,7 +25,7 @@ import apsw
 from . import fulltext, memories, validate
 from .correct import invalidate_checkpoints
 from .db import Database
-from .errors import NotFound
+from .errors import Conflict, NotFound
 from .records import Scope
 
 log = logging.getLogger("memlikehuman")
@@ -48,21 +48,62 @@ class ForgetResult:
     scrubbed: bool = True
 
 
+NOT_SCRUBBED = (
+    "another process kept the write-ahead log busy: old page images of the deleted text stay in the"
+    " -wal file until its next checkpoint (the next forget, or when the last connection closes)"
+)
+
+
+@dataclass(frozen=True)
+class Preview:
+    """What ``forget`` would delete now, and how many checkpoints it would invalidate."""
+
+    record_id: str
+    event_ids: tuple[str, ...]
+    memory_ids: tuple[str, ...]
+    checkpoint_ids: tuple[str, ...]
+
+
 @dataclass(frozen=True)
 class _Plan:
     events: dict[int, str]  # sequence -> event_id, in the order they were reached
     memories: dict[int, str]  # rowid -> memory_id
 
 
-def forget(db: Database, scope: Scope, record_id: str) -> ForgetResult:
+def preview(db: Database, scope: Scope, record_id: str) -> Preview:
+    """What ``forget(db, scope, record_id)`` would delete, read in one snapshot; changes nothing.
+
+    Raises InvalidArgument for a bad ID and NotFound when the record is not in this scope.
+    """
+    scope = Scope(*validate.scope(scope.persona_id, scope.project_id))
+    validate.identifier(record_id, "record_id", max_len=256)
+    with db.read() as conn:
+        plan = _plan(conn, _root(db, scope, record_id))
+        checkpoints = db.query(
+            "SELECT checkpoint_id FROM checkpoints WHERE persona_id = ? AND project_id = ? AND invalidated_at IS NULL"
+            " ORDER BY id",
+            (scope.persona_id, scope.project_id),
+        )
+    return Preview(
+        record_id=record_id,
+        event_ids=tuple(plan.events.values()),
+        memory_ids=tuple(plan.memories[rowid] for rowid in sorted(plan.memories)),
+        checkpoint_ids=tuple(row["checkpoint_id"] for row in checkpoints),
+    )
+
+
+def forget(db: Database, scope: Scope, record_id: str, *, expected: Preview | None = None) -> ForgetResult:
     """Delete the record's source event and everything connected to it; then scrub the WAL.
 
+    With ``expected``, deletes only if the same events and memories would go (else Conflict).
     Raises InvalidArgument for a bad ID and NotFound when the record is not (or no longer) in this scope.
     """
     scope = Scope(*validate.scope(scope.persona_id, scope.project_id))
     validate.identifier(record_id, "record_id", max_len=256)
     with db.write() as conn:
         plan = _plan(conn, _root(db, scope, record_id))
+        if expected is not None:
+            _check_expected(plan, expected)
         dependents = _context_dependents(conn, plan)
         # Full-text rows go first, while the values they were built from are all still stored.
         _unindex(conn, plan, dependents)
@@ -84,6 +125,14 @@ def forget(db: Database, scope: Scope, record_id: str) -> ForgetResult:
         reembed_sequences=tuple(dependents),
         scrubbed=scrub(db),
     )
+
+
+def _check_expected(plan: _Plan, expected: Preview) -> None:
+    if set(plan.events.values()) != set(expected.event_ids) or set(plan.memories.values()) != set(expected.memory_ids):
+        raise Conflict(
+            f"what forgetting {expected.record_id} deletes changed since its preview (a correction or a new memory"
+            " arrived): nothing was deleted; look at the new preview and confirm again"
+        )
 
 
 def _root(db: Database, scope: Scope, record_id: str) -> int:

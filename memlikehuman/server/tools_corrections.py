@@ -7,7 +7,7 @@ from typing import Annotated
 from mcp.types import CallToolResult
 from pydantic import BaseModel, Field
 
-from .. import correct, forget
+from .. import forget
 from ..records import Scope
 from .app import MAY_HAVE_CHANGED, Holder, MemoryMCPServer, call
 from .convert import counted, tool_result
@@ -53,12 +53,9 @@ def register(server: MemoryMCPServer, holder: Holder) -> None:
         checkpoint of this scope is invalidated. Core persona entries and emotion records cannot be
         corrected (the error says what to do instead).
         """
-        result = call(
-            lambda: correct.correct(
-                holder.engine.db, Scope(persona_id, project_id), memory_id, content, reason, valid_at
-            )
-        )
-        holder.engine.indexer.notify()  # embeds the correction event and its replacement in the background
+        # Engine.correct also embeds the correction event and its replacement in the background.
+        scope = Scope(persona_id, project_id)
+        result = call(lambda: holder.engine.correct(scope, memory_id, content, reason, valid_at))
         out = CorrectOut(
             replacement_id=result.replacement_id,
             revoked_ids=list(result.revoked_ids),
@@ -89,19 +86,9 @@ def register(server: MemoryMCPServer, holder: Holder) -> None:
         """
         scope = Scope(persona_id, project_id)
         engine = holder.engine
-        result = call(lambda: forget.forget(engine.db, scope, record_id), MAY_HAVE_CHANGED)
-        # Vectors held in memory go as well; the next events of the session get new ones.
-        engine.vectors.discard("event", scope, result.event_sequences + result.reembed_sequences)
-        engine.vectors.discard("memory", scope, result.memory_rowids)
-        engine.indexer.notify()
-        warnings = (
-            []
-            if result.scrubbed
-            else [
-                "another process kept the write-ahead log busy: old page images of the deleted text stay in the"
-                " -wal file until its next checkpoint (the next forget, or when the last connection closes)"
-            ]
-        )
+        # Engine.forget also drops the vectors held in memory and wakes the indexer.
+        result = call(lambda: engine.forget(scope, record_id), MAY_HAVE_CHANGED)
+        warnings = [] if result.scrubbed else [forget.NOT_SCRUBBED]
         out = ForgetOut(
             deleted_event_ids=list(result.deleted_event_ids),
             deleted_memory_ids=list(result.deleted_memory_ids),

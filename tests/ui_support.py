@@ -1,0 +1,128 @@
+"""Helpers for the UI tests: a real `memlikehuman ui` process on 127.0.0.1 and plain HTTP to it."""
+
+from __future__ import annotations
+
+import http.client
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlencode, urlsplit
+
+from conftest import BASE_ENV
+
+from memlikehuman.db import Database
+
+URL_RE = re.compile(r"http://127\.0\.0\.1:(\d+)/\?token=([A-Za-z0-9_\-]+)")
+
+
+@dataclass
+class Reply:
+    status: int
+    headers: http.client.HTTPMessage
+    text: str
+
+    def header(self, name: str) -> str:
+        return self.headers.get(name, "")
+
+
+@dataclass
+class UI:
+    """A running UI process and an HTTP client that holds its cookie once ``login`` was called."""
+
+    process: subprocess.Popen[str]
+    url: str
+    port: int
+    token: str
+    cookie: str | None = None
+    csrf: str | None = field(default=None)
+
+    @property
+    def origin(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def request(
+        self, method: str, path: str, *, headers: dict[str, str] | None = None, body: bytes | None = None
+    ) -> Reply:
+        """One request with exactly these headers (Host defaults to 127.0.0.1:PORT; the cookie if logged in)."""
+        sent = {"Host": f"127.0.0.1:{self.port}"}
+        if self.cookie:
+            sent["Cookie"] = self.cookie
+        sent.update(headers or {})
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        try:
+            conn.request(method, path, body=body, headers={k: v for k, v in sent.items() if v is not None})
+            response = conn.getresponse()
+            return Reply(response.status, response.headers, response.read().decode("utf-8"))
+        finally:
+            conn.close()
+
+    def login(self) -> Reply:
+        """Open the printed URL and keep the cookie it sets, like a browser."""
+        reply = self.request("GET", urlsplit(self.url).path + "?" + urlsplit(self.url).query)
+        assert reply.status == 303, reply.text
+        self.cookie = reply.header("set-cookie").split(";")[0]
+        return reply
+
+    def get(self, path: str, **params: object) -> Reply:
+        query = urlencode({k: str(v) for k, v in params.items()})
+        return self.request("GET", path + (f"?{query}" if query else ""))
+
+    def csrf_token(self) -> str:
+        """The CSRF token, read from a form of the UI."""
+        if self.csrf is None:
+            match = re.search(r'name="csrf" value="([^"]+)"', self.get("/persona", persona="default").text)
+            assert match, "no CSRF field in the persona form"
+            self.csrf = match.group(1)
+        return self.csrf
+
+    def post(self, path: str, fields: dict[str, str], *, csrf: bool = True, origin: str | None = "") -> Reply:
+        """A form POST from this UI's origin (``origin=None`` sends none) with its CSRF token."""
+        data = {**({"csrf": self.csrf_token()} if csrf else {}), **fields}
+        headers = {"Content-Type": "application/x-www-form-urlencoded"}
+        if origin is not None:
+            headers["Origin"] = origin or self.origin
+        return self.request("POST", path, headers=headers, body=urlencode(data).encode())
+
+
+@contextmanager
+def running_ui(db: Path, *args: str, **env: str) -> Iterator[UI]:
+    """`python -m memlikehuman ui --db DB --no-browser` as a real process; stopped afterwards."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "memlikehuman", "ui", "--db", str(db), "--no-browser", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **BASE_ENV, **env},
+    )
+    try:
+        assert process.stdout is not None
+        first = process.stdout.readline().strip()
+        match = URL_RE.fullmatch(first)
+        if match is None:
+            process.kill()
+            raise AssertionError(f"first stdout line is not the URL: {first!r}; stderr: {process.communicate()[1]}")
+        yield UI(process, first, int(match.group(1)), match.group(2))
+    finally:
+        process.terminate()
+        try:
+            process.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
+
+
+def snapshot(db_path: Path) -> dict[str, object]:
+    """Everything a change could touch, for asserting that a refused request changed nothing."""
+    db = Database(db_path)
+    try:
+        return {
+            table: db.query(f"SELECT * FROM {table} ORDER BY 1, 2")
+            for table in ("events", "memories", "corrections", "checkpoints", "persona_versions", "cues")
+        }
+    finally:
+        db.close()
