@@ -9,7 +9,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from . import events, extract, memories, validate
+from . import events, extract, fulltext, memories, validate
 from . import indexer as indexing
 from .config import Settings
 from .db import Database
@@ -30,6 +30,8 @@ class Engine:
         self.settings = settings
         self.db = Database(settings.db_path)
         self.schema_version = migrate(self.db)
+        # m005 adds the n-gram index empty; an older archive's rows are written now, in batches.
+        fulltext.complete_ngrams(self.db, fulltext.logged_progress(log, "n-gram full-text index (schema 5)"))
         self._extractor: Extractor | None = None
         self._extractor_built = False
         self.vectors = VectorCache()

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import clock, events, memories, search, validate
+from . import clock, events, memories, ngrams, search, validate
 from .errors import InvalidArgument, MemLikeHumanError
 from .records import Coverage, Memory, MemoryHit, RawHit, RecallResult, Scope
 from .search import DateWindow, Filters, date_windows
@@ -112,6 +112,9 @@ class _Recall:
         mode = self._prepare_dense()
         if not self.words and self.query.strip():
             self.warnings.append("the query has no words to search for (only punctuation or symbols): use words")
+        short = ngrams.short_warning(self.query)
+        if short:
+            self.warnings.append(short)
         with self.db.read():
             coverage = self._coverage()
             memory_scores = self._rank("memory")
@@ -183,7 +186,7 @@ class _Recall:
             return {i: 1.0 - n / (len(ids) + 1) for n, i in enumerate(ids)}
         t = self.tuning
         weights = t.event_weights if kind == "event" else t.memory_weights
-        lexical = search.lexical(self.db, kind, self.words, self.filters, t.lexical_pool, weights)
+        lexical = search.lexical(self.db, kind, self.words, self.filters, t.lexical_pool, weights, self.query)
         info = {hit.id: hit for hit in lexical}
         return self._fuse(kind, lexical, info, self.qvec)
 
