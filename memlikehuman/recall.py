@@ -55,6 +55,8 @@ class Tuning:
     date: float = 1.0
     # speaker names are left out of the text embedded for the query
     strip_speakers: bool = True
+    # queries with runs in CJK, Thai, Cyrillic, Arabic, ... also search the n-gram index (ngrams.py)
+    ngram: bool = True
 
 
 DEFAULT_TUNING = Tuning()
@@ -186,7 +188,8 @@ class _Recall:
             return {i: 1.0 - n / (len(ids) + 1) for n, i in enumerate(ids)}
         t = self.tuning
         weights = t.event_weights if kind == "event" else t.memory_weights
-        lexical = search.lexical(self.db, kind, self.words, self.filters, t.lexical_pool, weights, self.query)
+        text = self.query if t.ngram else ""
+        lexical = search.lexical(self.db, kind, self.words, self.filters, t.lexical_pool, weights, text)
         info = {hit.id: hit for hit in lexical}
         return self._fuse(kind, lexical, info, self.qvec)
 
