@@ -9,11 +9,12 @@ import apsw
 import pytest
 from conftest import connected, make_settings, stdio_params
 
+from bench.multilingual_set import CASES
 from memlikehuman import ngrams
 from memlikehuman.db import Database
 from memlikehuman.engine import Engine
 from memlikehuman.migrations import MIGRATIONS
-from memlikehuman.recall import recall
+from memlikehuman.recall import Tuning, recall
 from memlikehuman.records import Scope
 
 HOME = Scope()
@@ -166,3 +167,21 @@ def test_an_archive_of_an_older_schema_is_upgraded_and_its_cjk_events_are_found(
     with caplog.at_level(logging.INFO, logger="memlikehuman"), Engine(make_settings(path)):
         pass
     assert "n-gram" not in caplog.text
+
+
+def set_recall(engine: Engine, tuning: Tuning) -> dict[str, float]:
+    """Fast recall@5 per language on the multilingual set of bench/multilingual_set.py."""
+    found: dict[str, list[bool]] = {}
+    for i, case in enumerate(CASES):
+        hits = recall(engine, HOME, case.query, limit=5, tuning=tuning).raw_fallback
+        found.setdefault(case.language, []).append(f"case-{i}" in [hit.event.event_id for hit in hits])
+    return {language: sum(values) / len(values) for language, values in found.items()}
+
+
+def test_the_n_gram_index_lifts_fast_recall_of_paraphrased_questions_in_unsegmented_scripts(engine: Engine) -> None:
+    for i, case in enumerate(CASES):
+        engine.record(HOME, f"case-{i}", case.text, "user", "chat", session_id=f"s{i}")
+    before, after = set_recall(engine, Tuning(ngram=False)), set_recall(engine, Tuning())
+    for language in ("Chinese", "Japanese", "Korean", "Thai"):
+        assert after[language] >= before[language] + 0.25, (language, before[language], after[language])
+    assert all(after[language] >= before[language] for language in before), (before, after)
