@@ -95,14 +95,14 @@ def memory_values(conn: Any, rowid: int) -> tuple[str, str]:
     return row["content"], memory_attribution(row["source"], row["subject"], row["kind"])
 
 
-def _values(conn: Any, table: str, rowid: int) -> tuple[str, ...]:
-    kind = _KIND[table]
-    values = event_values(conn, rowid) if kind == "event" else memory_values(conn, rowid)
-    return values if table in TABLES.values() else tuple(ngrams.index_text(value) for value in values)
+def _values(conn: Any, kind: str, rowid: int) -> tuple[str, ...]:
+    return event_values(conn, rowid) if kind == "event" else memory_values(conn, rowid)
 
 
-def _write(conn: Any, table: str, rowid: int, *, delete: bool = False) -> None:
-    values = _values(conn, table, rowid)
+def _write(conn: Any, table: str, rowid: int, values: tuple[str, ...], *, delete: bool = False) -> None:
+    """Insert (or 'delete') a row of a table from the record's word-index values."""
+    if table in NGRAM_TABLES.values():
+        values = tuple(ngrams.index_text(value) for value in values)
     columns = _COLUMNS[_KIND[table]]
     marks = ", ".join("?" * (len(values) + 1))
     if delete:
@@ -124,8 +124,9 @@ def _tables(conn: Any, kind: str) -> tuple[str, ...]:
 
 def index_event(conn: Any, sequence: int) -> None:
     """Write the full-text rows (word and n-gram index) of a stored event."""
+    values = _values(conn, "event", sequence)
     for table in _tables(conn, "event"):
-        _write(conn, table, sequence)
+        _write(conn, table, sequence, values)
 
 
 def unindex_event(conn: Any, sequence: int) -> None:
@@ -134,20 +135,23 @@ def unindex_event(conn: Any, sequence: int) -> None:
     Call it while the event and its session's previous event are still stored: the 'delete'
     command needs the exact values that were indexed.
     """
+    values = _values(conn, "event", sequence)
     for table in _tables(conn, "event"):
-        _write(conn, table, sequence, delete=True)
+        _write(conn, table, sequence, values, delete=True)
 
 
 def index_memory(conn: Any, rowid: int) -> None:
     """Write the full-text rows (word and n-gram index) of a stored memory."""
+    values = _values(conn, "memory", rowid)
     for table in _tables(conn, "memory"):
-        _write(conn, table, rowid)
+        _write(conn, table, rowid, values)
 
 
 def unindex_memory(conn: Any, rowid: int) -> None:
     """Remove a memory's full-text rows, terms included; call it while the memory is still stored."""
+    values = _values(conn, "memory", rowid)
     for table in _tables(conn, "memory"):
-        _write(conn, table, rowid, delete=True)
+        _write(conn, table, rowid, values, delete=True)
 
 
 @dataclass(frozen=True)
@@ -211,7 +215,7 @@ def fill_missing(
                 for row_id in ids:
                     for table in kind_tables:
                         if not conn.execute(f"SELECT 1 FROM {table} WHERE rowid = ?", (row_id,)).fetchone():
-                            _write(conn, table, row_id)
+                            _write(conn, table, row_id, _values(conn, kind, row_id))
             if not ids:
                 break
             floor = ids[-1]

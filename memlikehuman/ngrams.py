@@ -99,7 +99,8 @@ def query(text: str, limit: int = 48) -> Query:
             prefixes.append(run)
         else:
             grams.extend(run[i : i + n] for i in range(len(run) - n + 1))
-    return Query(tuple(dict.fromkeys(grams))[:limit], tuple(dict.fromkeys(prefixes)))
+    kept = tuple(dict.fromkeys(grams))[:limit]
+    return Query(kept, tuple(dict.fromkeys(prefixes))[: max(0, limit - len(kept))])
 
 
 def short_warning(text: str) -> str | None:
