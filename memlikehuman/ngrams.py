@@ -68,6 +68,8 @@ def normalize(text: str) -> str:
 
 def runs(text: str) -> Iterator[tuple[str, int]]:
     """Each run of n-gram script characters in the (normalized) text, with its n."""
+    if text.isascii():
+        return
     for match in _RUN.finditer(normalize(text)):
         yield match.group(0), CJK_N if match.lastgroup == "cjk" else OTHER_N
 
