@@ -406,6 +406,9 @@ def _match_positions(text: str, words: Sequence[str]) -> list[int]:
     for word in words:
         stem = word if len(word) <= 4 else word[: max(4, len(word) - 2)]
         positions.extend(m.start() for m in re.finditer(r"\b" + re.escape(stem), lowered))
+        # Inside unsegmented text there is no word boundary: its n-grams are found anywhere.
+        for gram in ngrams.query(word).grams:
+            positions.extend(m.start() for m in re.finditer(re.escape(gram), lowered))
     return sorted(positions)
 
 

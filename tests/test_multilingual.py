@@ -185,3 +185,10 @@ def test_the_n_gram_index_lifts_fast_recall_of_paraphrased_questions_in_unsegmen
     for language in ("Chinese", "Japanese", "Korean", "Thai"):
         assert after[language] >= before[language] + 0.25, (language, before[language], after[language])
     assert all(after[language] >= before[language] for language in before), (before, after)
+
+
+def test_the_excerpt_of_a_long_chinese_event_is_centred_on_the_match(engine: Engine) -> None:
+    text = "今天天气很好。" * 300 + "我每天早上喝绿茶。" + "明天可能下雨。" * 300
+    engine.record(HOME, "long", text, "user", "chat")
+    hit = recall(engine, HOME, "绿茶").raw_fallback[0]
+    assert hit.truncated and "喝绿茶" in hit.excerpt
