@@ -276,7 +276,6 @@ def m004_purgeable_fulltext(conn: Any) -> None:
         fulltext.index_memory(conn, row["id"])
 
 
-
 @migration
 def m005_ngram_fulltext(conn: Any) -> None:
     # The word index finds nothing inside Chinese, Japanese or Thai text (no spaces: a sentence is
@@ -302,6 +301,7 @@ def m005_ngram_fulltext(conn: Any) -> None:
         INSERT INTO memories_ngrams(memories_ngrams, rank) VALUES ('secure-delete', 1);
         """
     )
+
 
 def schema_version(db: Database) -> int:
     """How many migrations the archive has applied (0 for a new file)."""

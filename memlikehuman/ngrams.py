@@ -26,16 +26,17 @@ _CJK_RANGES = (
     "\u3100-\u312f\u3130-\u318f\u31a0-\u31bf\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\ua960-\ua97f"
     "\uac00-\ud7ff\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003134f\u1100-\u11ff"
 )
-_CJK = re.compile(f"[{_CJK_RANGES}]")
 # Where the other n-gram scripts live: Cyrillic to Mongolian (but Hangul jamo), Glagolitic, Coptic,
-# Ethiopic and Cyrillic extensions, Yi to Cham, Hebrew and Arabic presentation forms. Latin and Greek
-# are left to the word index, which handles them well.
+# Ethiopic and Cyrillic extensions, Yi to Meetei Mayek (without the Latin extensions), Hebrew and
+# Arabic presentation forms. Latin and Greek are left to the word index, which handles them well.
 _OTHER_BLOCKS = (
     (0x0400, 0x10FF),
     (0x1200, 0x1CFF),
     (0x2C00, 0x2C5F),
     (0x2C80, 0x2DFF),
-    (0xA000, 0xABFF),
+    (0xA000, 0xA6FF),
+    (0xA800, 0xAB2F),
+    (0xAB70, 0xABFF),
     (0xFB1D, 0xFDFF),
     (0xFE70, 0xFEFF),
 )
