@@ -104,7 +104,7 @@ def _integrity(db: Database) -> Check:
 
 def _fulltext(db: Database) -> Check:
     problems = []
-    for table in fulltext.TABLES.values():
+    for table in fulltext.ALL_TABLES:
         try:
             # FTS5 takes its integrity-check as an INSERT command, so it needs a write transaction; the
             # command changes nothing and the transaction commits empty.
@@ -115,9 +115,7 @@ def _fulltext(db: Database) -> Check:
     if problems:
         return Check("full-text index", "fail", "; ".join(problems) + ": rebuild it with `memlikehuman reindex`")
     events, memories = fulltext.count_missing(db)
-    orphans = int(
-        db.scalar("SELECT count(*) FROM events_fts WHERE rowid NOT IN (SELECT sequence FROM events)") or 0
-    ) + int(db.scalar("SELECT count(*) FROM memories_fts WHERE rowid NOT IN (SELECT id FROM memories)") or 0)
+    orphans = fulltext.orphans(db)
     if events or memories or orphans:
         return Check(
             "full-text index",

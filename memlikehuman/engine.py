@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
-from . import clock, events, extract, memories, validate
+from . import clock, events, extract, fulltext, memories, validate
 from . import correct as correcting
 from . import forget as forgetting
 from . import indexer as indexing
@@ -59,6 +59,8 @@ class Engine:
         self.settings = settings
         self.db = Database(settings.db_path)
         self.schema_version = migrate(self.db)
+        # m006 adds the n-gram index empty; an older archive's rows are written now, in batches.
+        fulltext.complete_ngrams(self.db, fulltext.logged_progress(log, "n-gram full-text index (schema 6)"))
         self._extractor: Extractor | None = None
         self._extractor_built = False
         self.vectors = VectorCache()

@@ -304,6 +304,33 @@ def m005_known_from_and_event_times(conn: Any) -> None:
             break
 
 
+@migration
+def m006_ngram_fulltext(conn: Any) -> None:
+    # The word index finds nothing inside Chinese, Japanese or Thai text (no spaces: a sentence is
+    # one token) nor a Korean, Russian or Arabic word with a glued particle or ending (issue 21).
+    # These tables hold character n-grams of the same values (memlikehuman/ngrams.py). The
+    # 'ascii' tokenizer splits only at ASCII spaces and punctuation, so each n-gram is one term.
+    # Only the tables are created here: the rows of an existing archive are written afterwards by
+    # fulltext.complete_ngrams (live code, in committed batches with progress) when the archive is
+    # opened, so that the values indexed are always the ones today's 'delete' recomputes.
+    conn.execute(
+        """
+        CREATE VIRTUAL TABLE events_ngrams USING fts5(
+            text, attribution, context,
+            content='',
+            tokenize='ascii'
+        );
+        INSERT INTO events_ngrams(events_ngrams, rank) VALUES ('secure-delete', 1);
+        CREATE VIRTUAL TABLE memories_ngrams USING fts5(
+            content, attribution,
+            content='',
+            tokenize='ascii'
+        );
+        INSERT INTO memories_ngrams(memories_ngrams, rank) VALUES ('secure-delete', 1);
+        """
+    )
+
+
 def schema_version(db: Database) -> int:
     """How many migrations the archive has applied (0 for a new file)."""
     exists = db.scalar("SELECT count(*) FROM sqlite_master WHERE name = 'schema_migrations'")

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import clock, events, gaps, gist, memories, search, validate
+from . import clock, events, gaps, gist, memories, ngrams, search, validate
 from .errors import InvalidArgument, MemLikeHumanError
 from .records import Coverage, Memory, MemoryHit, RawHit, RecallResult, Scope
 from .search import DateWindow, Filters, date_windows
@@ -56,6 +56,8 @@ class Tuning:
     date: float = 1.0
     # speaker names are left out of the text embedded for the query
     strip_speakers: bool = True
+    # queries with runs in CJK, Thai, Cyrillic, Arabic, ... also search the n-gram index (ngrams.py)
+    ngram: bool = True
 
 
 DEFAULT_TUNING = Tuning()
@@ -116,6 +118,9 @@ class _Recall:
         mode = self._prepare_dense()
         if not self.words and self.query.strip():
             self.warnings.append("the query has no words to search for (only punctuation or symbols): use words")
+        short = ngrams.short_warning(self.query)
+        if short:
+            self.warnings.append(short)
         with self.db.read():
             coverage = self._coverage()
             memory_scores = self._rank("memory")
@@ -187,7 +192,8 @@ class _Recall:
             return {i: 1.0 - n / (len(ids) + 1) for n, i in enumerate(ids)}
         t = self.tuning
         weights = t.event_weights if kind == "event" else t.memory_weights
-        lexical = search.lexical(self.db, kind, self.words, self.filters, t.lexical_pool, weights)
+        text = self.query if t.ngram else ""
+        lexical = search.lexical(self.db, kind, self.words, self.filters, t.lexical_pool, weights, text)
         info = {hit.id: hit for hit in lexical}
         return self._fuse(kind, lexical, info, self.qvec)
 
@@ -436,6 +442,9 @@ def _match_positions(text: str, words: Sequence[str]) -> list[int]:
     for word in words:
         stem = word if len(word) <= 4 else word[: max(4, len(word) - 2)]
         positions.extend(m.start() for m in re.finditer(r"\b" + re.escape(stem), lowered))
+        # Inside unsegmented text there is no word boundary: its n-grams are found anywhere.
+        for gram in ngrams.query(word).grams:
+            positions.extend(m.start() for m in re.finditer(re.escape(gram), lowered))
     return sorted(positions)
 
 

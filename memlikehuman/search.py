@@ -8,6 +8,7 @@ blur the ranking (measured on LoCoMo: recall@10 0.549 with them, 0.605 without).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 from collections.abc import Sequence
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
 
+from . import fulltext, ngrams
 from .db import Database, Row
 from .records import Scope
 
@@ -68,7 +70,14 @@ def match_expression(words: Sequence[str]) -> str | None:
     """An FTS5 query OR-ing the quoted words; None when there is nothing to match."""
     if not words:
         return None
-    return " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
+    return " OR ".join(_quoted(w) for w in words)
+
+
+def _quoted(word: str) -> str:
+    # A trailing '*' marks an n-gram prefix (ngrams.Query.terms); word tokens (\w+) never have one.
+    if word.endswith("*"):
+        return '"' + word[:-1].replace('"', '""') + '"*'
+    return '"' + word.replace('"', '""') + '"'
 
 
 def _event_rules(filters: Filters) -> str:
@@ -160,9 +169,8 @@ _COUNTS: dict[tuple[int, str, str], tuple[float, int]] = {}
 # CROSS JOIN keeps the full-text index as the outer loop: with a rowid bound, the planner would
 # otherwise walk the scope's events and run the MATCH once per event (seconds instead of ms).
 _LEXICAL = {
-    "event": ("events_fts", "CROSS JOIN events e ON e.sequence = f.rowid", "e.session_id"),
+    "event": ("CROSS JOIN events e ON e.sequence = f.rowid", "e.session_id"),
     "memory": (
-        "memories_fts",
         "CROSS JOIN memories m ON m.id = f.rowid CROSS JOIN events e ON e.sequence = m.event_sequence",
         "m.session_id",
     ),
@@ -170,20 +178,57 @@ _LEXICAL = {
 
 
 def lexical(
-    db: Database, kind: str, words: Sequence[str], filters: Filters, limit: int, weights: Sequence[float]
+    db: Database,
+    kind: str,
+    words: Sequence[str],
+    filters: Filters,
+    limit: int,
+    weights: Sequence[float],
+    text: str = "",
 ) -> list[Hit]:
     """Eligible events or memories matching any of the words, best first (bm25 with column weights).
 
     Event columns: text, attribution (speaker, cue keys and labels), context (previous turn);
-    memory columns: content, attribution.
+    memory columns: content, attribution. When the query `text` has runs in n-gram scripts (CJK,
+    Thai, Cyrillic, Arabic, ...), the n-gram index is searched too and both rankings are fused:
+    each scaled by its best score, then added. A Latin-only query never reads the n-gram index.
     """
-    table = _LEXICAL[kind][0]
+    hits = _ranked(db, kind, fulltext.TABLES[kind], words, filters, limit, weights)
+    grams = ngrams.query(text).terms
+    if not grams:
+        return hits
+    found = _ranked(db, kind, fulltext.NGRAM_TABLES[kind], grams, filters, limit, weights)
+    return fuse(hits, found, limit)
+
+
+def fuse(first: Sequence[Hit], second: Sequence[Hit], limit: int) -> list[Hit]:
+    """Two rankings of the same records as one: each score scaled by its ranking's best, then added."""
+    if not second or not first:
+        return list(first or second)[:limit]
+    fused: dict[int, Hit] = {}
+    for ranking in (first, second):
+        best = max(hit.score for hit in ranking)
+        for hit in ranking:
+            score = hit.score / best + (fused[hit.id].score if hit.id in fused else 0.0)
+            fused[hit.id] = dataclasses.replace(hit, score=score)
+    return sorted(fused.values(), key=lambda hit: -hit.score)[:limit]
+
+
+def _ranked(
+    db: Database,
+    kind: str,
+    table: str,
+    words: Sequence[str],
+    filters: Filters,
+    limit: int,
+    weights: Sequence[float],
+) -> list[Hit]:
     counts = row_counts(db, table, words)
     words = [w for w in words if counts.get(w)]
     if not words:
         return []
     if sum(counts[w] for w in words) <= SCORED_ROWS:
-        return _bm25(db, kind, words, filters, limit, weights, None)
+        return _bm25(db, kind, table, words, filters, limit, weights, None)
     found: dict[int, Hit] = {}
     rare, budget = [], SCORED_ROWS
     for word in sorted(words, key=lambda w: counts[w]):
@@ -192,13 +237,13 @@ def lexical(
         rare.append(word)
         budget -= counts[word]
     if rare:
-        found.update((hit.id, hit) for hit in _bm25(db, kind, rare, filters, limit, weights, None))
+        found.update((hit.id, hit) for hit in _bm25(db, kind, table, rare, filters, limit, weights, None))
     newest = db.scalar(
         f"SELECT rowid FROM {table} WHERE {table} MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?",
         (match_expression(words), SCORED_ROWS),
     )
     # Scored with every word, so these scores replace the rare-word-only ones of the same rows.
-    found.update((hit.id, hit) for hit in _bm25(db, kind, words, filters, limit, weights, newest))
+    found.update((hit.id, hit) for hit in _bm25(db, kind, table, words, filters, limit, weights, newest))
     return sorted(found.values(), key=lambda hit: -hit.score)[:limit]
 
 
@@ -249,13 +294,14 @@ def row_counts(db: Database, table: str, words: Sequence[str]) -> dict[str, int]
 def _bm25(
     db: Database,
     kind: str,
+    table: str,
     words: Sequence[str],
     filters: Filters,
     limit: int,
     weights: Sequence[float],
     floor: int | None,
 ) -> list[Hit]:
-    table, join, session = _LEXICAL[kind]
+    join, session = _LEXICAL[kind]
     rules = _event_rules(filters) if kind == "event" else _memory_rules(filters)
     marks = ", ".join(f":w{i}" for i in range(len(weights)))
     sql = (

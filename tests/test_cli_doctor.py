@@ -60,6 +60,30 @@ def test_a_corrupted_full_text_index_is_detected_and_reindex_repairs_it(tmp_path
     assert code == 0 and found["full-text index"]["status"] == "ok"
 
 
+def test_a_corrupted_n_gram_index_is_detected_and_reindex_repairs_it(tmp_path: Path) -> None:
+    db = tmp_path / "a.sqlite3"
+    populate(db)
+    damage(db, "DELETE FROM events_ngrams_data WHERE id > 10")
+    code, found = run(db)
+    assert code == 3
+    assert "events_ngrams is damaged" in found["full-text index"]["detail"]
+    assert cli(db, "reindex", "--only", "fulltext").exit_code == 0
+    code, found = run(db)
+    assert code == 0 and found["full-text index"]["status"] == "ok"
+
+
+def test_events_without_n_gram_rows_are_detected_and_the_next_open_adds_them(tmp_path: Path) -> None:
+    db = tmp_path / "a.sqlite3"
+    populate(db)
+    damage(db, "INSERT INTO events_ngrams(events_ngrams) VALUES ('delete-all')")
+    code, found = run(db)
+    assert code == 3
+    assert found["full-text index"]["detail"].startswith("9 events and 0 memories have no full-text row")
+    # Opening the archive (here for `reindex --missing`) writes the n-gram rows it lacks, as after m006.
+    assert cli(db, "reindex", "--missing", "--only", "fulltext").exit_code == 0
+    assert run(db)[0] == 0
+
+
 def test_events_without_full_text_rows_are_detected(tmp_path: Path) -> None:
     db = tmp_path / "a.sqlite3"
     populate(db)

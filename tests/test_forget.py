@@ -226,6 +226,37 @@ def test_no_byte_of_the_forgotten_text_remains_in_the_database_files(client, db_
     assert query(db_path, "SELECT rowid FROM events_fts WHERE events_fts MATCH 'context:quokka'") == hits
 
 
+def index_vocabulary(db_path: Path, table: str) -> list[str]:
+    """Every term of a full-text table (fts5vocab), from a temporary table of a throwaway connection."""
+    conn = apsw.Connection(str(db_path))
+    try:
+        conn.execute(f"CREATE VIRTUAL TABLE temp.vocab USING fts5vocab('main', '{table}', 'row')")
+        return [row[0] for row in conn.execute("SELECT term FROM temp.vocab")]
+    finally:
+        conn.close()
+
+
+def test_no_byte_of_forgotten_chinese_thai_or_arabic_text_remains_in_the_database_files(client, db_path):
+    # The only non-Latin text of the archive, so after forgetting no n-gram term may remain at all.
+    secret = "我的保险箱密码藏在书架后面。ตู้เซฟซ่อนอยู่หลังชั้นหนังสือ كلمة المرور مخبأة خلف المكتبة"
+    words = [w for w in secret.replace("。", " ").split() if len(w) > 1]
+    for i in range(10):
+        record(client, f"before-{i}", f"Filler message {i} about the weather.")
+    record(client, "secret", secret, cues=[{"kind": "text", "key": "safe", "label": "书架后面"}])
+    add_memory(db_path, "secret", "保险箱密码藏在书架后面", quote="我的保险箱密码藏在书架后面")
+    record(client, "next", "Thanks, noted.")
+    for i in range(10):
+        record(client, f"after-{i}", f"Later message {i} about cooking.")
+    before = {word: sum(file_hits(db_path, word).values()) for word in words}
+    assert all(before.values()), before
+    assert "书架" in index_vocabulary(db_path, "events_ngrams") and index_vocabulary(db_path, "memories_ngrams")
+    client.ok("memory_forget", record_id="secret")
+    assert {word: file_hits(db_path, word) for word in words if sum(file_hits(db_path, word).values())} == {}
+    assert index_vocabulary(db_path, "events_ngrams") == [] and index_vocabulary(db_path, "memories_ngrams") == []
+    assert [term for term in index_vocabulary(db_path, "events_fts") if not term.isascii()] == []
+    assert Path(str(db_path) + "-wal").stat().st_size == 0
+
+
 def test_forgetting_in_one_scope_leaves_the_identical_text_of_another_scope_intact(client, db_path):
     marker = "zqx" + uuid.uuid4().hex[:12]
     for project in ("default", OTHER.project_id):

@@ -89,6 +89,14 @@ STRUCTURE = {
     " WHERE id NOT IN (SELECT rowid FROM memories_fts)",
     "full-text row of a missing memory": "SELECT count(*) FROM memories_fts"
     " WHERE rowid NOT IN (SELECT id FROM memories)",
+    "event without its n-gram row": "SELECT count(*) FROM events"
+    " WHERE sequence NOT IN (SELECT rowid FROM events_ngrams)",
+    "n-gram row of a missing event": "SELECT count(*) FROM events_ngrams"
+    " WHERE rowid NOT IN (SELECT sequence FROM events)",
+    "memory without its n-gram row": "SELECT count(*) FROM memories"
+    " WHERE id NOT IN (SELECT rowid FROM memories_ngrams)",
+    "n-gram row of a missing memory": "SELECT count(*) FROM memories_ngrams"
+    " WHERE rowid NOT IN (SELECT id FROM memories)",
 }
 
 
@@ -107,7 +115,7 @@ def archive_problems(db_path: Path) -> list[str]:
         foreign = conn.execute("PRAGMA foreign_key_check").fetchall()
         if foreign:
             problems.append(f"foreign_key_check: {foreign[:5]}")
-        for table in ("events_fts", "memories_fts"):
+        for table in ("events_fts", "memories_fts", "events_ngrams", "memories_ngrams"):
             try:
                 conn.execute(f"INSERT INTO {table}({table}) VALUES ('integrity-check')")
             except apsw.Error as exc:
