@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from ..records import Scope
 
 MAX_CONTEXT_CHARS = 10_000  # what Claude Code delivers whole (docs/hosts.md)
-RESUME_BUDGETS = (2_400, 1_600, 800, 300)  # tokens, tried in turn until the context fits
+RESUME_BUDGETS = (9_000, 6_000, 3_000, 1_500, 800)  # tokens, tried in turn until the context fits
 RECALL_LIMIT = 5
 INJECT_ITEMS = 4
 ITEM_CHARS = 400
