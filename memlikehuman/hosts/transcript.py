@@ -32,7 +32,7 @@ class Message:
     line: int
 
 
-def _text(content: Any, kinds: tuple[str, ...] = ("text", "input_text", "output_text")) -> str:
+def content_text(content: Any, kinds: tuple[str, ...] = ("text", "input_text", "output_text")) -> str:
     if isinstance(content, str):
         return content
     if not isinstance(content, list):
@@ -47,7 +47,7 @@ def _claude(entry: dict[str, Any], line: int) -> tuple[Message, str | None] | No
     message = entry.get("message")
     if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
         return None
-    text = markers.strip(_text(message.get("content")))
+    text = markers.strip(content_text(message.get("content")))
     if not text:
         return None
     found = Message(
@@ -67,7 +67,7 @@ def _codex(entry: dict[str, Any], line: int) -> Message | None:
         return None
     if payload.get("role") not in ("user", "assistant"):
         return None
-    text = markers.strip(_text(payload.get("content")))
+    text = markers.strip(content_text(payload.get("content")))
     if not text:
         return None
     stamp = entry.get("timestamp") if isinstance(entry.get("timestamp"), str) else None
