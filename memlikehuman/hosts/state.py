@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TextIO
@@ -44,9 +43,9 @@ def ran(db_path: Path, host: str, event: str) -> None:
     try:
         runs = last_runs(db_path)
         runs.setdefault(host, {})[event] = _now()
-        fd, tmp = tempfile.mkstemp(prefix=".hooks-", dir=db_path.parent)
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(runs, out, indent=1, sort_keys=True)
+        # A per-process temporary name (not tempfile: the hook's import path stays short).
+        tmp = db_path.with_name(f".{db_path.name}.hooks.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(runs, indent=1, sort_keys=True), encoding="utf-8")
         os.replace(tmp, state_path(db_path))
     except OSError:
         pass
