@@ -215,3 +215,28 @@ def test_a_hand_written_memlikehuman_table_in_codex_config_is_a_conflict(home: P
     path.write_text('[mcp_servers.memlikehuman]\ncommand = "/old/memlikehuman"\n')
     result = cli(home, "install", "codex")
     assert result.exit_code == 1 and "conflict:" in result.output
+
+
+HOOKS_FILE = {"codex": ".codex/hooks.json", "cursor": ".cursor/hooks.json", "gemini": ".gemini/settings.json"}
+PROMPT_EVENT = {"codex": "UserPromptSubmit", "cursor": "beforeSubmitPrompt", "gemini": "BeforeAgent"}
+
+
+@pytest.mark.parametrize("host", sorted(HOOKS_FILE))
+def test_each_hosts_installed_prompt_hook_runs_from_its_config(home: Path, tmp_path: Path, host: str) -> None:
+    project = tmp_path / "app"
+    project.mkdir()
+    assert cli(home, "install", host).exit_code == 0
+    hooks = values(home / HOOKS_FILE[host])["hooks"][PROMPT_EVENT[host]]
+    entry = hooks[0] if host == "cursor" else hooks[0]["hooks"][0]
+    fixture = Path(__file__).parent / "hook_payloads" / host / f"{PROMPT_EVENT[host]}.json"
+    payload = json.loads(fixture.read_text())
+    payload.update({"workspace_roots": [str(project)]} if host == "cursor" else {"cwd": str(project)})
+    env = {"PATH": os.environ["PATH"], "HOME": str(home), **BASE_ENV}
+    done = subprocess.run(
+        entry["command"], shell=True, input=json.dumps(payload), capture_output=True, text=True, cwd=project, env=env
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+    expected = {"cursor": '{"continue": true}\n', "gemini": "{}\n", "codex": ""}  # nothing to recall yet
+    assert done.stdout == expected[host]
+    [event] = stored(home / "m.db")
+    assert (event["source"], event["text"]) == (host, "Which database does this project use?")
