@@ -240,3 +240,13 @@ def test_each_hosts_installed_prompt_hook_runs_from_its_config(home: Path, tmp_p
     assert done.stdout == expected[host]
     [event] = stored(home / "m.db")
     assert (event["source"], event["text"]) == (host, "Which database does this project use?")
+
+
+def test_an_empty_config_file_comes_back_empty_after_uninstall(home: Path) -> None:
+    path = home / ".gemini" / "settings.json"
+    path.parent.mkdir()
+    path.write_text("\n")
+    assert cli(home, "install", "gemini").exit_code == 0
+    assert "memlikehuman" in values(path)["mcpServers"]
+    assert cli(home, "uninstall", "gemini").exit_code == 0
+    assert path.read_text() == "\n"

@@ -100,7 +100,8 @@ def json_install(text: str | None, edit: JsonEdit, source: str, record: dict[str
     """The file's text with our entries in it (idempotent); `record` notes what was created."""
     created: list[str] = record.setdefault("created", [])
     if text is None or not text.strip():
-        record["created_file"] = text is None
+        record.setdefault("created_file", text is None)
+        record.setdefault("blank_file", text)  # an existing blank file comes back as it was
         text = "{}\n"
         for key, value in edit.root:
             text = jsonedit.insert_member(text, jsonedit.parse(text, source), key, value, "  ")
@@ -173,10 +174,12 @@ def json_uninstall(text: str, edit: JsonEdit, source: str, record: dict[str, Any
         text = _remove_items(text, path, source, is_ours)
     for dotted in sorted(record.get("created", []), key=lambda p: -p.count(".")):
         text = _drop_if_empty(text, tuple(dotted.split(".")), source)
-    if record.get("created_file"):
-        remaining = jsonedit.parse(text, source).value
-        if remaining == dict(edit.root) or remaining == {}:
+    remaining = jsonedit.parse(text, source).value
+    if remaining in (dict(edit.root), {}):
+        if record.get("created_file"):
             return None
+        if isinstance(record.get("blank_file"), str):
+            return str(record["blank_file"])
     return text
 
 
