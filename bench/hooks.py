@@ -70,6 +70,11 @@ def main() -> None:
         cases: list[tuple[str, list[str], Callable[[int], dict[str, object] | None]]] = [
             ("floor: python -c pass", [sys.executable, "-c", "pass"], lambda _: None),
             (
+                "import only: the core modules the prompt hook loads",
+                [sys.executable, "-c", "import memlikehuman.hosts.hook, memlikehuman.engine, memlikehuman.recall"],
+                lambda _: None,
+            ),
+            (
                 "SessionStart (resume context)",
                 hook,
                 lambda _: {**base, "hook_event_name": "SessionStart", "source": "startup"},
@@ -95,7 +100,8 @@ def main() -> None:
     body += (
         f"\n\n{args.runs} runs each after 3 warm-up runs; archive of {args.events:,} events in the hooks' scope;"
         " target: SessionStart and UserPromptSubmit p50 <= 150 ms. The installed hook command is the console"
-        " script, which skips the click group (hosts/entry.py); the last row is the same hook through it."
+        " script, which skips the click group (hosts/entry.py); the last row is the same hook through it. The"
+        " second row is the import cost of the core alone: most of a hook's time is process start plus imports."
     )
     write_section(
         "hooks",
