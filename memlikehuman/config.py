@@ -31,6 +31,8 @@ KEYS = (
     "MEMLIKEHUMAN_SEMANTIC_WINDOW",
     "MEMLIKEHUMAN_GIST_AFTER_DAYS",
     "MEMLIKEHUMAN_TOKENIZER_JSON",
+    "MEMLIKEHUMAN_PERSONA",
+    "MEMLIKEHUMAN_PROJECT",
 )
 
 
@@ -53,6 +55,9 @@ class Settings:
     # detail=auto shows episodic memories older than this as overviews
     gist_after_days: float = 30.0
     tokenizer_json: Path | None = None
+    # the scope a tool call or hook uses when it names none (`install` writes these; docs/hosts.md)
+    persona_id: str = "default"
+    project_id: str = "default"
 
     def with_db(self, path: Path | str) -> Settings:
         """A copy with another archive path."""
@@ -114,4 +119,17 @@ def load(db: str | Path | None = None, env: Mapping[str, str] | None = None) -> 
         semantic_window=int(_number(values, "MEMLIKEHUMAN_SEMANTIC_WINDOW", 20_000, 1)),
         gist_after_days=_number(values, "MEMLIKEHUMAN_GIST_AFTER_DAYS", 30.0, 0),
         tokenizer_json=Path(tokenizer).expanduser() if tokenizer else None,
+        persona_id=values.get("MEMLIKEHUMAN_PERSONA") or "default",
+        project_id=_project(values.get("MEMLIKEHUMAN_PROJECT")),
     )
+
+
+def _project(raw: str | None) -> str:
+    """MEMLIKEHUMAN_PROJECT: a project ID, or `auto` for the stable name of the working directory."""
+    if raw is None or raw == "":
+        return "default"
+    if raw.strip().lower() == "auto":
+        from .hosts.scope import project_name
+
+        return project_name(Path.cwd())
+    return raw

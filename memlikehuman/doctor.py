@@ -41,6 +41,27 @@ def diagnose(db: Path | str | None = None, env: Mapping[str, str] | None = None)
     checks += _archive(settings)
     checks.append(_extractor(settings))
     checks.append(_embedder(settings))
+    checks += _hosts(settings)
+    return checks
+
+
+def _hosts(settings: config.Settings) -> list[Check]:
+    """One check per wired host (`memlikehuman install`): where it is wired and when its hooks last ran."""
+    from .hosts.status import wired
+
+    checks = []
+    for host in wired(settings.db_path, Path.cwd()):
+        where = ", ".join(str(p) for p in host.files)
+        runs = "; ".join(f"{event} {stamp}" for event, stamp in sorted(host.last_runs.items()))
+        if not host.hooks:
+            detail, status = f"MCP server entry in {where} (this host has no hooks wired)", "ok"
+        elif runs:
+            detail, status = f"wired in {where}; hooks last ran: {runs}", "ok"
+        else:
+            detail, status = f"wired in {where}; its hooks have not run yet (start a session in the host)", "ok"
+        if host.last_failure:
+            detail, status = f"{detail}; last hook failure: {host.last_failure}", "warn"
+        checks.append(Check(f"host {host.host}", status, detail))
     return checks
 
 

@@ -15,8 +15,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from . import vectors
 from .db import Row
 from .errors import InvalidArgument, MemLikeHumanError
@@ -24,7 +22,11 @@ from .providers.base import Embedder
 from .records import Scope
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from .engine import Engine
+else:
+    from .lazy_numpy import np  # numpy stays unimported on the hooks' path
 
 log = logging.getLogger("memlikehuman.indexer")
 

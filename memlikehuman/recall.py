@@ -20,15 +20,17 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from . import clock, events, gaps, gist, memories, ngrams, search, validate
 from .errors import InvalidArgument, MemLikeHumanError
 from .records import Coverage, Memory, MemoryHit, RawHit, RecallResult, Scope
 from .search import DateWindow, Filters, date_windows
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from .engine import Engine
+else:
+    from .lazy_numpy import np  # numpy stays unimported on the hooks' path
 
 MODES = ("fast", "semantic", "deep")
 # Raw candidates are checked for memory coverage this many at a time.

@@ -13,11 +13,15 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from .db import Database
 from .records import Scope
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    from .lazy_numpy import np  # numpy stays unimported on the hooks' path
 
 Kind = str  # "event" | "memory"
 

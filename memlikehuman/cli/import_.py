@@ -14,17 +14,44 @@ import click
 from .. import portability
 from ..engine import Engine
 from ..errors import InvalidArgument, MemLikeHumanError
+from . import history_import as history_cli
 from .main import EXIT_ERROR, db_option, echo_json, echo_table, fail, progress_bar, settings_from
 
 
 @click.command("import")
 @db_option
-@click.argument("source", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path))
+@click.argument("source", type=click.Path(allow_dash=True, path_type=Path))
 @click.option("--dry-run", is_flag=True, help="Check the file and report what would change; write nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON on stdout.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["export", *history_cli.FORMATS]),
+    default=None,
+    help="The kind of file, when it does not say (default: detected).",
+)
+@click.option("--persona", default=None, help="History imports: the persona (default: $MEMLIKEHUMAN_PERSONA).")
+@click.option("--project", default=None, help="History imports: the project (default: the transcript's, else default).")
 @click.pass_context
-def import_(ctx: click.Context, db: Path | None, source: Path, dry_run: bool, as_json: bool) -> None:
+def import_(
+    ctx: click.Context,
+    db: Path | None,
+    source: Path,
+    dry_run: bool,
+    as_json: bool,
+    fmt: str | None,
+    persona: str | None,
+    project: str | None,
+) -> None:
     """Import SOURCE, a file written by `export` (`-` reads standard input): every record, or none.
+
+    \b
+    Also reads the history users already have (--format when the file does not say):
+      claude-code  a Claude Code session transcript (JSONL) or a folder of them (~/.claude/projects)
+      chatgpt      a ChatGPT data export's conversations.json (the current branch of each conversation)
+      claude-ai    a Claude.ai data export's conversations.json
+    Each message becomes an event with its original time and role, its conversation as the session;
+    importing again adds nothing. Skipped parts (attachments, other branches, tool messages) are counted.
 
     Records already in the archive with identical content are skipped, so importing a file twice
     changes nothing. If any record conflicts with the archive (the same event ID with another
@@ -37,6 +64,13 @@ def import_(ctx: click.Context, db: Path | None, source: Path, dry_run: bool, as
     Exit status: 0 imported (or a clean dry run), 1 conflicts or an invalid file (nothing written).
     """
     settings = settings_from(ctx, db)
+    try:
+        chosen = fmt or ("export" if str(source) == "-" else history_cli.detect(source))
+    except (MemLikeHumanError, OSError) as exc:
+        fail(exc if isinstance(exc, MemLikeHumanError) else InvalidArgument(f"cannot read {source}: {exc}"))
+    if chosen != "export":
+        history_cli.run(settings, source, chosen, dry_run, as_json, persona, project)
+        return
     if dry_run and not settings.db_path.exists():
         # Compared with an empty archive held in memory: a dry run creates no file.
         settings = dataclasses.replace(settings, db_path=Path(":memory:"))

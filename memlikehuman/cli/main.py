@@ -164,10 +164,11 @@ def main(ctx: click.Context, db: Path | None, verbose: bool) -> None:
 
 # Each module defines COMMAND (a click command or group) and is added to `main`.
 COMMAND_MODULES = ("serve", "retry", "persona", "export", "import_", "stats", "doctor", "reindex", "recall", "ui")
+HOST_COMMAND_MODULES = ("hook", "install", "uninstall")  # the host adapters (docs/hosts.md)
 
 
 def _register() -> None:
-    for name in COMMAND_MODULES:
+    for name in (*COMMAND_MODULES, *HOST_COMMAND_MODULES):
         main.add_command(importlib.import_module(f"{__package__}.{name}").COMMAND)
 
 

@@ -121,6 +121,9 @@ def nullable_optionals(schema: dict[str, Any]) -> None:
 class MemoryMCPServer(MCPServer[Any]):
     """MCPServer whose argument-validation failures carry the invalid_argument code."""
 
+    #: persona_id/project_id for tool calls that name none (set from the settings by build_server)
+    default_scope: dict[str, str] = {}
+
     def tool(  # type: ignore[override]
         self, name: str | None = None, title: str | None = None, description: str | None = None, **kwargs: Any
     ) -> Any:
@@ -143,6 +146,9 @@ class MemoryMCPServer(MCPServer[Any]):
         unknown = sorted(set(arguments or {}) - set(tool.parameters.get("properties", {})))
         if unknown:
             raise ToolError(f"invalid_argument: unknown argument(s) {', '.join(unknown)}: remove them and call again")
+        # A scope the call does not name is the installed one (MEMLIKEHUMAN_PERSONA/PROJECT), as the hooks use.
+        defaults = {k: v for k, v in self.default_scope.items() if k in tool.parameters.get("properties", {})}
+        arguments = {**defaults, **(arguments or {})}
         try:
             return await super().call_tool(name, without_nulls(arguments or {}), context)
         except UnexpectedToolError as exc:
@@ -200,6 +206,7 @@ def build_server(settings: Settings) -> MemoryMCPServer:
             engine.close()
 
     server = MemoryMCPServer(name="memlikehuman", version=__version__, instructions=INSTRUCTIONS, lifespan=lifespan)
+    server.default_scope = {"persona_id": settings.persona_id, "project_id": settings.project_id}
     for module in TOOL_MODULES:
         importlib.import_module(f"{__package__}.{module}").register(server, holder)
     return server

@@ -1,0 +1,33 @@
+"""`memlikehuman hook HOST`: the command a host runs at its lifecycle events (see memlikehuman/hosts)."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ..hosts import hook as hooks
+
+
+@click.command(context_settings={"ignore_unknown_options": True})
+@click.argument("host", required=False, default="")
+@click.option("--event", default=None, help="The host's event name, for hosts whose payload names none.")
+@click.option("--db", default=None, help="Archive file (default: $MEMLIKEHUMAN_DB, else the user data directory).")
+@click.option("--persona", default=None, help="Persona of the scope (default: $MEMLIKEHUMAN_PERSONA, else default).")
+@click.option("--project", default=None, help="Project of the scope, or `auto` for the payload's directory.")
+@click.pass_context
+def hook(
+    ctx: click.Context, host: str, event: str | None, db: str | None, persona: str | None, project: str | None
+) -> None:
+    """Handle one hook call of HOST (claude-code, codex, cursor, gemini): JSON on stdin, the host's answer on stdout.
+
+    Records prompts and final replies, injects the resume context at session start and a few
+    fast-recall hits at each prompt, writes an extractive checkpoint before compaction and at
+    session end. Always exits 0: a failure goes to stderr and to `<archive>.hooks.log`.
+    """
+    chosen = db or ((ctx.obj or {}).get("db") and str(ctx.obj["db"]))
+    options = hooks.Options(host=host, event=event, db=chosen, persona=persona, project=project)
+    sys.exit(hooks.run(options, sys.stdin, sys.stdout, sys.stderr))
+
+
+COMMAND = hook

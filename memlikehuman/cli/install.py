@@ -1,0 +1,79 @@
+"""`memlikehuman install HOST`: wire the MCP server (and the host's hooks) into its config files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..errors import MemLikeHumanError
+from ..hosts import install as installer
+from .main import db_option, fail, settings_from
+
+HOST = click.Choice(installer.HOSTS)
+PROJECT = click.Path(file_okay=False, exists=True, path_type=Path)
+
+
+def run(
+    ctx: click.Context,
+    host: str,
+    project: Path | None,
+    dry_run: bool,
+    *,
+    remove: bool,
+    db: Path | None,
+    persona: str | None = None,
+    no_hooks: bool = False,
+) -> None:
+    """Plan, then print the diff (dry run) or write with backups; shared by install and uninstall."""
+    settings = settings_from(ctx, db)
+    try:
+        wiring = installer.wiring(settings.db_path, persona or settings.persona_id, project)
+        changes = installer.plan(host, wiring, project, remove=remove, hooks=not no_hooks)
+        if dry_run:
+            for change in changes:
+                click.echo(change.diff(), nl=False)
+            count = sum(c.changed for c in changes)
+            click.echo(f"dry run: {count} file(s) would change; nothing was written", err=True)
+            return
+        backups = installer.apply(changes, remove=remove)
+    except (MemLikeHumanError, OSError) as exc:
+        fail(exc if isinstance(exc, MemLikeHumanError) else MemLikeHumanError(f"cannot write the config: {exc}"))
+    for change in changes:
+        state = "changed" if change.changed else "unchanged"
+        click.echo(f"{state}: {change.path}", err=True)
+    for backup in backups:
+        click.echo(f"backup: {backup}", err=True)
+    if not remove:
+        click.echo(f"scope: persona {wiring.persona!r}, project {wiring.project!r}; archive {wiring.db}", err=True)
+
+
+@click.command()
+@click.argument("host", type=HOST)
+@click.option("--project", type=PROJECT, default=None, help="Wire this project's config files, not the user's.")
+@click.option("--persona", default=None, help="Persona of the scope (default: $MEMLIKEHUMAN_PERSONA, else default).")
+@click.option("--no-hooks", is_flag=True, help="Only the MCP server entry; no hooks.")
+@click.option("--dry-run", is_flag=True, help="Print the change as a diff; write nothing.")
+@db_option
+@click.pass_context
+def install(
+    ctx: click.Context,
+    host: str,
+    project: Path | None,
+    persona: str | None,
+    no_hooks: bool,
+    dry_run: bool,
+    db: Path | None,
+) -> None:
+    """Add memlikehuman to HOST's config: the MCP server entry and, where the host has them, its hooks.
+
+    \b
+    HOST: claude-code, claude-desktop, codex, cursor, vscode, gemini. Every other setting in those
+    files stays as it was, byte for byte; each file is backed up beside itself first. Running it
+    twice changes nothing the second time. The scope is persona `default` (or --persona) and, with
+    --project DIR, the stable name of DIR; without it `auto` (the project directory the host runs in).
+    """
+    run(ctx, host, project, dry_run, remove=False, db=db, persona=persona, no_hooks=no_hooks)
+
+
+COMMAND = install

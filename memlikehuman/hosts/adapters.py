@@ -1,0 +1,114 @@
+"""What each host sends to a hook and what it expects back, normalized to five steps.
+
+Steps: `start` (session start), `prompt` (a prompt was submitted), `reply` (the assistant
+answered: Stop / afterAgentResponse / AfterAgent), `compact` (before compaction), `end`.
+Field names per host are in docs/hosts.md with the sources they were checked against.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+HOSTS = ("claude-code", "codex", "cursor", "gemini")
+
+_EVENTS: dict[str, dict[str, str]] = {
+    "claude-code": {
+        "SessionStart": "start",
+        "UserPromptSubmit": "prompt",
+        "Stop": "reply",
+        "PreCompact": "compact",
+        "SessionEnd": "end",
+    },
+    "cursor": {
+        "sessionStart": "start",
+        "beforeSubmitPrompt": "prompt",
+        "afterAgentResponse": "reply",
+        "stop": "reply",
+        "preCompact": "compact",
+        "sessionEnd": "end",
+    },
+    "gemini": {
+        "SessionStart": "start",
+        "BeforeAgent": "prompt",
+        "AfterAgent": "reply",
+        "PreCompress": "compact",
+        "SessionEnd": "end",
+    },
+}
+_EVENTS["codex"] = dict(_EVENTS["claude-code"])
+
+
+def events_of(host: str) -> dict[str, str]:
+    """The host's hook event names and the step each one runs."""
+    return _EVENTS[host]
+
+
+@dataclass(frozen=True)
+class HookInput:
+    """One hook call, normalized."""
+
+    host: str
+    event: str  # the host's own event name
+    step: str  # start | prompt | reply | compact | end | "" (an event this adapter does not handle)
+    session_id: str
+    turn_id: str | None  # the host's ID of this prompt/turn, when it sends one
+    cwd: str | None
+    transcript_path: str | None
+    source: str | None  # SessionStart: startup | resume | clear | compact
+    prompt: str | None
+    reply: str | None  # the assistant's final message, when the payload carries it
+
+
+def _str(payload: dict[str, Any], *keys: str) -> str | None:
+    for key in keys:
+        value = payload.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def parse(host: str, payload: dict[str, Any], event: str | None) -> HookInput:
+    """Normalize a payload; `event` (the --event option) wins over the payload's hook_event_name."""
+    name = event or _str(payload, "hook_event_name", "hookEventName") or ""
+    roots = payload.get("workspace_roots")
+    first_root = roots[0] if isinstance(roots, list) and roots and isinstance(roots[0], str) else None
+    cwd = _str(payload, "cwd") or first_root
+    return HookInput(
+        host=host,
+        event=name,
+        step=_EVENTS[host].get(name, ""),
+        session_id=_str(payload, "session_id", "conversation_id", "sessionId") or "default",
+        turn_id=_str(payload, "prompt_id", "turn_id", "generation_id"),
+        cwd=cwd,
+        transcript_path=_str(payload, "transcript_path"),
+        source=_str(payload, "source", "trigger"),
+        prompt=_str(payload, "prompt"),
+        reply=_str(payload, "last_assistant_message", "prompt_response", "text"),
+    )
+
+
+def output(hook: HookInput, context: str | None) -> str:
+    """What the host expects on stdout for this event; `context` is the model-visible text, if any."""
+    if hook.host == "cursor":
+        if hook.step == "start":
+            return json.dumps({"additional_context": context} if context else {})
+        if hook.step == "prompt":
+            return json.dumps({"continue": True})  # Cursor has no prompt-time context channel
+        return json.dumps({}) if hook.event == "stop" else ""
+    if hook.step in ("start", "prompt") and context:
+        return json.dumps(
+            {"hookSpecificOutput": {"hookEventName": hook.event, "additionalContext": context}}, ensure_ascii=False
+        )
+    # Gemini parses stdout as JSON on exit 0; Claude Code and Codex accept empty output.
+    return json.dumps({}) if hook.host == "gemini" else ""
+
+
+def fallback_output(host: str, event: str | None) -> str:
+    """The do-nothing answer after a failure: lets the host go on as if no hook had run."""
+    if host == "cursor" and event == "beforeSubmitPrompt":
+        return json.dumps({"continue": True})
+    if host in ("gemini", "cursor"):
+        return json.dumps({})
+    return ""

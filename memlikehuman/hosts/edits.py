@@ -1,0 +1,236 @@
+"""Adding and removing our entries in one host config file, and the record of what was added.
+
+JSON files: our MCP server entry is one member (`mcpServers.memlikehuman`, ...), our hooks are
+items appended to the host's per-event arrays; parents that did not exist are created and noted.
+TOML (Codex): one block between marker comments, appended at the end. The record
+(`<user data dir>/memlikehuman/installs.json`) says, per file, whether install created the file and
+which parents; uninstall removes exactly those, so the file is as it was before install.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+from ..errors import Conflict
+from . import jsonedit
+
+HOOK_MARK = " hook "  # our hook commands run `<memlikehuman> hook HOST`
+TOML_BEGIN = "# >>> memlikehuman (added by `memlikehuman install codex`; `memlikehuman uninstall codex` removes it)"
+TOML_END = "# <<< memlikehuman"
+
+
+@dataclass(frozen=True)
+class JsonEdit:
+    """Our part of one JSON file: members to set and hook items to append, by key path."""
+
+    members: tuple[tuple[tuple[str, ...], Any], ...] = ()  # (path to the member, value)
+    items: tuple[tuple[tuple[str, ...], Any], ...] = ()  # (path to the array, item)
+    root: tuple[tuple[str, Any], ...] = ()  # members a new file starts with, e.g. Cursor's "version": 1
+
+
+def records_path() -> Path:
+    """Where install notes what it created, per config file."""
+    return Path(platformdirs.user_data_dir("memlikehuman", appauthor=False)) / "installs.json"
+
+
+def load_records() -> dict[str, Any]:
+    try:
+        data = json.loads(records_path().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def save_records(records: dict[str, Any]) -> None:
+    write_text(records_path(), json.dumps(records, indent=1, sort_keys=True) + "\n")
+
+
+def write_text(path: Path, text: str) -> None:
+    """Replace a file atomically (a crash leaves the old or the new file, never half of one)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
+        out.write(text)
+    if path.exists():
+        os.chmod(tmp, path.stat().st_mode & 0o7777)
+    os.replace(tmp, path)
+
+
+def is_ours(item: Any) -> bool:
+    """A hook item (Claude Code/Codex/Gemini group or Cursor entry) that runs `memlikehuman ... hook`."""
+    commands = [item.get("command")] if isinstance(item, dict) else []
+    if isinstance(item, dict) and isinstance(item.get("hooks"), list):
+        commands += [h.get("command") for h in item["hooks"] if isinstance(h, dict)]
+    return any(isinstance(c, str) and "memlikehuman" in c and HOOK_MARK in c for c in commands)
+
+
+# -- JSON ----------------------------------------------------------------------------------------
+
+
+def _walk(text: str, path: tuple[str, ...], source: str) -> jsonedit.Node | None:
+    node: jsonedit.Node | None = jsonedit.parse(text, source)
+    for key in path:
+        node = node.get(key) if node is not None and isinstance(node.value, dict) else None
+    return node
+
+
+def _ensure(text: str, path: tuple[str, ...], source: str, unit: str, created: list[str]) -> str:
+    """Create the missing objects along `path` (noting them in `created`)."""
+    for depth in range(len(path)):
+        parent = _walk(text, path[:depth], source)
+        assert parent is not None
+        if not isinstance(parent.value, dict):
+            raise Conflict(f"{source}: {'.'.join(path[:depth]) or 'the document'} is not an object: fix the file")
+        if parent.get(path[depth]) is None:
+            text = jsonedit.insert_member(text, parent, path[depth], {}, unit)
+            created.append(".".join(path[: depth + 1]))
+    return text
+
+
+def json_install(text: str | None, edit: JsonEdit, source: str, record: dict[str, Any]) -> str:
+    """The file's text with our entries in it (idempotent); `record` notes what was created."""
+    created: list[str] = record.setdefault("created", [])
+    if text is None or not text.strip():
+        record.setdefault("created_file", text is None)
+        record.setdefault("blank_file", text)  # an existing blank file comes back as it was
+        text = "{}\n"
+        for key, value in edit.root:
+            text = jsonedit.insert_member(text, jsonedit.parse(text, source), key, value, "  ")
+    root = jsonedit.parse(text, source)
+    if not isinstance(root.value, dict):
+        raise Conflict(f"{source}: the document is not a JSON object: fix the file, then install again")
+    unit = jsonedit.indent_unit(text, root)
+    for path, value in edit.members:
+        text = _ensure(text, path[:-1], source, unit, created)
+        parent = _walk(text, path[:-1], source)
+        assert parent is not None
+        current = parent.get(path[-1])
+        if current is not None and current.value == value:
+            continue
+        if current is not None:
+            record.setdefault("replaced", {})[".".join(path)] = current.value
+            index = [k for k, _, _ in parent.members].index(path[-1])
+            text = jsonedit.remove_child(text, parent, index)
+            parent = _walk(text, path[:-1], source)
+            assert parent is not None
+        text = jsonedit.insert_member(text, parent, path[-1], value, unit)
+    for path, item in edit.items:
+        array = _walk(text, path, source)
+        if array is None:
+            parent_path, key = path[:-1], path[-1]
+            text = _ensure(text, parent_path, source, unit, created)
+            parent = _walk(text, parent_path, source)
+            assert parent is not None
+            text = jsonedit.insert_member(text, parent, key, [], unit)
+            created.append(".".join(path))
+            array = _walk(text, path, source)
+        assert array is not None
+        if not isinstance(array.value, list):
+            raise Conflict(f"{source}: {'.'.join(path)} is not a list: fix the file, then install again")
+        if item in array.value:
+            continue
+        # Our older entries (another path or option) are replaced, not duplicated.
+        text = _remove_items(text, path, source, lambda v: is_ours(v))
+        array = _walk(text, path, source)
+        assert array is not None
+        text = jsonedit.append_item(text, array, item, unit)
+    return text
+
+
+def _remove_items(text: str, path: tuple[str, ...], source: str, match: Callable[[Any], bool]) -> str:
+    while True:
+        array = _walk(text, path, source)
+        if array is None or not isinstance(array.value, list):
+            return text
+        hits = [i for i, node in enumerate(array.items) if match(node.value)]
+        if not hits:
+            return text
+        text = jsonedit.remove_child(text, array, hits[-1])
+
+
+def json_uninstall(text: str, edit: JsonEdit, source: str, record: dict[str, Any]) -> str | None:
+    """The file's text without our entries (None: delete the file, install created it)."""
+    for path, _ in edit.members:
+        parent = _walk(text, path[:-1], source)
+        if parent is not None and isinstance(parent.value, dict) and parent.get(path[-1]) is not None:
+            index = [k for k, _, _ in parent.members].index(path[-1])
+            text = jsonedit.remove_child(text, parent, index)
+            original = record.get("replaced", {}).get(".".join(path))
+            if original is not None:
+                parent = _walk(text, path[:-1], source)
+                assert parent is not None
+                unit = jsonedit.indent_unit(text, jsonedit.parse(text, source))
+                text = jsonedit.insert_member(text, parent, path[-1], original, unit)
+    for path, _ in edit.items:
+        text = _remove_items(text, path, source, is_ours)
+    for dotted in sorted(record.get("created", []), key=lambda p: -p.count(".")):
+        text = _drop_if_empty(text, tuple(dotted.split(".")), source)
+    remaining = jsonedit.parse(text, source).value
+    if remaining in (dict(edit.root), {}):
+        if record.get("created_file"):
+            return None
+        if isinstance(record.get("blank_file"), str):
+            return str(record["blank_file"])
+    return text
+
+
+def _drop_if_empty(text: str, path: tuple[str, ...], source: str) -> str:
+    parent = _walk(text, path[:-1], source)
+    node = _walk(text, path, source)
+    if parent is None or node is None or node.value not in ({}, []):
+        return text
+    index = [k for k, _, _ in parent.members].index(path[-1])
+    return jsonedit.remove_child(text, parent, index)
+
+
+# -- TOML (Codex) ----------------------------------------------------------------------------------
+
+_TOML_BLOCK = re.compile(rf"\n*{re.escape(TOML_BEGIN)}\n.*?{re.escape(TOML_END)}\n?", re.DOTALL)
+
+
+def toml_install(text: str | None, block: str, source: str, record: dict[str, Any]) -> str:
+    """The TOML text with our block (replacing an older one of ours) at its end."""
+    if text is None:
+        record["created_file"] = True
+        text = ""
+    text = _TOML_BLOCK.sub("", text) if TOML_BEGIN in text else text
+    if re.search(r"^\s*\[\s*mcp_servers\s*\.\s*[\"']?memlikehuman[\"']?\s*\]", text, re.MULTILINE):
+        raise Conflict(
+            f"{source} already has an [mcp_servers.memlikehuman] table that install did not write:"
+            " remove it (or rename it), then install again"
+        )
+    if "newline" not in record:
+        record["newline"] = text.endswith("\n") or not text
+    if not text:
+        return f"{TOML_BEGIN}\n{block}{TOML_END}\n"
+    separator = "\n" if text.endswith("\n") else "\n\n"
+    return f"{text}{separator}{TOML_BEGIN}\n{block}{TOML_END}\n"
+
+
+def toml_uninstall(text: str, source: str, record: dict[str, Any]) -> str | None:
+    """The TOML text without our block (None: delete the file, install created it)."""
+    start = text.find(TOML_BEGIN)
+    if start < 0:
+        return text
+    end = text.find(TOML_END, start)
+    end = len(text) if end < 0 else end + len(TOML_END)
+    if text.startswith("\n", end):
+        end += 1
+    before = text[:start]
+    if before.endswith("\n\n"):
+        before = before[:-1]  # the blank line install put before the block
+    if not record.get("newline", True) and before.endswith("\n"):
+        before = before[:-1]
+    remaining = before + text[end:]
+    if record.get("created_file") and not remaining.strip():
+        return None
+    return remaining

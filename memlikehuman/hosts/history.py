@@ -1,0 +1,294 @@
+"""History import: Claude Code transcripts, a ChatGPT export and a Claude.ai export, as events.
+
+Every message becomes one event with its original time, its role (user/assistant) and its
+conversation as the session. Event IDs are stable (the export's message IDs; for Claude Code the
+same content-derived IDs the hooks use), so a second import adds nothing and an import after the
+hooks recorded a session adds only what they missed. The whole file is read and checked first and
+then written in one transaction: a file with a problem names the file and line and imports nothing.
+
+ChatGPT (`conversations.json`): a list of conversations, each a `mapping` tree of message nodes
+(`parent`, `children`) with `current_node` the leaf the user last saw. The current branch (root to
+`current_node`) is imported; the messages of other branches (edits, regenerations) are counted.
+Claude.ai (`conversations.json`): a list of conversations with `chat_messages` (`sender` human or
+assistant, `text`/`content`, `created_at`, `attachments`/`files`). Attachments, images, tool and
+system messages are skipped and counted.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from .. import clock, events
+from ..db import Database
+from ..errors import InvalidArgument, MemLikeHumanError
+from ..records import Scope
+from . import markers
+from . import transcript as transcripts
+from .hook import event_id as hook_event_id
+from .scope import project_name
+
+FORMATS = ("claude-code", "chatgpt", "claude-ai")
+
+
+@dataclass(frozen=True)
+class Message:
+    event_id: str
+    session_id: str
+    role: str
+    text: str
+    occurred_at: str | None
+    source: str
+    project: str | None = None  # Claude Code: the transcript's own project directory
+
+
+@dataclass
+class Report:
+    added: int = 0
+    unchanged: int = 0
+    conversations: int = 0
+    skipped: Counter[str] = field(default_factory=Counter)
+    dry_run: bool = False
+
+
+def detect(path: Path) -> str:
+    """The format of a history file (or `export` for a memlikehuman export); InvalidArgument if unknown."""
+    if path.is_dir():
+        return "claude-code"
+    with path.open("rb") as stream:
+        head = stream.read(65_536).decode("utf-8", "replace").lstrip("\ufeff \t\r\n")
+    if head.startswith("["):
+        if '"mapping"' in head:
+            return "chatgpt"
+        if '"chat_messages"' in head:
+            return "claude-ai"
+    elif head.startswith("{"):
+        first = head.split("\n", 1)[0]
+        if '"memlikehuman-export"' in first:
+            return "export"
+        if '"sessionId"' in head or '"type": "summary"' in first or '"type":"summary"' in first:
+            return "claude-code"
+    raise InvalidArgument(
+        f"{path}: cannot tell which kind of file this is: pass --format (export, {', '.join(FORMATS)})"
+    )
+
+
+def _iso(value: Any, where: str) -> str | None:
+    if value is None or value == "":
+        return None
+    try:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return clock.stamp(datetime.fromtimestamp(float(value), UTC).isoformat(), "time")
+        return clock.stamp(str(value), "time")
+    except (MemLikeHumanError, ValueError, OverflowError, OSError):
+        raise InvalidArgument(f"{where}: the time {value!r} is not a timestamp") from None
+
+
+def _line_of(raw: str, needle: str) -> int:
+    """The line of the raw file where an ID first appears (1 when it cannot be found)."""
+    at = raw.find(json.dumps(needle)) if needle else -1
+    return raw.count("\n", 0, at) + 1 if at >= 0 else 1
+
+
+def _load_json(path: Path) -> tuple[Any, str]:
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidArgument(f"cannot read {path} ({exc}): check the path") from None
+    try:
+        return json.loads(raw), raw
+    except json.JSONDecodeError as exc:
+        raise InvalidArgument(f"{path}, line {exc.lineno}: not valid JSON ({exc.msg})") from None
+
+
+# -- ChatGPT -----------------------------------------------------------------------------------------
+
+
+def chatgpt(path: Path, report: Report) -> Iterator[Message]:
+    data, raw = _load_json(path)
+    if not isinstance(data, list):
+        raise InvalidArgument(f"{path}, line 1: expected a list of conversations (ChatGPT's conversations.json)")
+    for index, conv in enumerate(data):
+        where = f"{path}, line {_line_of(raw, str(conv.get('id', '')) if isinstance(conv, dict) else '')}"
+        if not isinstance(conv, dict) or not isinstance(conv.get("mapping"), dict):
+            raise InvalidArgument(f"{where}: conversation {index} has no `mapping` of messages")
+        session = str(conv.get("conversation_id") or conv.get("id") or f"chatgpt-{index}")
+        mapping: dict[str, Any] = conv["mapping"]
+        branch = _current_branch(mapping, conv.get("current_node"), f"{path}, line {_line_of(raw, session)}")
+        report.conversations += 1
+        on_branch = set(branch)
+        report.skipped["messages on other branches (edits, regenerations)"] += sum(
+            1
+            for key, node in mapping.items()
+            if key not in on_branch and isinstance(node, dict) and node.get("message")
+        )
+        for key in branch:
+            message = mapping[key].get("message")
+            if not isinstance(message, dict):
+                continue
+            found = _chatgpt_message(message, session, conv, report, f"{path}, line {_line_of(raw, key)}")
+            if found:
+                yield found
+
+
+def _current_branch(mapping: dict[str, Any], leaf: Any, where: str) -> list[str]:
+    if not isinstance(leaf, str) or leaf not in mapping:
+        # No current_node: follow the last child from the root down.
+        roots = [k for k, n in mapping.items() if isinstance(n, dict) and not n.get("parent")]
+        if not roots:
+            raise InvalidArgument(f"{where}: the conversation's message tree has no root")
+        leaf = roots[0]
+        while mapping.get(leaf, {}).get("children"):
+            leaf = mapping[leaf]["children"][-1]
+    path: list[str] = []
+    node: Any = leaf
+    while node is not None:
+        if node not in mapping or node in path:
+            raise InvalidArgument(f"{where}: the message tree is broken at node {node!r}")
+        path.append(node)
+        node = mapping[node].get("parent")
+    return path[::-1]
+
+
+def _chatgpt_message(
+    message: dict[str, Any], session: str, conv: dict[str, Any], report: Report, where: str
+) -> Message | None:
+    role = (message.get("author") or {}).get("role")
+    if role not in ("user", "assistant"):
+        if role not in ("system", "tool"):
+            raise InvalidArgument(f"{where}: a message has no author role (user, assistant, system or tool)")
+        report.skipped[f"{role} messages"] += 1
+        return None
+    content = message.get("content") or {}
+    parts = content.get("parts") if isinstance(content, dict) else None
+    if content.get("content_type") not in ("text", "multimodal_text") or not isinstance(parts, list):
+        report.skipped[f"{content.get('content_type', 'unknown')} content"] += 1
+        return None
+    attachments = [p for p in parts if not isinstance(p, str)]
+    report.skipped["attachments (images, files)"] += len(attachments)
+    report.skipped["attachments (images, files)"] += len((message.get("metadata") or {}).get("attachments") or [])
+    text = markers.strip("\n".join(p for p in parts if isinstance(p, str)))
+    if not text:
+        report.skipped["empty messages"] += 1
+        return None
+    when = _iso(message.get("create_time"), where) or _iso(conv.get("create_time"), where)
+    return Message(f"chatgpt:{session}:{message.get('id')}", session, role, text, when, "chatgpt")
+
+
+# -- Claude.ai ----------------------------------------------------------------------------------------
+
+
+def claude_ai(path: Path, report: Report) -> Iterator[Message]:
+    data, raw = _load_json(path)
+    if not isinstance(data, list):
+        raise InvalidArgument(f"{path}, line 1: expected a list of conversations (Claude.ai's conversations.json)")
+    for index, conv in enumerate(data):
+        session = str(conv.get("uuid") or f"claude-ai-{index}") if isinstance(conv, dict) else ""
+        where = f"{path}, line {_line_of(raw, session)}"
+        if not isinstance(conv, dict) or not isinstance(conv.get("chat_messages"), list):
+            raise InvalidArgument(f"{where}: conversation {index} has no `chat_messages`")
+        report.conversations += 1
+        for number, message in enumerate(conv["chat_messages"]):
+            mid = str(message.get("uuid") or number) if isinstance(message, dict) else ""
+            here = f"{path}, line {_line_of(raw, mid)}"
+            if not isinstance(message, dict) or message.get("sender") not in ("human", "assistant"):
+                raise InvalidArgument(f"{here}: a message's sender is not human or assistant")
+            report.skipped["attachments (images, files)"] += len(message.get("attachments") or [])
+            report.skipped["attachments (images, files)"] += len(message.get("files") or [])
+            text = message.get("text") or transcripts.content_text(message.get("content"))
+            text = markers.strip(text if isinstance(text, str) else "")
+            if not text:
+                report.skipped["empty messages"] += 1
+                continue
+            role = "user" if message["sender"] == "human" else "assistant"
+            when = _iso(message.get("created_at"), here) or _iso(conv.get("created_at"), here)
+            yield Message(f"claude-ai:{session}:{mid}", session, role, text, when, "claude-ai")
+
+
+# -- Claude Code ------------------------------------------------------------------------------------------
+
+
+def claude_code(path: Path, report: Report) -> Iterator[Message]:
+    files = sorted(path.rglob("*.jsonl")) if path.is_dir() else [path]
+    if not files:
+        raise InvalidArgument(f"{path}: no Claude Code transcripts (*.jsonl) in this folder")
+    for file in files:
+        try:
+            with file.open(encoding="utf-8") as stream:
+                lines = list(stream)
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InvalidArgument(f"cannot read {file} ({exc}): check the file") from None
+        project = _transcript_project(lines)
+        report.conversations += 1
+        for message in transcripts.parse_lines(lines, str(file), strict=True):
+            session = message.session_id or file.stem
+            when = _iso(message.timestamp, f"{file}, line {message.line}")
+            eid = hook_event_id("claude-code", session, message.role, message.text)
+            yield Message(eid, session, message.role, message.text, when, "claude-code", project)
+
+
+def _transcript_project(lines: list[str]) -> str | None:
+    for line in lines[:50]:
+        try:
+            cwd = json.loads(line).get("cwd")
+        except (ValueError, AttributeError):
+            continue
+        if isinstance(cwd, str) and cwd:
+            return project_name(Path(cwd))
+    return None
+
+
+READERS: dict[str, Callable[[Path, Report], Iterator[Message]]] = {
+    "claude-code": claude_code,
+    "chatgpt": chatgpt,
+    "claude-ai": claude_ai,
+}
+
+
+def read(path: Path, fmt: str) -> tuple[list[Message], Report]:
+    """Every message of the file, checked; raises InvalidArgument naming the file and line."""
+    report = Report()
+    return list(READERS[fmt](path, report)), report
+
+
+def store(
+    db: Database,
+    messages: list[Message],
+    report: Report,
+    persona: str,
+    project: str | None,
+    *,
+    dry_run: bool = False,
+    progress: Callable[[int], None] | None = None,
+) -> Report:
+    """Write the messages in one transaction (none on any failure); project None: each message's own."""
+    staged = []
+    for m in messages:
+        scope = Scope(persona, project or m.project or "default")
+        where = f"message {m.event_id}"
+        try:
+            staged.append(
+                events.new_event(
+                    scope, m.event_id, m.text, m.role, m.source, "conversation", m.session_id, m.occurred_at
+                )
+            )
+        except MemLikeHumanError as exc:
+            raise InvalidArgument(f"{where}: {exc.message}") from None
+    report.dry_run = dry_run
+    with db.write():
+        for event in staged:
+            if db.scalar("SELECT 1 FROM events WHERE event_id = ?", (event.event_id,)):
+                report.unchanged += 1
+            elif not dry_run:
+                events.insert(db, event)
+                report.added += 1
+            else:
+                report.added += 1
+            if progress:
+                progress(1)
+    return report

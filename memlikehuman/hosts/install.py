@@ -1,0 +1,207 @@
+"""`memlikehuman install HOST` / `uninstall HOST`: which files of each host get which entries.
+
+A plan is a list of file changes (before/after text); `apply` writes them after a backup of each
+existing file, and keeps the record of what was created (edits.py). docs/hosts.md lists every file.
+"""
+
+from __future__ import annotations
+
+import difflib
+import shlex
+import shutil
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ..errors import InvalidArgument
+from . import edits
+from .edits import JsonEdit
+from .scope import AUTO, project_name
+
+HOSTS = ("claude-code", "claude-desktop", "codex", "cursor", "vscode", "gemini")
+SERVER = "memlikehuman"
+HOOK_EVENTS = {
+    "claude-code": ("SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd"),
+    "codex": ("SessionStart", "UserPromptSubmit", "Stop", "PreCompact"),
+    "cursor": ("sessionStart", "beforeSubmitPrompt", "afterAgentResponse", "preCompact", "sessionEnd"),
+    "gemini": ("SessionStart", "BeforeAgent", "AfterAgent", "PreCompress", "SessionEnd"),
+}
+HOOK_TIMEOUT_SECONDS = 10
+
+
+@dataclass(frozen=True)
+class Wiring:
+    """What every entry names: the program, the archive and the scope."""
+
+    program: tuple[str, ...]  # the absolute path of `memlikehuman` (or python -m memlikehuman)
+    db: Path
+    persona: str
+    project: str  # a project ID, or `auto`
+
+    def server(self) -> dict[str, Any]:
+        env = {"MEMLIKEHUMAN_DB": str(self.db), "MEMLIKEHUMAN_PERSONA": self.persona}
+        env["MEMLIKEHUMAN_PROJECT"] = self.project
+        return {"command": self.program[0], "args": [*self.program[1:], "serve"], "env": env}
+
+    def hook(self, host: str) -> str:
+        options = ["--db", str(self.db), "--persona", self.persona, "--project", self.project]
+        return shlex.join([*self.program, "hook", host, *options])
+
+
+@dataclass(frozen=True)
+class Change:
+    """One config file before and after (None: the file does not exist / is removed)."""
+
+    path: Path
+    before: str | None
+    after: str | None
+    record: dict[str, Any]
+
+    @property
+    def changed(self) -> bool:
+        return self.before != self.after
+
+    def diff(self) -> str:
+        old = (self.before or "").splitlines(keepends=True)
+        new = (self.after or "").splitlines(keepends=True)
+        label_old = str(self.path) if self.before is not None else "/dev/null"
+        label_new = str(self.path) if self.after is not None else "/dev/null"
+        return "".join(difflib.unified_diff(old, new, label_old, label_new))
+
+
+def program() -> tuple[str, ...]:
+    """The absolute command that runs this installation of memlikehuman."""
+    script = Path(sys.executable).with_name("memlikehuman")
+    if script.exists():
+        return (str(script.absolute()),)
+    found = shutil.which("memlikehuman")
+    return (str(Path(found).absolute()),) if found else (str(Path(sys.executable).absolute()), "-m", "memlikehuman")
+
+
+def wiring(db: Path, persona: str, project_dir: Path | None) -> Wiring:
+    """The entries' contents: persona as given, project = the directory's stable name or `auto`."""
+    project = project_name(project_dir) if project_dir is not None else AUTO
+    return Wiring(program(), db.expanduser().absolute(), persona, project)
+
+
+def _app_dir(name: str) -> Path:
+    home = Path.home()
+    if sys.platform == "darwin":
+        return home / "Library" / "Application Support" / name
+    if sys.platform == "win32":
+        return home / "AppData" / "Roaming" / name
+    return home / ".config" / name
+
+
+def _group(host: str, command: str) -> dict[str, Any]:
+    if host == "cursor":
+        return {"command": command}
+    entry: dict[str, Any] = {"type": "command", "command": command, "timeout": HOOK_TIMEOUT_SECONDS}
+    if host == "gemini":
+        entry.update(name=SERVER, timeout=HOOK_TIMEOUT_SECONDS * 1000)  # Gemini CLI counts milliseconds
+    return {"hooks": [entry]}
+
+
+def _hooks(host: str, w: Wiring) -> tuple[tuple[tuple[str, ...], Any], ...]:
+    item = _group(host, w.hook(host))
+    return tuple((("hooks", event), item) for event in HOOK_EVENTS[host])
+
+
+def targets(host: str, w: Wiring, project_dir: Path | None, hooks: bool = True) -> list[tuple[Path, JsonEdit | str]]:
+    """Each file of the host and our part of it (a JsonEdit, or the TOML block for Codex)."""
+    home, base = Path.home(), project_dir.absolute() if project_dir else None
+    server = ((("mcpServers", SERVER), w.server()),)
+    hook_items = _hooks(host, w) if hooks and host in HOOK_EVENTS else ()
+    if host == "claude-code":
+        mcp = base / ".mcp.json" if base else home / ".claude.json"
+        settings = base / ".claude" / "settings.local.json" if base else home / ".claude" / "settings.json"
+        return [(mcp, JsonEdit(members=server)), *([(settings, JsonEdit(items=hook_items))] if hook_items else [])]
+    if host == "claude-desktop":
+        return [(_app_dir("Claude") / "claude_desktop_config.json", JsonEdit(members=server))]
+    if host == "codex":
+        folder = base / ".codex" if base else home / ".codex"
+        found: list[tuple[Path, JsonEdit | str]] = [(folder / "config.toml", _toml_block(w))]
+        return found + ([(folder / "hooks.json", JsonEdit(items=hook_items))] if hook_items else [])
+    if host == "cursor":
+        folder = base / ".cursor" if base else home / ".cursor"
+        hooks_file = (folder / "hooks.json", JsonEdit(items=hook_items, root=(("version", 1),)))
+        return [(folder / "mcp.json", JsonEdit(members=server)), *([hooks_file] if hook_items else [])]
+    if host == "vscode":
+        path = base / ".vscode" / "mcp.json" if base else _app_dir("Code") / "User" / "mcp.json"
+        return [(path, JsonEdit(members=((("servers", SERVER), {"type": "stdio", **w.server()}),)))]
+    if host == "gemini":
+        path = (base or home) / ".gemini" / "settings.json"
+        return [(path, JsonEdit(members=server, items=hook_items))]
+    raise InvalidArgument(f"unknown host {host!r}: use one of {', '.join(HOSTS)}")
+
+
+def _toml_string(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _toml_block(w: Wiring) -> str:
+    entry = w.server()
+    args = ", ".join(_toml_string(a) for a in entry["args"])
+    lines = [f"[mcp_servers.{SERVER}]", f"command = {_toml_string(entry['command'])}", f"args = [{args}]"]
+    lines += ["", f"[mcp_servers.{SERVER}.env]"]
+    lines += [f"{key} = {_toml_string(value)}" for key, value in entry["env"].items()]
+    return "\n".join(lines) + "\n"
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidArgument(f"cannot read {path} ({exc}): fix its permissions or encoding") from None
+
+
+def plan(host: str, w: Wiring, project_dir: Path | None, *, remove: bool, hooks: bool = True) -> list[Change]:
+    """The file changes install (or, with remove, uninstall) would make; nothing is written."""
+    records = edits.load_records()
+    changes = []
+    for path, part in targets(host, w, project_dir, hooks=hooks or remove):
+        before = _read(path)
+        record = dict(records.get(str(path), {}))
+        if remove:
+            if before is None:
+                continue
+            after = (
+                edits.toml_uninstall(before, str(path), record)
+                if isinstance(part, str)
+                else edits.json_uninstall(before, part, str(path), record)
+            )
+        elif isinstance(part, str):
+            after = edits.toml_install(before, part, str(path), record)
+        else:
+            after = edits.json_install(before, part, str(path), record)
+        changes.append(Change(path, before, after, record))
+    return changes
+
+
+def apply(changes: Iterable[Change], *, remove: bool) -> list[Path]:
+    """Write the changes (each existing file backed up first); return the backups made."""
+    records = edits.load_records()
+    backups = []
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    for change in changes:
+        if not change.changed:
+            continue
+        if change.before is not None:
+            backup = change.path.with_name(f"{change.path.name}.memlikehuman-backup-{stamp}")
+            shutil.copy2(change.path, backup)
+            backups.append(backup)
+        if change.after is None:
+            change.path.unlink()
+        else:
+            edits.write_text(change.path, change.after)
+        if remove:
+            records.pop(str(change.path), None)
+        else:
+            records[str(change.path)] = change.record
+    edits.save_records(records)
+    return backups

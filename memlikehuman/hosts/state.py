@@ -1,0 +1,69 @@
+"""What the hooks leave beside the archive: when each last ran, and one log line per failure.
+
+`<archive>.hooks.json` maps host -> event -> the time of its last successful run (for `doctor`);
+`<archive>.hooks.log` gets one line per failure. Both are small, rewritten or appended by each run;
+a lost update between two hooks finishing at once only makes a "last ran" time a moment older.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TextIO
+
+
+def state_path(db_path: Path) -> Path:
+    """The last-run file of an archive."""
+    return db_path.with_name(db_path.name + ".hooks.json")
+
+
+def log_path(db_path: Path) -> Path:
+    """The failure log of an archive."""
+    return db_path.with_name(db_path.name + ".hooks.log")
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def last_runs(db_path: Path) -> dict[str, dict[str, str]]:
+    """host -> event -> last successful run; {} when no hook has run."""
+    try:
+        data = json.loads(state_path(db_path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def ran(db_path: Path, host: str, event: str) -> None:
+    """Note a successful run (atomically replaced; never raises)."""
+    try:
+        runs = last_runs(db_path)
+        runs.setdefault(host, {})[event] = _now()
+        # A per-process temporary name (not tempfile: the hook's import path stays short).
+        tmp = db_path.with_name(f".{db_path.name}.hooks.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(runs, indent=1, sort_keys=True), encoding="utf-8")
+        os.replace(tmp, state_path(db_path))
+    except OSError:
+        pass
+
+
+def failed(db_path: Path | None, host: str, event: str | None, exc: BaseException, stderr: TextIO) -> None:
+    """One line on stderr and in the log beside the archive (the default archive's when unknown)."""
+    text = " ".join(str(exc).split())[:500] or type(exc).__name__
+    line = f"{_now()} memlikehuman hook {host or '?'} {event or ''}: {type(exc).__name__}: {text}".replace("  ", " ")
+    with contextlib.suppress(OSError, ValueError):
+        stderr.write(line + "\n")
+    try:
+        if db_path is None:
+            from ..config import default_db_path
+
+            db_path = default_db_path()
+        db_path.parent.mkdir(parents=True, exist_ok=True)
+        with log_path(db_path).open("a", encoding="utf-8") as log:
+            log.write(line + "\n")
+    except OSError:
+        pass

@@ -1,0 +1,72 @@
+"""Which hosts are wired (for `doctor`): our entries in their config files, and when each hook last ran."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import MemLikeHumanError
+from . import edits, jsonedit, state
+from .edits import JsonEdit
+from .install import HOSTS, Wiring, targets
+
+_PROBE = Wiring(("memlikehuman",), Path("memory.sqlite3"), "default", "auto")
+
+
+@dataclass(frozen=True)
+class HostStatus:
+    host: str
+    files: tuple[Path, ...]  # config files that hold our server entry or hooks
+    hooks: bool  # some of them hold our hooks
+    last_runs: dict[str, str]  # event -> last successful run
+    last_failure: str | None
+
+
+def _holds(path: Path, part: JsonEdit | str) -> tuple[bool, bool]:
+    """(holds our entries, holds our hooks) for one file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False, False
+    if isinstance(part, str):
+        return edits.TOML_BEGIN in text, False
+    try:
+        root = jsonedit.parse(text, str(path)).value
+    except MemLikeHumanError:
+        return False, False
+    member = any(_dig(root, p[:-1]).get(p[-1]) is not None for p, _ in part.members)
+    hooked = any(any(edits.is_ours(i) for i in _dig(root, p[:-1]).get(p[-1]) or []) for p, _ in part.items)
+    return member or hooked, hooked
+
+
+def _dig(value: object, path: tuple[str, ...]) -> dict:
+    for key in path:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value if isinstance(value, dict) else {}
+
+
+def wired(db_path: Path, project_dir: Path | None = None) -> list[HostStatus]:
+    """The hosts whose user-level (or `project_dir`'s) config holds our entries."""
+    runs = state.last_runs(db_path)
+    failure = _last_line(state.log_path(db_path))
+    found = []
+    for host in HOSTS:
+        files, hooked = [], False
+        for base in (None, project_dir) if project_dir else (None,):
+            for path, part in targets(host, _PROBE, base):
+                holds, hooks = _holds(path, part)
+                if holds:
+                    files.append(path)
+                    hooked = hooked or hooks
+        if files:
+            mine = failure if failure and f" hook {host} " in failure else None
+            found.append(HostStatus(host, tuple(files), hooked, runs.get(host, {}), mine))
+    return found
+
+
+def _last_line(path: Path) -> str | None:
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return None
+    return lines[-1] if lines else None

@@ -1,0 +1,139 @@
+"""Reading host transcripts: Claude Code session JSONL (also Codex rollout JSONL).
+
+Claude Code writes one JSON object per line: `type` "user"/"assistant" lines carry `message`
+({role, content: str | [blocks]}), `uuid`, `sessionId`, `timestamp`, `isSidechain`, `isMeta`;
+other types (summary, system, file-history-snapshot, ...) are skipped. A streamed assistant
+reply may span several lines with one `message.id`; their text blocks are joined. User lines that
+only carry tool results, meta lines and subagent (sidechain) lines are not messages of the
+conversation. Codex lines are `{"type": "response_item", "payload": {"type": "message", ...}}`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import InvalidArgument
+from . import markers
+
+
+@dataclass(frozen=True)
+class Message:
+    """One user or assistant message of a transcript, injected context stripped."""
+
+    role: str
+    text: str
+    uuid: str | None
+    timestamp: str | None
+    session_id: str | None
+    line: int
+
+
+def content_text(content: Any, kinds: tuple[str, ...] = ("text", "input_text", "output_text")) -> str:
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    parts = [b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") in kinds]
+    return "\n\n".join(p for p in parts if isinstance(p, str) and p)
+
+
+def _claude(entry: dict[str, Any], line: int) -> tuple[Message, str | None] | None:
+    if entry.get("type") not in ("user", "assistant") or entry.get("isMeta") or entry.get("isSidechain"):
+        return None
+    message = entry.get("message")
+    if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
+        return None
+    text = markers.strip(content_text(message.get("content")))
+    if not text:
+        return None
+    found = Message(
+        role=message["role"],
+        text=text,
+        uuid=entry.get("uuid") if isinstance(entry.get("uuid"), str) else None,
+        timestamp=entry.get("timestamp") if isinstance(entry.get("timestamp"), str) else None,
+        session_id=entry.get("sessionId") if isinstance(entry.get("sessionId"), str) else None,
+        line=line,
+    )
+    return found, message.get("id") if isinstance(message.get("id"), str) else None
+
+
+def _codex(entry: dict[str, Any], line: int) -> Message | None:
+    payload = entry.get("payload")
+    if entry.get("type") != "response_item" or not isinstance(payload, dict) or payload.get("type") != "message":
+        return None
+    if payload.get("role") not in ("user", "assistant"):
+        return None
+    text = markers.strip(content_text(payload.get("content")))
+    if not text:
+        return None
+    stamp = entry.get("timestamp") if isinstance(entry.get("timestamp"), str) else None
+    return Message(payload["role"], text, None, stamp, None, line)
+
+
+def parse_lines(lines: Iterable[str], source: str, *, strict: bool) -> Iterator[Message]:
+    """The messages of transcript lines, in order.
+
+    strict: a line that is not a JSON object raises InvalidArgument naming `source` and the line;
+    otherwise it is skipped (a transcript being written may end in a partial line).
+    """
+    pending: Message | None = None
+    pending_id: str | None = None
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            entry = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            if strict:
+                raise InvalidArgument(f"{source}, line {number}: not JSON ({exc.msg}): is this a transcript?") from None
+            continue
+        if not isinstance(entry, dict):
+            if strict:
+                raise InvalidArgument(f"{source}, line {number}: not a JSON object: is this a transcript?")
+            continue
+        parsed = _claude(entry, number)
+        if parsed is None:
+            codex = _codex(entry, number)
+            parsed = (codex, None) if codex else None
+        if parsed is None:
+            continue
+        message, message_id = parsed
+        if pending and message_id and message_id == pending_id and message.role == pending.role:
+            pending = Message(pending.role, f"{pending.text}\n\n{message.text}", *_keep(pending))
+            continue
+        if pending:
+            yield pending
+        pending, pending_id = message, message_id
+    if pending:
+        yield pending
+
+
+def _keep(message: Message) -> tuple[str | None, str | None, str | None, int]:
+    return message.uuid, message.timestamp, message.session_id, message.line
+
+
+def read(path: str | Path | None, *, limit_bytes: int = 20_000_000) -> list[Message]:
+    """The messages of a transcript file, leniently; [] when it is missing or unreadable."""
+    if not path:
+        return []
+    try:
+        with open(path, encoding="utf-8", errors="replace") as stream:
+            stream.seek(0, 2)
+            size = stream.tell()
+            stream.seek(max(0, size - limit_bytes))
+            if size > limit_bytes:
+                stream.readline()  # a partial first line after seeking
+            return list(parse_lines(stream, str(path), strict=False))
+    except OSError:
+        return []
+
+
+def last_assistant(messages: list[Message]) -> Message | None:
+    """The final assistant message of the transcript, if the last message is the assistant's."""
+    for message in reversed(messages):
+        return message if message.role == "assistant" else None
+    return None

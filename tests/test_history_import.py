@@ -1,0 +1,150 @@
+"""`memlikehuman import` of Claude Code transcripts, a ChatGPT export and a Claude.ai export."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+from conftest import BASE_ENV
+from hook_support import run_hook, stored
+
+from memlikehuman.cli import main
+from memlikehuman.hosts.scope import project_name
+
+FIXTURES = Path(__file__).parent / "history_fixtures"
+CHATGPT = FIXTURES / "chatgpt" / "conversations.json"
+CLAUDE_AI = FIXTURES / "claude-ai" / "conversations.json"
+CLAUDE_CODE = FIXTURES / "claude-code"
+
+
+def run(db: Path, *args: str) -> Result:
+    return CliRunner().invoke(main, ["--db", str(db), "import", *args], env=BASE_ENV)
+
+
+def report(db: Path, *args: str) -> dict[str, Any]:
+    result = run(db, *args, "--json")
+    assert result.exit_code == 0, result.output
+    return dict(json.loads(result.stdout))
+
+
+def test_chatgpt_import_takes_the_current_branch_and_counts_the_rest(tmp_path: Path) -> None:
+    db = tmp_path / "m.sqlite3"
+    found = report(db, str(CHATGPT))
+    assert (found["format"], found["conversations"], found["added"]) == ("chatgpt", 2, 7)
+    assert found["skipped"] == {
+        "attachments (images, files)": 1,
+        "messages on other branches (edits, regenerations)": 3,
+        "system messages": 1,
+        "tool messages": 1,
+    }
+    lisbon = [e for e in stored(db) if e["session_id"] == "conv-lisbon"]
+    assert [(e["role"], e["text"]) for e in lisbon] == [
+        ("user", "I am planning a trip to Lisbon in March."),
+        ("assistant", "Lisbon in March is mild, around 17°C. Pack a light jacket."),
+        ("user", "What about hotels near Alfama? Here is a photo of one."),
+        ("assistant", "Alfama has small guesthouses with river views."),
+        ("assistant", "I found three guesthouses under 120 EUR a night."),
+    ]
+    assert {e["source"] for e in stored(db)} == {"chatgpt"}
+
+
+def test_imported_messages_keep_their_original_time(tmp_path: Path) -> None:
+    db = tmp_path / "m.sqlite3"
+    report(db, str(CHATGPT))
+    found = CliRunner().invoke(main, ["--db", str(db), "recall", "sister birthday", "--json"], env=BASE_ENV)
+    hit = json.loads(found.stdout)["raw_fallback"][0]
+    assert hit["occurred_at"] == "2025-12-01T14:40:00.000000Z"  # create_time 1764600000 of the export
+    assert hit["session_id"] == "conv-birthdays"
+
+
+def test_a_second_import_adds_nothing(tmp_path: Path) -> None:
+    db = tmp_path / "m.sqlite3"
+    report(db, str(CLAUDE_AI))
+    again = report(db, str(CLAUDE_AI))
+    assert (again["added"], again["unchanged"]) == (0, 5)
+    assert len(stored(db)) == 5
+
+
+def test_claude_ai_import_maps_senders_and_counts_attachments(tmp_path: Path) -> None:
+    db = tmp_path / "m.sqlite3"
+    found = report(db, str(CLAUDE_AI))
+    assert (found["format"], found["conversations"], found["added"]) == ("claude-ai", 2, 5)
+    assert found["skipped"] == {"attachments (images, files)": 2}
+    garden = [(e["role"], e["text"]) for e in stored(db) if e["session_id"] == "c1a2-conv-garden"]
+    assert garden[1] == (
+        "assistant",
+        "Cherry tomatoes suit a south-facing balcony.",
+    )  # from `content` when `text` is empty
+    assert {e["source"] for e in stored(db)} == {"claude-ai"}
+
+
+def test_claude_code_transcripts_import_into_the_project_the_hooks_use(tmp_path: Path) -> None:
+    db = tmp_path / "m.sqlite3"
+    found = report(db, str(CLAUDE_CODE))
+    assert (found["format"], found["conversations"], found["added"]) == ("claude-code", 2, 5)
+    events = stored(db)
+    assert [(e["role"], e["text"]) for e in events if e["session_id"] == "11111111-aaaa"] == [
+        ("user", "Add a --verbose flag to the CLI"),
+        ("assistant", "I'll look at the CLI entry point first."),
+        ("assistant", "Added --verbose; it sets the log level to DEBUG."),
+    ]
+    assert {e["project_id"] for e in events} == {project_name(Path("/home/user/work/app"))}
+
+
+def test_claude_code_import_after_the_hooks_adds_only_what_they_missed(tmp_path: Path) -> None:
+    db = tmp_path / "m.sqlite3"
+    hook = {"session_id": "22222222-bbbb", "cwd": "/home/user/work/app", "hook_event_name": "UserPromptSubmit"}
+    run_hook("claude-code", {**hook, "prompt": "Run the tests"}, db, tmp_path)
+    found = report(db, str(CLAUDE_CODE / "-work-app" / "22222222-bbbb.jsonl"))
+    assert (found["added"], found["unchanged"]) == (1, 1)
+    assert [e["text"] for e in stored(db)] == ["Run the tests", "All 42 tests pass."]
+
+
+def test_a_broken_conversation_names_file_and_line_and_nothing_is_imported(tmp_path: Path) -> None:
+    data = json.loads(CHATGPT.read_text())
+    data[1]["mapping"]["a-9"]["message"]["author"] = {}
+    broken = tmp_path / "conversations.json"
+    broken.write_text(json.dumps(data, indent=2))
+    db = tmp_path / "m.sqlite3"
+    result = run(db, str(broken))
+    assert result.exit_code == 1
+    line = next(i for i, text in enumerate(broken.read_text().splitlines(), 1) if '"a-9"' in text)
+    assert f"{broken}, line {line}: a message has no author role" in result.output
+    assert not db.exists() or stored(db) == []
+
+
+def test_a_bad_transcript_line_names_its_file_and_line(tmp_path: Path) -> None:
+    folder = tmp_path / "projects"
+    shutil.copytree(CLAUDE_CODE, folder)
+    bad = folder / "-work-app" / "22222222-bbbb.jsonl"
+    bad.write_text(bad.read_text() + '{"type": "user", "message": \n')
+    db = tmp_path / "m.sqlite3"
+    result = run(db, str(folder))
+    assert result.exit_code == 1
+    assert f"{bad}, line 4: not JSON" in result.output
+    assert not db.exists() or stored(db) == []
+
+
+def test_a_file_that_does_not_say_its_format_needs_format(tmp_path: Path) -> None:
+    odd = tmp_path / "export.json"
+    odd.write_text("[]\n")
+    result = run(tmp_path / "m.sqlite3", str(odd))
+    assert result.exit_code == 1 and "pass --format" in result.output
+    assert report(tmp_path / "m.sqlite3", str(odd), "--format", "chatgpt")["added"] == 0
+
+
+@pytest.mark.parametrize("source", [CHATGPT, CLAUDE_AI, CLAUDE_CODE])
+def test_a_dry_run_writes_nothing(tmp_path: Path, source: Path) -> None:
+    db = tmp_path / "m.sqlite3"
+    assert report(db, str(source), "--dry-run")["added"] > 0
+    assert not db.exists()
+
+
+def test_the_scope_options_choose_where_history_goes(tmp_path: Path) -> None:
+    db = tmp_path / "m.sqlite3"
+    report(db, str(CLAUDE_AI), "--persona", "ada", "--project", "home")
+    assert {(e["persona_id"], e["project_id"]) for e in stored(db)} == {("ada", "home")}

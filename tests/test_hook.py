@@ -1,0 +1,188 @@
+"""`memlikehuman hook claude-code`, run as Claude Code runs it: payload on stdin, cwd, environment."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hook_support import checkpoints_of, run_hook, stored, write_transcript
+
+from memlikehuman.hosts import markers
+
+PAYLOADS = Path(__file__).parent / "hook_payloads" / "claude-code"
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    directory = tmp_path / "work" / "app"
+    (directory / ".git").mkdir(parents=True)
+    return directory
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "data" / "memory.sqlite3"
+
+
+def payload(event: str, project: Path, **fields: Any) -> dict[str, Any]:
+    data = json.loads((PAYLOADS / f"{event}.json").read_text())
+    data.update({"cwd": str(project), "transcript_path": str(project / "missing.jsonl"), **fields})
+    return data
+
+
+def context_of(out: str, event: str) -> str:
+    answer = json.loads(out)
+    assert answer["hookSpecificOutput"]["hookEventName"] == event
+    text = answer["hookSpecificOutput"]["additionalContext"]
+    assert isinstance(text, str)
+    return text
+
+
+def test_a_prompt_is_recorded_as_the_users_with_the_host_session_and_scope(db: Path, project: Path) -> None:
+    ran = run_hook("claude-code", payload("UserPromptSubmit", project, prompt="We deploy on Fridays"), db, project)
+    assert ran.returncode == 0, ran.stderr
+    [event] = stored(db)
+    assert event["text"] == "We deploy on Fridays"
+    assert (event["role"], event["source"]) == ("user", "claude-code")
+    assert event["session_id"] == "3f2a9c1e-0b7d-4d3e-9a51-7c1f2e8b6d40"
+    assert event["persona_id"] == "default"
+    assert event["project_id"].startswith("app-")
+
+
+def test_running_the_prompt_hook_twice_stores_the_prompt_once(db: Path, project: Path) -> None:
+    for _ in range(2):
+        assert run_hook("claude-code", payload("UserPromptSubmit", project), db, project).returncode == 0
+    assert len(stored(db)) == 1
+
+
+def test_a_prompt_containing_injected_context_stores_none_of_it(db: Path, project: Path) -> None:
+    injected = markers.wrap("MemLikeHuman recalled these: - memory mem_1: the secret launch code is 1234")
+    prompt = f"{injected}\nPlease summarise the release notes"
+    run_hook("claude-code", payload("UserPromptSubmit", project, prompt=prompt), db, project)
+    texts = [event["text"] for event in stored(db)]
+    assert texts == ["Please summarise the release notes"]
+    assert all("launch code" not in text and "memlikehuman-context" not in text for text in texts)
+
+
+def test_a_prompt_gets_fast_recall_hits_from_earlier_sessions_as_marked_context(db: Path, project: Path) -> None:
+    earlier = payload("UserPromptSubmit", project, session_id="older", prompt="Our staging database is Postgres 16")
+    run_hook("claude-code", earlier, db, project)
+    ran = run_hook("claude-code", payload("UserPromptSubmit", project, prompt="which staging database?"), db, project)
+    text = context_of(ran.stdout, "UserPromptSubmit")
+    assert text.startswith(markers.OPEN) and text.endswith(markers.CLOSE)
+    assert "Our staging database is Postgres 16" in text
+    assert "which staging database?" not in text  # the prompt itself is not echoed back
+
+
+def test_a_prompt_with_nothing_to_recall_prints_nothing(db: Path, project: Path) -> None:
+    ran = run_hook("claude-code", payload("UserPromptSubmit", project, prompt="hello there"), db, project)
+    assert (ran.returncode, ran.stdout) == (0, "")
+
+
+def test_session_start_gives_the_resume_context_and_says_the_hooks_record(db: Path, project: Path) -> None:
+    run_hook("claude-code", payload("UserPromptSubmit", project, session_id="s0", prompt="I prefer tabs"), db, project)
+    ran = run_hook("claude-code", payload("SessionStart", project, session_id="s1"), db, project)
+    text = context_of(ran.stdout, "SessionStart")
+    assert len(text) <= 10_000
+    assert "I prefer tabs" in text
+    assert "do not call memory_record" in text
+
+
+def test_session_start_context_stays_under_ten_thousand_characters(db: Path, project: Path) -> None:
+    for number in range(40):
+        prompt = f"note {number}: " + "lorem ipsum dolor sit amet " * 60
+        run_hook("claude-code", payload("UserPromptSubmit", project, session_id="s0", prompt=prompt), db, project)
+    text = context_of(run_hook("claude-code", payload("SessionStart", project), db, project).stdout, "SessionStart")
+    assert 5_000 < len(text) <= 10_000
+
+
+def test_stop_records_the_final_assistant_message_from_the_transcript(db: Path, project: Path) -> None:
+    transcript = write_transcript(
+        project / "t.jsonl",
+        "s1",
+        [("user", "What is 2+2?"), ("assistant", "It is 4."), ("user", "And 3+3?"), ("assistant", "6.")],
+    )
+    run_hook("claude-code", payload("Stop", project, session_id="s1", transcript_path=str(transcript)), db, project)
+    [event] = stored(db)
+    assert (event["role"], event["text"], event["session_id"]) == ("assistant", "6.", "s1")
+
+
+def test_stop_prefers_the_message_in_the_payload(db: Path, project: Path) -> None:
+    run_hook("claude-code", payload("Stop", project, last_assistant_message="Done: tests pass."), db, project)
+    assert [e["text"] for e in stored(db)] == ["Done: tests pass."]
+
+
+def test_precompact_writes_an_adapter_checkpoint_that_the_compact_start_puts_first(db: Path, project: Path) -> None:
+    session = "s-compact"
+    turns = [("user", "Migrate the billing service to apsw"), ("assistant", "Step one is done: the schema is copied.")]
+    transcript = write_transcript(project / "t.jsonl", session, turns)
+    for role, text in turns:
+        fields = {"prompt": text} if role == "user" else {"last_assistant_message": text}
+        event = "UserPromptSubmit" if role == "user" else "Stop"
+        run_hook("claude-code", payload(event, project, session_id=session, **fields), db, project)
+    ran = run_hook(
+        "claude-code", payload("PreCompact", project, session_id=session, transcript_path=str(transcript)), db, project
+    )
+    assert (ran.returncode, ran.stdout, ran.stderr) == (0, "", "")
+    [checkpoint] = checkpoints_of(db)
+    assert checkpoint["session_id"] == session
+    assert checkpoint["state"]["goal"].startswith("[written by the MemLikeHuman hook adapter at PreCompact")
+    assert "Migrate the billing service to apsw" in checkpoint["state"]["goal"]
+    start = payload("SessionStart", project, session_id=session, source="compact")
+    text = context_of(run_hook("claude-code", start, db, project).stdout, "SessionStart")
+    body = text.split("\n\n", 2)[1]  # after the instructions paragraph comes the checkpoint
+    assert body.startswith("The conversation was compacted. Latest checkpoint of this session")
+    assert "Step one is done" in body
+
+
+def test_session_end_records_a_missed_final_reply_and_checkpoints(db: Path, project: Path) -> None:
+    transcript = write_transcript(
+        project / "t.jsonl", "s2", [("user", "Rename the module"), ("assistant", "Renamed it.")]
+    )
+    run_hook(
+        "claude-code", payload("UserPromptSubmit", project, session_id="s2", prompt="Rename the module"), db, project
+    )
+    run_hook(
+        "claude-code", payload("SessionEnd", project, session_id="s2", transcript_path=str(transcript)), db, project
+    )
+    assert [e["text"] for e in stored(db)] == ["Rename the module", "Renamed it."]
+    assert len(checkpoints_of(db)) == 1
+
+
+def test_a_broken_payload_exits_0_prints_nothing_and_logs_one_line(db: Path, project: Path) -> None:
+    ran = run_hook("claude-code", "{not json", db, project)
+    assert (ran.returncode, ran.stdout) == (0, "")
+    assert len(ran.stderr.splitlines()) == 1 and "JSONDecodeError" in ran.stderr
+    log = db.with_name("memory.sqlite3.hooks.log").read_text().splitlines()
+    assert len(log) == 1 and "claude-code" in log[0]
+
+
+def test_an_unusable_archive_fails_open(tmp_path: Path, project: Path) -> None:
+    not_a_db = tmp_path / "junk.sqlite3"
+    not_a_db.write_bytes(b"this is not sqlite" * 100)
+    ran = run_hook("claude-code", payload("UserPromptSubmit", project), not_a_db, project)
+    assert (ran.returncode, ran.stdout) == (0, "")
+    assert ran.stderr.count("\n") == 1
+    assert tmp_path.joinpath("junk.sqlite3.hooks.log").exists()
+
+
+def test_an_unknown_host_still_exits_0(db: Path, project: Path) -> None:
+    ran = run_hook("notepad", payload("UserPromptSubmit", project), db, project)
+    assert (ran.returncode, ran.stdout) == (0, "")
+    assert "unknown host" in ran.stderr
+
+
+def test_the_scope_options_written_at_install_win_over_the_directory(db: Path, project: Path) -> None:
+    run_hook(
+        "claude-code", payload("UserPromptSubmit", project), db, project, "--persona", "ada", "--project", "billing"
+    )
+    [event] = stored(db)
+    assert (event["persona_id"], event["project_id"]) == ("ada", "billing")
+
+
+def test_each_run_notes_when_the_hook_last_ran(db: Path, project: Path) -> None:
+    run_hook("claude-code", payload("SessionStart", project), db, project)
+    runs = json.loads(db.with_name("memory.sqlite3.hooks.json").read_text())
+    assert set(runs["claude-code"]) == {"SessionStart"}

@@ -1,0 +1,252 @@
+"""`install` / `uninstall` round trips on realistic config files, with HOME pointed at a temp dir."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import tomllib
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+from conftest import BASE_ENV
+from hook_support import stored
+
+from memlikehuman.cli import main
+from memlikehuman.hosts import jsonedit
+
+CONFIGS = Path(__file__).parent / "host_configs"
+
+# host -> {path under HOME (or the project with --project): fixture file, or None: absent before install}
+USER_FILES: dict[str, dict[str, str | None]] = {
+    "claude-code": {".claude.json": "claude.json", ".claude/settings.json": "claude-settings.json"},
+    "claude-desktop": {".config/Claude/claude_desktop_config.json": "claude_desktop_config.json"},
+    "codex": {".codex/config.toml": "codex-config.toml", ".codex/hooks.json": "codex-hooks.json"},
+    "cursor": {".cursor/mcp.json": "cursor-mcp.json", ".cursor/hooks.json": "cursor-hooks.json"},
+    "vscode": {".config/Code/User/mcp.json": "vscode-mcp.json"},
+    "gemini": {".gemini/settings.json": "gemini-settings.json"},
+}
+PROJECT_FILES: dict[str, dict[str, str | None]] = {
+    "claude-code": {".mcp.json": None, ".claude/settings.local.json": None},
+    "cursor": {".cursor/mcp.json": "cursor-mcp.json", ".cursor/hooks.json": None},
+    "vscode": {".vscode/mcp.json": "vscode-mcp.json"},
+    "codex": {".codex/config.toml": None, ".codex/hooks.json": None},
+}
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    directory = tmp_path / "home"
+    directory.mkdir()
+    return directory
+
+
+def cli(home: Path, *args: str) -> Result:
+    env = {
+        **BASE_ENV,
+        "HOME": str(home),
+        "XDG_DATA_HOME": "",
+        "XDG_CONFIG_HOME": "",
+        "MEMLIKEHUMAN_DB": str(home / "m.db"),
+    }
+    return CliRunner().invoke(main, list(args), env=env)
+
+
+def lay_out(base: Path, files: dict[str, str | None]) -> dict[Path, bytes | None]:
+    """Write the fixture files under base; return what each path held (None: absent)."""
+    before: dict[Path, bytes | None] = {}
+    for relative, fixture in files.items():
+        path = base / relative
+        if fixture is None:
+            before[path] = None
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes((CONFIGS / fixture).read_bytes())
+        before[path] = path.read_bytes()
+    return before
+
+
+def snapshot(paths: dict[Path, bytes | None]) -> dict[Path, bytes | None]:
+    return {path: path.read_bytes() if path.exists() else None for path in paths}
+
+
+def values(path: Path) -> dict:
+    text = path.read_text()
+    return tomllib.loads(text) if path.suffix == ".toml" else jsonedit.parse(text, str(path)).value
+
+
+@pytest.mark.parametrize("host", sorted(USER_FILES))
+def test_install_twice_then_uninstall_leaves_the_user_files_byte_identical(home: Path, host: str) -> None:
+    original = lay_out(home, USER_FILES[host])
+    first = cli(home, "install", host)
+    assert first.exit_code == 0, first.output
+    installed = snapshot(original)
+    assert installed != original
+    assert cli(home, "install", host).exit_code == 0
+    assert snapshot(original) == installed  # idempotent: twice = once
+    done = cli(home, "uninstall", host)
+    assert done.exit_code == 0, done.output
+    assert snapshot(original) == original
+
+
+@pytest.mark.parametrize("host", sorted(PROJECT_FILES))
+def test_project_install_round_trip_removes_the_files_it_created(home: Path, tmp_path: Path, host: str) -> None:
+    project = tmp_path / "work" / "app"
+    project.mkdir(parents=True)
+    original = lay_out(project, PROJECT_FILES[host])
+    assert cli(home, "install", host, "--project", str(project)).exit_code == 0
+    assert all(path.exists() for path in original)
+    assert cli(home, "uninstall", host, "--project", str(project)).exit_code == 0
+    assert snapshot(original) == original
+
+
+def test_install_keeps_other_servers_and_settings_and_adds_ours(home: Path) -> None:
+    lay_out(home, USER_FILES["claude-code"])
+    assert cli(home, "install", "claude-code").exit_code == 0
+    servers = values(home / ".claude.json")["mcpServers"]
+    assert set(servers) == {"github", "memlikehuman"}
+    ours = servers["memlikehuman"]
+    assert Path(ours["command"]).is_absolute() and ours["args"] == ["serve"]
+    assert ours["env"] == {
+        "MEMLIKEHUMAN_DB": str(home / "m.db"),
+        "MEMLIKEHUMAN_PERSONA": "default",
+        "MEMLIKEHUMAN_PROJECT": "auto",
+    }
+    settings = values(home / ".claude" / "settings.json")
+    assert settings["model"] == "opus" and settings["env"] == {"DISABLE_TELEMETRY": "1"}
+    assert len(settings["hooks"]["Stop"]) == 2  # the user's notify-send stays, ours follows it
+    assert set(settings["hooks"]) == {
+        "PostToolUse",
+        "Stop",
+        "SessionStart",
+        "UserPromptSubmit",
+        "PreCompact",
+        "SessionEnd",
+    }
+
+
+def test_codex_install_keeps_the_comments_and_tables_of_config_toml(home: Path) -> None:
+    lay_out(home, USER_FILES["codex"])
+    assert cli(home, "install", "codex").exit_code == 0
+    text = (home / ".codex" / "config.toml").read_text()
+    assert text.startswith((CONFIGS / "codex-config.toml").read_text())
+    assert "# ask before running commands" in text
+    parsed = tomllib.loads(text)
+    assert set(parsed["mcp_servers"]) == {"github", "memlikehuman"}
+    assert parsed["mcp_servers"]["memlikehuman"]["env"]["MEMLIKEHUMAN_PROJECT"] == "auto"
+    assert parsed["profiles"]["fast"]["model"] == "gpt-5.3-codex-mini"
+
+
+def test_a_project_install_names_the_project_in_both_the_server_and_the_hooks(home: Path, tmp_path: Path) -> None:
+    project = tmp_path / "billing"
+    project.mkdir()
+    assert cli(home, "install", "claude-code", "--project", str(project)).exit_code == 0
+    env = values(project / ".mcp.json")["mcpServers"]["memlikehuman"]["env"]
+    assert env["MEMLIKEHUMAN_PROJECT"].startswith("billing-")
+    hooks = values(project / ".claude" / "settings.local.json")["hooks"]
+    command = hooks["UserPromptSubmit"][0]["hooks"][0]["command"]
+    assert shlex.split(command)[-2:] == ["--project", env["MEMLIKEHUMAN_PROJECT"]]
+
+
+def test_the_installed_hook_command_runs_as_claude_code_runs_it(home: Path, tmp_path: Path) -> None:
+    project = tmp_path / "app"
+    project.mkdir()
+    assert cli(home, "install", "claude-code").exit_code == 0
+    group = values(home / ".claude" / "settings.json")["hooks"]["UserPromptSubmit"][0]
+    command = group["hooks"][0]["command"]
+    payload = {"session_id": "s1", "transcript_path": "", "cwd": str(project), "hook_event_name": "UserPromptSubmit"}
+    payload["prompt"] = "Remember that the release is on Monday"
+    env = {"PATH": os.environ["PATH"], "HOME": str(home), **BASE_ENV}
+    done = subprocess.run(
+        command,
+        shell=True,
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        cwd=project,
+        env=env,
+        check=False,
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+    [event] = stored(home / "m.db")
+    assert event["text"] == "Remember that the release is on Monday"
+    assert event["project_id"].startswith("app-")
+
+
+def test_dry_run_prints_a_diff_and_writes_nothing(home: Path) -> None:
+    original = lay_out(home, USER_FILES["cursor"])
+    result = cli(home, "install", "cursor", "--dry-run")
+    assert result.exit_code == 0, result.output
+    assert "+++ " in result.stdout
+    assert '+\t\t"memlikehuman": {' in result.stdout  # in the file's own (tab) indentation
+    assert snapshot(original) == original
+    assert not (home / ".local" / "share" / "memlikehuman").exists()
+
+
+def test_install_backs_up_each_existing_file_first(home: Path) -> None:
+    original = lay_out(home, USER_FILES["gemini"])
+    assert cli(home, "install", "gemini").exit_code == 0
+    [path] = original
+    [backup] = path.parent.glob("settings.json.memlikehuman-backup-*")
+    assert backup.read_bytes() == original[path]
+
+
+def test_no_hooks_installs_only_the_server_entry(home: Path) -> None:
+    assert cli(home, "install", "claude-code", "--no-hooks").exit_code == 0
+    assert (home / ".claude.json").exists()
+    assert not (home / ".claude" / "settings.json").exists()
+
+
+def test_a_file_that_is_not_json_is_refused_with_its_name_and_line(home: Path) -> None:
+    path = home / ".cursor" / "mcp.json"
+    path.parent.mkdir()
+    path.write_text('{\n  "mcpServers": {\n    oops\n}\n')
+    result = cli(home, "install", "cursor")
+    assert result.exit_code == 1
+    assert f"{path}, line 3" in result.output
+    assert path.read_text() == '{\n  "mcpServers": {\n    oops\n}\n'
+
+
+def test_a_hand_written_memlikehuman_table_in_codex_config_is_a_conflict(home: Path) -> None:
+    path = home / ".codex" / "config.toml"
+    path.parent.mkdir()
+    path.write_text('[mcp_servers.memlikehuman]\ncommand = "/old/memlikehuman"\n')
+    result = cli(home, "install", "codex")
+    assert result.exit_code == 1 and "conflict:" in result.output
+
+
+HOOKS_FILE = {"codex": ".codex/hooks.json", "cursor": ".cursor/hooks.json", "gemini": ".gemini/settings.json"}
+PROMPT_EVENT = {"codex": "UserPromptSubmit", "cursor": "beforeSubmitPrompt", "gemini": "BeforeAgent"}
+
+
+@pytest.mark.parametrize("host", sorted(HOOKS_FILE))
+def test_each_hosts_installed_prompt_hook_runs_from_its_config(home: Path, tmp_path: Path, host: str) -> None:
+    project = tmp_path / "app"
+    project.mkdir()
+    assert cli(home, "install", host).exit_code == 0
+    hooks = values(home / HOOKS_FILE[host])["hooks"][PROMPT_EVENT[host]]
+    entry = hooks[0] if host == "cursor" else hooks[0]["hooks"][0]
+    fixture = Path(__file__).parent / "hook_payloads" / host / f"{PROMPT_EVENT[host]}.json"
+    payload = json.loads(fixture.read_text())
+    payload.update({"workspace_roots": [str(project)]} if host == "cursor" else {"cwd": str(project)})
+    env = {"PATH": os.environ["PATH"], "HOME": str(home), **BASE_ENV}
+    done = subprocess.run(
+        entry["command"], shell=True, input=json.dumps(payload), capture_output=True, text=True, cwd=project, env=env
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+    expected = {"cursor": '{"continue": true}\n', "gemini": "{}\n", "codex": ""}  # nothing to recall yet
+    assert done.stdout == expected[host]
+    [event] = stored(home / "m.db")
+    assert (event["source"], event["text"]) == (host, "Which database does this project use?")
+
+
+def test_an_empty_config_file_comes_back_empty_after_uninstall(home: Path) -> None:
+    path = home / ".gemini" / "settings.json"
+    path.parent.mkdir()
+    path.write_text("\n")
+    assert cli(home, "install", "gemini").exit_code == 0
+    assert "memlikehuman" in values(path)["mcpServers"]
+    assert cli(home, "uninstall", "gemini").exit_code == 0
+    assert path.read_text() == "\n"
