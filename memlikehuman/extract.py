@@ -12,6 +12,7 @@ States it leaves (the event itself is never touched):
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import re
@@ -24,7 +25,7 @@ from typing import Any
 
 from . import clock, events, memories
 from .db import Database
-from .errors import Unavailable
+from .errors import Transient, Unavailable
 from .providers.base import Extractor
 from .records import BASES, MEMORY_KINDS, Candidate, Event, Memory
 from .validate import MAX_DERIVED_CHARS
@@ -132,6 +133,7 @@ class Outcome:
     error: str | None
     memory_ids: tuple[str, ...]
     warnings: tuple[str, ...] = ()
+    transient: bool = False  # pending because the provider failed for now (worth a later attempt)
 
 
 class Unusable(Exception):
@@ -160,7 +162,8 @@ def run(db: Database, extractor: Extractor | None, sequence: int) -> Outcome:
     try:
         answer = extractor.complete(prompt.system, prompt.user, SCHEMA)
     except Unavailable as exc:
-        return _leave(db, event, "pending", f"{exc.message}; {RETRY_HINT}")
+        left = _leave(db, event, "pending", f"{exc.message}; {RETRY_HINT}")
+        return dataclasses.replace(left, transient=isinstance(exc, Transient))
     try:
         items = parse_answer(answer)
     except Unusable as exc:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import clock, events, memories, search, validate
+from . import claims, clock, events, memories, search, validate
 from .errors import InvalidArgument, MemLikeHumanError
 from .records import Coverage, Memory, MemoryHit, RawHit, RecallResult, Scope
 from .search import DateWindow, Filters, date_windows
@@ -334,13 +334,15 @@ class _Recall:
                 )
                 or 0
             )
-        return Coverage(int(total), int(pending), int(failed), int(total) - int(with_vectors))
+        in_flight = claims.in_flight(self.db, scope) if pending else 0
+        return Coverage(int(total), int(pending), int(failed), int(total) - int(with_vectors), in_flight)
 
     def _coverage_warnings(self, coverage: Coverage, mode: str) -> None:
         if coverage.events_pending:
             self.warnings.append(
                 f"{coverage.events_pending} events in scope are pending extraction: results may be incomplete"
-                " (their original text is searched and shown in raw_fallback)"
+                " (their original text is searched and shown in raw_fallback"
+                + (f"; {coverage.events_in_flight} being extracted now)" if coverage.events_in_flight else ")")
             )
         if coverage.events_failed:
             self.warnings.append(

@@ -157,6 +157,7 @@ class Coverage:
     events_pending: int
     events_failed: int
     events_without_vectors: int
+    events_in_flight: int = 0  # pending events being extracted right now (also counted in events_pending)
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ def extractor_settings(db: Path, base_url: str, timeout: str = "10") -> Settings
         MEMLIKEHUMAN_EXTRACTOR_BASE_URL=base_url,
         MEMLIKEHUMAN_EXTRACTOR_API_KEY="test",
         MEMLIKEHUMAN_TIMEOUT=timeout,
+        MEMLIKEHUMAN_EXTRACTION_WAIT="60",  # these tests check what one extraction stores: wait for it
     )
 
 
@@ -554,6 +555,7 @@ def test_a_served_process_configured_by_environment_extracts_over_stdio(db_path)
             "MEMLIKEHUMAN_EXTRACTOR": "openai",
             "MEMLIKEHUMAN_EXTRACTOR_BASE_URL": api.base_url,
             "MEMLIKEHUMAN_EXTRACTOR_API_KEY": "test",
+            "MEMLIKEHUMAN_EXTRACTION_WAIT": "60",
         }
         with connected(stdio_params(db_path, **env)) as client:
             result = record(client, "e1", "I like tea.")

@@ -32,6 +32,7 @@ def engine(db_path: Path, stub: ScriptedOpenAI) -> Iterator[Engine]:
         MEMLIKEHUMAN_EXTRACTOR_API_KEY="test",
         MEMLIKEHUMAN_EXTRACTOR_MODEL="tiny-model",
         MEMLIKEHUMAN_TIMEOUT="10",
+        MEMLIKEHUMAN_EXTRACTION_WAIT="60",
     )
     with Engine(settings) as opened:
         yield opened

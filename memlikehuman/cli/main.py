@@ -155,7 +155,7 @@ def main(ctx: click.Context, db: Path | None, verbose: bool) -> None:
 
 
 # Each module defines COMMAND (a click command or group) and is added to `main`.
-COMMAND_MODULES = ("serve", "retry", "persona", "export", "import_", "stats", "doctor", "reindex", "recall")
+COMMAND_MODULES = ("serve", "retry", "persona", "export", "import_", "stats", "doctor", "reindex", "recall", "extract")
 
 
 def _register() -> None:

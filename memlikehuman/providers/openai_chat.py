@@ -15,6 +15,8 @@ pause fits in the remaining budget (a ``Retry-After`` longer than 2 s is not wai
 stays pending and can be retried later). A timeout is not retried: the budget is spent. Every HTTP
 error (also 401, 404, or a 400 that no format avoids) raises ``errors.Unavailable``: the request never
 reached a model that could answer, so the event stays pending until the configuration is fixed.
+Timeouts and the transient failures raise its subclass ``errors.Transient``: the background worker
+tries those again later, with a bounded backoff (``claims``).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import httpx2
 import openai
 
 from ..config import Settings
-from ..errors import Unavailable
+from ..errors import Transient, Unavailable
 from .base import Extractor
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
@@ -86,12 +88,12 @@ class OpenAIChatExtractor(Extractor):
         except _Transient as first:
             left = deadline - time.monotonic()
             if first.pause > MAX_RETRY_AFTER or first.pause >= left:
-                raise Unavailable(first.message) from None
+                raise Transient(first.message) from None
             time.sleep(first.pause)
         try:
             return self._attempt(messages, schema, deadline)
         except _Transient as second:
-            raise Unavailable(f"{second.message} (also on a retry)") from None
+            raise Transient(f"{second.message} (also on a retry)") from None
 
     def _attempt(self, messages: list[dict[str, str]], schema: dict[str, Any], deadline: float) -> str:
         """One request, walking down the format ladder on rejection; raise _Transient or Unavailable."""
@@ -99,7 +101,7 @@ class OpenAIChatExtractor(Extractor):
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
-                raise Unavailable(self._timed_out())
+                raise Transient(self._timed_out())
             try:
                 answer = self._request(messages, schema, FORMATS[rung], deadline)
             except openai.APIStatusError as exc:
@@ -133,7 +135,7 @@ class OpenAIChatExtractor(Extractor):
             ) as response:
                 body = self._read_body(response.iter_bytes(), deadline)
         except (openai.APITimeoutError, httpx2.TimeoutException):
-            raise Unavailable(self._timed_out()) from None
+            raise Transient(self._timed_out()) from None
         except (openai.APIConnectionError, httpx2.TransportError) as exc:
             raise _Transient(f"cannot reach the extractor at {self.base_url} ({exc.__cause__ or exc})") from None
         return answer_text(body.decode("utf-8", errors="replace"))
@@ -144,7 +146,7 @@ class OpenAIChatExtractor(Extractor):
         for chunk in chunks:
             body += chunk
             if time.monotonic() > deadline:
-                raise Unavailable(self._timed_out())
+                raise Transient(self._timed_out())
         return bytes(body)
 
     def _timed_out(self) -> str:

@@ -116,6 +116,7 @@ class CoverageOut(BaseModel):
     events_pending: int
     events_failed: int
     events_without_vectors: int
+    events_in_flight: int = Field(0, description="pending events whose extraction is running now")
 
 
 class RecallOut(BaseModel):

@@ -81,6 +81,7 @@ def recall_out(result: RecallResult) -> RecallOut:
             events_pending=result.coverage.events_pending,
             events_failed=result.coverage.events_failed,
             events_without_vectors=result.coverage.events_without_vectors,
+            events_in_flight=result.coverage.events_in_flight,
         ),
         warnings=list(result.warnings),
     )
