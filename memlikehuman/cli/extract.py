@@ -57,7 +57,7 @@ def extract(ctx: click.Context, db: Path | None, persona_id: str | None, project
                 click.echo("\nstopped: the event in hand stays pending", err=True)
                 _summary(counts)
                 sys.exit(EXIT_INTERRUPTED)
-            left = extraction.retry_queue(engine.db, *(scope or (None, None)))
+            left = extraction.retry_queue(engine.db, persona_id, project_id)
     except MemLikeHumanError as exc:
         fail(exc)
     _summary(counts)
