@@ -40,7 +40,8 @@ WHERE e.extraction_state = 'pending' AND e.kind = 'record' {scope}
   AND NOT EXISTS (
         SELECT 1 FROM extraction_claims o
         WHERE o.persona_id = e.persona_id AND o.project_id = e.project_id AND o.event_sequence != e.sequence
-          AND (o.claimed_until >= :now
+          AND ((o.claimed_until >= :now AND EXISTS (
+                    SELECT 1 FROM events p WHERE p.sequence = o.event_sequence AND p.extraction_state = 'pending'))
                OR (:in_order AND o.event_sequence < e.sequence AND o.retry_at > :now AND o.attempts < :max)))
 ORDER BY e.sequence LIMIT 1
 """
@@ -144,13 +145,15 @@ def reset_exhausted(db: Database) -> None:
 
 
 def reap_dead(db: Database) -> int:
-    """End the live claims of processes on this host that no longer run (killed); return how many."""
+    """End the claims of processes on this host that no longer run (killed), and drop the claims of
+    events that are no longer pending (a process killed between storing memories and releasing).
+
+    Returns how many claims of killed processes were ended.
+    """
     host = socket.gethostname()
     now = time.time()
     rows = db.query("SELECT event_sequence, claimed_by FROM extraction_claims WHERE claimed_until >= ?", (now,))
     dead = [row for row in rows if _holder_gone(str(row["claimed_by"]), host)]
-    if not dead:
-        return 0
     with db.write() as conn:
         for row in dead:
             conn.execute(
@@ -158,6 +161,11 @@ def reap_dead(db: Database) -> int:
                 " WHERE event_sequence = ? AND claimed_by = ?",
                 (row["event_sequence"], row["claimed_by"]),
             )
+        conn.execute(
+            "DELETE FROM extraction_claims WHERE (claimed_until IS NULL OR claimed_until < ?) AND EXISTS"
+            " (SELECT 1 FROM events e WHERE e.sequence = event_sequence AND e.extraction_state != 'pending')",
+            (now,),
+        )
     return len(dead)
 
 
@@ -180,7 +188,9 @@ def in_flight(db: Database, scope: Scope) -> int:
     """Events of the scope under a live claim (being extracted now)."""
     return int(
         db.scalar(
-            "SELECT count(*) FROM extraction_claims WHERE persona_id = ? AND project_id = ? AND claimed_until >= ?",
+            "SELECT count(*) FROM extraction_claims c WHERE persona_id = ? AND project_id = ? AND claimed_until >= ?"
+            " AND EXISTS (SELECT 1 FROM events e WHERE e.sequence = c.event_sequence"
+            " AND e.extraction_state = 'pending')",
             (scope.persona_id, scope.project_id, time.time()),
         )
         or 0

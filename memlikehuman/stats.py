@@ -55,8 +55,9 @@ _QUERIES = (
        UNION ALL
        SELECT persona_id, project_id, 'extraction_' || extraction_state, count(*) FROM events {where}
        {and} extraction_state IN ('pending', 'failed') GROUP BY 1, 2, 3""",
-    """SELECT persona_id, project_id, 'extraction_in_flight' AS name, count(*) AS n FROM extraction_claims
-       {where} {and} claimed_until >= unixepoch('subsec') GROUP BY 1, 2""",
+    """SELECT persona_id, project_id, 'extraction_in_flight' AS name, count(*) AS n FROM extraction_claims c
+       {where} {and} claimed_until >= unixepoch('subsec') AND EXISTS (SELECT 1 FROM events e
+       WHERE e.sequence = c.event_sequence AND e.extraction_state = 'pending') GROUP BY 1, 2""",
     """SELECT persona_id, project_id,
               CASE WHEN revoked_at IS NOT NULL THEN 'memories_revoked'
                    WHEN valid_to IS NOT NULL THEN 'memories_superseded'

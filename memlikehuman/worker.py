@@ -183,6 +183,10 @@ class Worker:
                 outcome = None
             if outcome is not None:
                 continue
+            try:
+                claims.reap_dead(self.engine.db)  # a killed process's claims need not wait for their lease
+            except MemLikeHumanError as exc:
+                log.debug("could not look for claims of killed processes: %s", exc)
             with self._changed:
                 self._changed.wait_for(
                     lambda: self._wakeups != wakeups or self._stopping.is_set(),  # noqa: B023 (read at once)

@@ -1,7 +1,8 @@
 """The extractor for any OpenAI-compatible chat API (OpenAI, Ollama, vLLM, LM Studio, llama.cpp server).
 
 Output format ladder: the first request asks for ``response_format=json_schema`` (structured output).
-A server that rejects it with HTTP 400/422 is asked again with ``json_object`` (JSON mode), and if that
+A server that rejects it with HTTP 400/422 (or with a 500 that names ``response_format``, as
+llama-cpp-python's server 0.3.36 does) is asked again with ``json_object`` (JSON mode), and if that
 is rejected too, with no ``response_format`` at all (the prompt itself asks for JSON). The format that
 worked is remembered for the life of the provider, so probing costs at most two extra requests once.
 
@@ -105,7 +106,7 @@ class OpenAIChatExtractor(Extractor):
             try:
                 answer = self._request(messages, schema, FORMATS[rung], deadline)
             except openai.APIStatusError as exc:
-                if exc.status_code in FORMAT_REJECTED and rung < len(FORMATS) - 1:
+                if _format_rejected(exc) and rung < len(FORMATS) - 1:
                     rung += 1
                     continue
                 raise self._status_error(exc) from None
@@ -124,7 +125,9 @@ class OpenAIChatExtractor(Extractor):
                 "json_schema": {"name": "memories", "schema": schema, "strict": True},
             }
         elif fmt == "json_object":
-            extra["response_format"] = {"type": "json_object"}
+            # The schema rides along: llama-cpp-python's server turns it into a grammar that constrains
+            # the output (small local models then always answer in the shape); others ignore it.
+            extra["response_format"] = {"type": "json_object", "schema": schema}
         try:
             with self._client.chat.completions.with_streaming_response.create(
                 model=self.model,
@@ -165,6 +168,13 @@ class OpenAIChatExtractor(Extractor):
         if status == 404:
             return Unavailable(f"{detail}: check MEMLIKEHUMAN_EXTRACTOR_BASE_URL and MEMLIKEHUMAN_EXTRACTOR_MODEL")
         return Unavailable(f"{detail}: check the extractor configuration and the model's context size")
+
+
+def _format_rejected(exc: openai.APIStatusError) -> bool:
+    """Whether the server refused the response_format (llama-cpp-python's server says so with HTTP 500)."""
+    if exc.status_code in FORMAT_REJECTED:
+        return True
+    return exc.status_code == 500 and "response_format" in str(exc.message)
 
 
 def answer_text(body: str) -> str:
