@@ -139,6 +139,7 @@ def render(conv: Conversation, tally: Tally, raw: dict[str, Scores], both: dict[
     answered = tally.states["complete"] + tally.states["failed"]
     turns = sum(tally.states.values())
     returned = tally.returned
+
     def share(count: int, total: int) -> str:
         return f"{count / max(total, 1):.1%}"
 

@@ -84,9 +84,7 @@ class LocalModel:
         self.__exit__(None, None, None)
         raise RuntimeError(f"the local model server did not answer within {START_SECONDS:g} s")
 
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         if self._proc is not None:
             self._proc.terminate()
             try:

@@ -99,10 +99,16 @@ def main() -> None:
     }
     runs = [
         ("no extractor (baseline)", {**BASE, "MEMLIKEHUMAN_EXTRACTOR": "none"}, args.calls),
-        (f"extractor, model {args.model_seconds:g} s/call, WAIT=0", {**extractor, "MEMLIKEHUMAN_EXTRACTION_WAIT": "0"},
-         args.calls),  # fmt: skip
-        (f"extractor, model {args.model_seconds:g} s/call, WAIT=60 (inline)",
-         {**extractor, "MEMLIKEHUMAN_EXTRACTION_WAIT": "60"}, args.inline_calls),  # fmt: skip
+        (
+            f"extractor, model {args.model_seconds:g} s/call, WAIT=0",
+            {**extractor, "MEMLIKEHUMAN_EXTRACTION_WAIT": "0"},
+            args.calls,
+        ),  # fmt: skip
+        (
+            f"extractor, model {args.model_seconds:g} s/call, WAIT=60 (inline)",
+            {**extractor, "MEMLIKEHUMAN_EXTRACTION_WAIT": "60"},
+            args.inline_calls,
+        ),  # fmt: skip
     ]
     rows = []
     figures: dict[str, float] = {}

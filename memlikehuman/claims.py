@@ -81,6 +81,48 @@ def claim_next(
     return sequence
 
 
+def claim_following(
+    db: Database, owner: str, lease: float, first: int, limit: int, short_chars: int
+) -> list[int]:
+    """Claim the pending events that directly follow ``first`` in its scope and session (for a batch).
+
+    Stops at the first later event of the scope that is of another session, long (over
+    ``short_chars``), not pending, claimed, or not eligible now: order within the scope holds.
+    ``first`` must be claimed by ``owner`` already.
+    """
+    now = time.time()
+    with db.write() as conn:
+        head = conn.execute(
+            "SELECT persona_id, project_id, session_id, length(text) AS chars FROM events WHERE sequence = ?", (first,)
+        ).fetchone()
+        if head is None or head["chars"] > short_chars:
+            return []
+        rows = conn.execute(
+            "SELECT e.sequence, e.session_id, e.extraction_state, length(e.text) AS chars, c.claimed_until,"
+            " c.retry_at, c.attempts FROM events e LEFT JOIN extraction_claims c ON c.event_sequence = e.sequence"
+            " WHERE e.persona_id = ? AND e.project_id = ? AND e.kind = 'record' AND e.sequence > ?"
+            " ORDER BY e.sequence LIMIT ?",
+            (head["persona_id"], head["project_id"], first, limit),
+        ).fetchall()
+        taken: list[int] = []
+        for row in rows:
+            busy = row["claimed_until"] is not None and row["claimed_until"] >= now
+            waiting = row["retry_at"] is not None and row["retry_at"] > now
+            exhausted = row["attempts"] is not None and row["attempts"] >= MAX_ATTEMPTS
+            if (row["session_id"] != head["session_id"] or row["extraction_state"] != "pending"
+                    or row["chars"] > short_chars or busy or waiting or exhausted):  # fmt: skip
+                break
+            taken.append(int(row["sequence"]))
+        for sequence in taken:
+            conn.execute(
+                "INSERT INTO extraction_claims (event_sequence, persona_id, project_id, claimed_by, claimed_until)"
+                " VALUES (?, ?, ?, ?, ?) ON CONFLICT (event_sequence) DO UPDATE SET claimed_by = excluded.claimed_by,"
+                " claimed_until = excluded.claimed_until",
+                (sequence, head["persona_id"], head["project_id"], owner, now + lease),
+            )
+    return taken
+
+
 def release(db: Database, owner: str, sequence: int, result: str) -> None:
     """End a claim after an attempt whose ``result`` is "done", "transient" or "permanent".
 

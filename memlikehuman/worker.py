@@ -26,7 +26,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from . import claims, extract
+from . import extract_batch as batching
 from .errors import MemLikeHumanError, NotFound
+from .providers.base import Extractor
 from .records import Scope
 
 if TYPE_CHECKING:
@@ -47,6 +49,8 @@ class Worker:
     def __init__(self, engine: Engine, concurrency: int = DEFAULT_CONCURRENCY) -> None:
         self.engine = engine
         self.concurrency = max(1, concurrency)
+        #: events per model call (MEMLIKEHUMAN_EXTRACTION_BATCH; 1: no batching)
+        self.batch = max(1, engine.settings.extraction_batch)
         self.owner = claims.owner_id()
         # A claim outlives the longest extraction (a call and one repair call, each bounded by the
         # timeout) with room to spare: a live worker never loses its claim to another.
@@ -118,30 +122,47 @@ class Worker:
 
     # -- one step, for the threads and the CLI -----------------------------------------------------
 
-    def step(self, scope: Scope | None = None, *, in_order: bool = True) -> extract.Outcome | None:
+    def step(self, scope: Scope | None = None, *, in_order: bool = True) -> list[extract.Outcome]:
         """Claim the next eligible event (of one scope, or any), extract it, release it.
 
-        Returns the outcome, or None when nothing is eligible now.
+        With batching, the short pending events that directly follow it in its session go along in
+        the same model call. Returns the outcomes (one per event), empty when nothing is eligible now.
         """
         db, extractor = self.engine.db, self.engine.extractor
         if extractor is None:
-            return None
+            return []
         sequence = claims.claim_next(db, self.owner, self.lease, scope, in_order=in_order)
         if sequence is None:
-            return None
-        outcome: extract.Outcome | None = None
+            return []
+        group = [sequence]
+        if self.batch > 1:
+            group += claims.claim_following(db, self.owner, self.lease, sequence, self.batch - 1, batching.SHORT_CHARS)
+        results: dict[int, extract.Outcome] = {}
+        finished = False
         try:
-            outcome = extract.run(db, extractor, sequence)
-        except NotFound:
-            outcome = extract.Outcome("forgotten", None, ())  # deleted meanwhile; its claim went with it
+            results = self._extract(extractor, group)
+            finished = True
         finally:
-            if not self._stopping.is_set() or outcome is not None:
-                claims.release(db, self.owner, sequence, _result(outcome))
-        assert outcome is not None  # set unless run raised, and then we never get here
-        self._finish(sequence, outcome)
-        if outcome.state == "complete":
+            if finished or not self._stopping.is_set():
+                for member in group:
+                    claims.release(db, self.owner, member, _result(results.get(member)))
+        outcomes = [results[member] for member in group if member in results]
+        for member, outcome in results.items():
+            self._finish(member, outcome)
+        if any(outcome.state == "complete" for outcome in outcomes):
             self.engine.indexer.notify()
-        return outcome
+        return outcomes
+
+    def _extract(self, extractor: Extractor, group: list[int]) -> dict[int, extract.Outcome]:
+        db = self.engine.db
+        forgotten = extract.Outcome("forgotten", None, ())  # deleted meanwhile; its claim went with it
+        try:
+            if len(group) == 1:
+                return {group[0]: extract.run(db, extractor, group[0])}
+            found = batching.run_batch(db, extractor, group)
+        except NotFound:
+            return {group[0]: forgotten}
+        return {member: found.get(member, forgotten) for member in group}
 
     def drain(
         self,
@@ -159,9 +180,9 @@ class Worker:
         """
         claims.reap_dead(self.engine.db)
         while not self._stopping.is_set():
-            outcome = self.step(scope, in_order=patient)
-            if outcome is not None:
-                if report is not None and not report(outcome):
+            outcomes = self.step(scope, in_order=patient)
+            if outcomes:
+                if report is not None and not all([report(outcome) for outcome in outcomes]):
                     return
                 continue
             if not follow and (not patient or not self._backing_off(scope)):
@@ -175,13 +196,13 @@ class Worker:
             with self._changed:
                 wakeups = self._wakeups
             try:
-                outcome = self.step()
+                outcomes = self.step()
             except Exception as exc:  # the thread's top level: log, wait, never crash the server
                 if self._stopping.is_set():
                     return
                 log.warning("background extraction failed, trying again in %gs: %s", POLL_SECONDS, exc)
-                outcome = None
-            if outcome is not None:
+                outcomes = []
+            if outcomes:
                 continue
             try:
                 claims.reap_dead(self.engine.db)  # a killed process's claims need not wait for their lease
