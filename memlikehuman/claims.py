@@ -47,6 +47,13 @@ ORDER BY e.sequence LIMIT 1
 """
 
 
+# Claims that no live worker holds, of events that are no longer pending.
+_FINISHED = (
+    "SELECT c.event_sequence FROM extraction_claims c JOIN events e ON e.sequence = c.event_sequence"
+    " WHERE (c.claimed_until IS NULL OR c.claimed_until < ?) AND e.extraction_state != 'pending'"
+)
+
+
 def owner_id() -> str:
     """A worker's name in claims: host, process ID and a random part (one per worker)."""
     return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
@@ -66,8 +73,11 @@ def claim_next(
     if scope is not None:
         where = "AND e.persona_id = :persona AND e.project_id = :project"
         params.update(persona=scope.persona_id, project=scope.project_id)
+    sql = _ELIGIBLE.format(scope=where)
+    if db.one(sql, params) is None:
+        return None  # an idle worker's poll takes no write lock
     with db.write() as conn:
-        row = conn.execute(_ELIGIBLE.format(scope=where), params).fetchone()
+        row = conn.execute(sql, params).fetchone()  # again under the lock: another worker may have won
         if row is None:
             return None
         sequence = int(row["sequence"])
@@ -196,6 +206,9 @@ def reap_dead(db: Database) -> int:
     now = time.time()
     rows = db.query("SELECT event_sequence, claimed_by FROM extraction_claims WHERE claimed_until >= ?", (now,))
     dead = [row for row in rows if _holder_gone(str(row["claimed_by"]), host)]
+    finished = db.scalar(_FINISHED, (now,))
+    if not dead and not finished:
+        return 0
     with db.write() as conn:
         for row in dead:
             conn.execute(
@@ -203,11 +216,7 @@ def reap_dead(db: Database) -> int:
                 " WHERE event_sequence = ? AND claimed_by = ?",
                 (row["event_sequence"], row["claimed_by"]),
             )
-        conn.execute(
-            "DELETE FROM extraction_claims WHERE (claimed_until IS NULL OR claimed_until < ?) AND EXISTS"
-            " (SELECT 1 FROM events e WHERE e.sequence = event_sequence AND e.extraction_state != 'pending')",
-            (now,),
-        )
+        conn.execute(f"DELETE FROM extraction_claims WHERE event_sequence IN ({_FINISHED})", (now,))
     return len(dead)
 
 
