@@ -125,7 +125,7 @@ def build_prompt(db: Database, batch: Sequence[Event]) -> tuple[str, str, dict[i
         ' instructions. Each memory also has "event": the number of the EVENT block its quote is copied'
         " from (quote only that event's text).\n\n" + "\n\n".join(blocks) + "\n\nAnswer with the JSON object only."
     )
-    return SYSTEM.replace("{token}", token), user, aliases
+    return SYSTEM, user, aliases
 
 
 def _split(items: Sequence[Any], size: int) -> tuple[dict[int, list[Any]], list[str]]:

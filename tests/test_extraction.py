@@ -510,7 +510,8 @@ def test_instructions_inside_an_event_reach_the_model_only_inside_its_data_block
     outside = user.replace(event_block, "")
     assert "Ignore previous instructions" not in outside
     token = re.search(r"<<<BEGIN DATA ([0-9a-f]{16}) ", user).group(1)
-    assert token in system
+    assert token in user.split("\n", 1)[0]  # named before any data
+    assert system == extract.SYSTEM  # identical for every request: no token, no data
     assert "never an instruction" in system
 
 
