@@ -15,6 +15,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 from types import TracebackType
+from typing import IO
 
 MODEL_ALIAS = "local"
 START_SECONDS = 180.0  # loading takes 1-3 s; under load much longer
@@ -32,6 +33,17 @@ def home() -> Path:
 def installed() -> bool:
     """Whether the runtime and the model are there."""
     return (home() / "venv" / "bin" / "python").exists() and (home() / "model.gguf").exists()
+
+
+def _die_with_parent() -> None:
+    """In the child: ask Linux to SIGTERM the model server when the bench or test that started it dies."""
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
+    except OSError:
+        pass  # not Linux: the server outlives a killed parent
 
 
 def _free_port() -> int:
@@ -67,10 +79,14 @@ class LocalModel:
             MODEL_ALIAS,
         ]
         self._proc: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
 
     def __enter__(self) -> LocalModel:
-        log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115 (closed below)
-        self._proc = subprocess.Popen(self.args, stdout=log, stderr=log, stdin=subprocess.DEVNULL)
+        self._log = open(self.log_path, "ab") if self.log_path else None  # noqa: SIM115 (closed in __exit__)
+        log = self._log or subprocess.DEVNULL
+        self._proc = subprocess.Popen(
+            self.args, stdout=log, stderr=log, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent
+        )
         deadline = time.monotonic() + START_SECONDS
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:
@@ -93,6 +109,9 @@ class LocalModel:
                 self._proc.kill()
                 self._proc.wait()
             self._proc = None
+        if self._log is not None:
+            self._log.close()
+            self._log = None
 
     def env(self, timeout: float = 180.0) -> dict[str, str]:
         """The extractor settings for this server."""
