@@ -17,6 +17,7 @@ Writes the "extraction" section of docs/benchmarks.md. The data (CC BY-NC 4.0) i
 from __future__ import annotations
 
 import argparse
+import logging
 import re
 import shutil
 import sys
@@ -83,6 +84,18 @@ def evidence(engine: Engine, conv: Conversation, mode: str) -> Scores:
     return scores
 
 
+class Rejections(logging.Handler):
+    """Keeps the debug lines extract.check logs for rejected items (the warnings omit the item)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "rejected" in record.getMessage():
+            self.lines.append(record.getMessage())
+
+
 class Tally:
     """What the extraction answers were like."""
 
@@ -92,6 +105,7 @@ class Tally:
         self.stored = 0
         self.repeats = 0
         self.seconds: list[float] = []
+        self.rejections = Rejections()
         self._last = time.perf_counter()
 
     def __call__(self, outcome: extract.Outcome) -> bool:
@@ -128,11 +142,17 @@ def extract_all(db: Path, conv: Conversation, model: LocalModel, timeout: float,
     env = {**BASE, **model.env(timeout=timeout), "MEMLIKEHUMAN_EXTRACTION_BATCH": str(batch)}
     tally = Tally()
     calls_before = model_calls(model)
+    logger = logging.getLogger("memlikehuman.extract")
+    logger.setLevel(logging.DEBUG)
+    logger.addHandler(tally.rejections)
     with Engine(config.load(db, env=env)) as engine:
         started = time.perf_counter()
         engine.worker.drain(conv.scope, tally)
         seconds = time.perf_counter() - started
+    logger.removeHandler(tally.rejections)
     print(file=sys.stderr)
+    for line in tally.rejections.lines:
+        print(f"batch {batch}: {line}", file=sys.stderr)
     return Run(batch, tally, model_calls(model) - calls_before, seconds)
 
 

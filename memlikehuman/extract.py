@@ -355,6 +355,7 @@ def check(
             candidate, target = _check_item(raw, event, source, aliases, notes)
         except _Rejected as exc:
             warnings.append(f"extraction: item {number} rejected: {exc}")
+            log.debug("event %s: item %d rejected (%s): %.400r", event.event_id, number, exc, raw)
             continue
         warnings += [f"extraction: item {number}: {note}" for note in notes]
         candidates.append(candidate)
