@@ -28,6 +28,8 @@ KEYS = (
     "MEMLIKEHUMAN_EMBEDDER_BASE_URL",
     "MEMLIKEHUMAN_EMBEDDER_API_KEY",
     "MEMLIKEHUMAN_TIMEOUT",
+    "MEMLIKEHUMAN_EXTRACTION_WAIT",
+    "MEMLIKEHUMAN_EXTRACTION_BATCH",
     "MEMLIKEHUMAN_SEMANTIC_WINDOW",
     "MEMLIKEHUMAN_GIST_AFTER_DAYS",
     "MEMLIKEHUMAN_TOKENIZER_JSON",
@@ -50,6 +52,11 @@ class Settings:
     embedder_base_url: str | None = None
     embedder_api_key: str | None = None
     timeout: float = 30.0
+    # seconds memory_record waits for its own event's background extraction (0: answer at once,
+    # pending); docs/extraction.md says why the default is 0
+    extraction_wait: float = 0.0
+    # at most this many short events of one session per model call (1: one call per event)
+    extraction_batch: int = 1
     # semantic mode scans the vectors of this many most recent items (deep scans all)
     semantic_window: int = 20_000
     # detail=auto shows episodic memories older than this as overviews
@@ -116,6 +123,8 @@ def load(db: str | Path | None = None, env: Mapping[str, str] | None = None) -> 
         embedder_base_url=values.get("MEMLIKEHUMAN_EMBEDDER_BASE_URL") or None,
         embedder_api_key=values.get("MEMLIKEHUMAN_EMBEDDER_API_KEY") or env.get("OPENAI_API_KEY") or None,
         timeout=_number(values, "MEMLIKEHUMAN_TIMEOUT", 30.0, 0.01),
+        extraction_wait=_number(values, "MEMLIKEHUMAN_EXTRACTION_WAIT", 0.0, 0),
+        extraction_batch=int(_number(values, "MEMLIKEHUMAN_EXTRACTION_BATCH", 1, 1)),
         semantic_window=int(_number(values, "MEMLIKEHUMAN_SEMANTIC_WINDOW", 20_000, 1)),
         gist_after_days=_number(values, "MEMLIKEHUMAN_GIST_AFTER_DAYS", 30.0, 0),
         tokenizer_json=Path(tokenizer).expanduser() if tokenizer else None,

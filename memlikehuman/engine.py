@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
-from . import clock, events, extract, fulltext, memories, validate
+from . import claims, clock, events, extract, fulltext, memories, validate
 from . import correct as correcting
 from . import forget as forgetting
 from . import indexer as indexing
@@ -23,8 +23,14 @@ from .providers.base import Embedder, Extractor
 from .providers.embedders import build_embedder
 from .records import ReadResult, RecordResult, Scope
 from .vectors import VectorCache
+from .worker import Worker
 
 log = logging.getLogger("memlikehuman")
+
+QUEUED = (
+    "extraction is queued in the background (MEMLIKEHUMAN_EXTRACTION_WAIT): the raw text is durable and"
+    " searchable; memory_read shows the state and memories once it is done"
+)
 
 
 # An occurred_at further ahead of this server's clock is reported: recall (as of now) cannot see it yet.
@@ -67,6 +73,7 @@ class Engine:
         self.indexer = indexing.Indexer(self)
         self._embedder: Embedder | None = None
         self._building = threading.Lock()
+        self.worker = Worker(self)
 
     @property
     def embedder(self) -> Embedder | None:
@@ -80,7 +87,8 @@ class Engine:
         return self._embedder
 
     def close(self) -> None:
-        """Stop background embedding, then release the archive."""
+        """Stop background extraction and embedding, then release the archive."""
+        self.worker.close()
         self.indexer.close()
         self.db.close()
 
@@ -121,11 +129,18 @@ class Engine:
         Raises InvalidArgument, LimitExceeded (nothing stored) or Conflict (ID taken).
         """
         payload = events.new_event(scope, event_id, text, role, source, category, session_id, occurred_at, cues)
-        sequence, duplicate = events.insert(self.db, payload)
+        configured = self.settings.extractor != "none"
+        error = QUEUED if configured else events.PENDING_UNCONFIGURED
+        sequence, duplicate = events.insert(self.db, payload, error=error)
         # The event is committed: everything below may fail or time out without losing it.
         warnings: tuple[str, ...] = _future_warning(payload.occurred_at)
-        # Pending/failed extraction is tried again on a duplicate; a complete one is left alone.
-        warnings += extract.run(self.db, self.extractor, sequence).warnings
+        if configured:
+            # Pending/failed extraction is tried again on a duplicate; a complete one is left alone.
+            if duplicate:
+                claims.requeue(self.db, [sequence])
+            warnings += self._extract_in_background(sequence)
+        else:
+            warnings += extract.run(self.db, None, sequence).warnings
         self.indexer.notify()  # embeds the event and its memories in the background, after the commit
         event = events.load(self.db, sequence)
         return RecordResult(
@@ -137,6 +152,26 @@ class Engine:
             error=event.extraction_error,
             warnings=warnings,
         )
+
+    def start_extraction(self) -> None:
+        """Start the background extraction worker (the server does at start: pending events resume)."""
+        self.worker.start()
+
+    def _extract_in_background(self, sequence: int) -> tuple[str, ...]:
+        """Wake the worker and wait up to MEMLIKEHUMAN_EXTRACTION_WAIT for this event's extraction.
+
+        With a wait of 0 in a process that did not start the worker (a hook, an import), nothing
+        starts here: a server or `memlikehuman extract` takes the event up. Returns the warnings of
+        an extraction that finished in time.
+        """
+        wait = self.settings.extraction_wait
+        if wait > 0:
+            self.worker.start()
+        if not self.worker.running:
+            return ()
+        self.worker.notify()
+        outcome = self.worker.wait_for(sequence, wait)
+        return outcome.warnings if outcome is not None else ()
 
     # -- memory_read ---------------------------------------------------------------------------
 

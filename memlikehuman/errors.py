@@ -10,6 +10,7 @@ codes fixed in tools.md. The edges (MCP server, CLI) turn them into ``code: mess
      +-- LimitExceeded           limit_exceeded    input over a documented limit
      +-- Forbidden               forbidden         the operation is not allowed on this record
      +-- Unavailable             unavailable       a provider or the database is out of reach
+          +-- Transient          unavailable       ... for now: trying again later may work
      +-- Internal                internal          a bug or corrupted state; see the stderr log
 
 Messages say what was wrong and what to do, in one sentence.
@@ -53,6 +54,10 @@ class Forbidden(MemLikeHumanError):
 
 class Unavailable(MemLikeHumanError):
     code = "unavailable"
+
+
+class Transient(Unavailable):
+    """A provider did not answer in time or said "later" (timeout, 429, 5xx, refused connection)."""
 
 
 class Internal(MemLikeHumanError):

@@ -331,6 +331,29 @@ def m006_ngram_fulltext(conn: Any) -> None:
     )
 
 
+@migration
+def m007_extraction_claims(conn: Any) -> None:
+    # Background extraction (issue 15): a worker claims a pending event for a lease before it asks
+    # the model, so several processes on one archive never extract the same event at once, and a
+    # claim of a killed process expires (claimed_until) and is picked up again. attempts/retry_at
+    # hold the bounded backoff of transient provider failures. Rows hold no text; forgetting an
+    # event deletes its row with it. The scope columns let recall count in-flight events cheaply.
+    conn.execute(
+        """
+        CREATE TABLE extraction_claims (
+            event_sequence  INTEGER PRIMARY KEY REFERENCES events(sequence) ON DELETE CASCADE,
+            persona_id      TEXT NOT NULL,
+            project_id      TEXT NOT NULL,
+            claimed_by      TEXT,              -- host:pid:token of the worker; NULL when not claimed
+            claimed_until   REAL,              -- unix seconds the lease ends; NULL when not claimed
+            attempts        INTEGER NOT NULL DEFAULT 0,
+            retry_at        REAL               -- not before this (backoff); NULL = at once
+        );
+        CREATE INDEX extraction_claims_by_scope ON extraction_claims(persona_id, project_id);
+        """
+    )
+
+
 def schema_version(db: Database) -> int:
     """How many migrations the archive has applied (0 for a new file)."""
     exists = db.scalar("SELECT count(*) FROM sqlite_master WHERE name = 'schema_migrations'")

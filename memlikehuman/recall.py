@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from . import clock, events, gaps, gist, memories, ngrams, search, validate
+from . import claims, clock, events, gaps, gist, memories, ngrams, search, validate
 from .errors import InvalidArgument, MemLikeHumanError
 from .records import Coverage, Memory, MemoryHit, RawHit, RecallResult, Scope
 from .search import DateWindow, Filters, date_windows
@@ -364,13 +364,17 @@ class _Recall:
             "SELECT count(*) FROM events WHERE persona_id = ? AND project_id = ? AND occurred_at > ?",
             (scope.persona_id, scope.project_id, self.filters.as_of),
         )
-        return Coverage(int(total), int(pending), int(failed), int(total) - int(with_vectors), int(later or 0))
+        in_flight = claims.in_flight(self.db, scope) if pending else 0
+        return Coverage(
+            int(total), int(pending), int(failed), int(total) - int(with_vectors), int(later or 0), in_flight
+        )
 
     def _coverage_warnings(self, coverage: Coverage, mode: str) -> None:
         if coverage.events_pending:
             self.warnings.append(
                 f"{_events(coverage.events_pending)} pending extraction: results may be incomplete"
-                " (their original text is searched and shown in raw_fallback)"
+                " (their original text is searched and shown in raw_fallback"
+                + (f"; {coverage.events_in_flight} being extracted now)" if coverage.events_in_flight else ")")
             )
         if coverage.events_failed:
             self.warnings.append(

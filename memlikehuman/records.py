@@ -163,6 +163,7 @@ class Coverage:
     events_without_vectors: int
     # events of the scope that occurred after as_of: not searched (dated in the future, when as_of is now)
     events_after_as_of: int = 0
+    events_in_flight: int = 0  # pending events being extracted right now (also counted in events_pending)
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,8 @@ class ScopeStats:
     checkpoints_invalidated: int = 0
     # events and memories without a vector of the configured embedder; None without an embedder
     vectors_missing: int | None = None
+    # pending events being extracted right now (a live claim, migration m006); also in extraction_pending
+    extraction_in_flight: int = 0
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,9 @@ _QUERIES = (
        UNION ALL
        SELECT persona_id, project_id, 'extraction_' || extraction_state, count(*) FROM events {where}
        {and} extraction_state IN ('pending', 'failed') GROUP BY 1, 2, 3""",
+    """SELECT persona_id, project_id, 'extraction_in_flight' AS name, count(*) AS n FROM extraction_claims c
+       {where} {and} claimed_until >= unixepoch('subsec') AND EXISTS (SELECT 1 FROM events e
+       WHERE e.sequence = c.event_sequence AND e.extraction_state = 'pending') GROUP BY 1, 2""",
     """SELECT persona_id, project_id,
               CASE WHEN revoked_at IS NOT NULL THEN 'memories_revoked'
                    WHEN valid_to IS NOT NULL THEN 'memories_superseded'

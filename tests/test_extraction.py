@@ -30,6 +30,7 @@ def extractor_settings(db: Path, base_url: str, timeout: str = "10") -> Settings
         MEMLIKEHUMAN_EXTRACTOR_BASE_URL=base_url,
         MEMLIKEHUMAN_EXTRACTOR_API_KEY="test",
         MEMLIKEHUMAN_TIMEOUT=timeout,
+        MEMLIKEHUMAN_EXTRACTION_WAIT="60",  # these tests check what one extraction stores: wait for it
     )
 
 
@@ -509,7 +510,8 @@ def test_instructions_inside_an_event_reach_the_model_only_inside_its_data_block
     outside = user.replace(event_block, "")
     assert "Ignore previous instructions" not in outside
     token = re.search(r"<<<BEGIN DATA ([0-9a-f]{16}) ", user).group(1)
-    assert token in system
+    assert token in user.split("\n", 1)[0]  # named before any data
+    assert system == extract.SYSTEM  # identical for every request: no token, no data
     assert "never an instruction" in system
 
 
@@ -554,6 +556,7 @@ def test_a_served_process_configured_by_environment_extracts_over_stdio(db_path)
             "MEMLIKEHUMAN_EXTRACTOR": "openai",
             "MEMLIKEHUMAN_EXTRACTOR_BASE_URL": api.base_url,
             "MEMLIKEHUMAN_EXTRACTOR_API_KEY": "test",
+            "MEMLIKEHUMAN_EXTRACTION_WAIT": "60",
         }
         with connected(stdio_params(db_path, **env)) as client:
             result = record(client, "e1", "I like tea.")

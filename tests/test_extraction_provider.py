@@ -32,6 +32,7 @@ def engine(db_path: Path, stub: ScriptedOpenAI) -> Iterator[Engine]:
         MEMLIKEHUMAN_EXTRACTOR_API_KEY="test",
         MEMLIKEHUMAN_EXTRACTOR_MODEL="tiny-model",
         MEMLIKEHUMAN_TIMEOUT="10",
+        MEMLIKEHUMAN_EXTRACTION_WAIT="60",
     )
     with Engine(settings) as opened:
         yield opened
@@ -125,3 +126,14 @@ def test_a_body_that_is_not_a_chat_completion_leaves_the_event_failed(engine, st
 def test_reasoning_before_the_json_is_ignored(engine, stub):
     stub.chat.append(chat_reply('<think>The user talks about tea.</think>\n{"memories": []}'))
     assert record(engine, "e1").extraction_state == "complete"
+
+
+def test_a_server_refusing_json_schema_with_a_500_that_names_response_format_gets_json_mode_with_the_schema(
+    engine, stub
+):
+    refusal = "1 validation error: ('body', 'response_format', 'type'): Input should be 'text' or 'json_object'"
+    stub.chat += [Reply(status=500, body={"error": {"message": refusal}}), extraction_reply(TEA)]
+    result = record(engine, "e1")
+    assert result.extraction_state == "complete"
+    assert formats(stub) == ["json_schema", "json_object"]
+    assert stub.requests[1][1]["response_format"]["schema"] == SCHEMA

@@ -454,6 +454,7 @@ def test_the_tool_returns_the_documented_fields(client: SyncClient) -> None:
         "events_failed": 0,
         "events_without_vectors": 1,
         "events_after_as_of": 0,
+        "events_in_flight": 0,
     }
     assert out["search_mode"] == "fast" and out["as_of"].endswith("Z")
 

@@ -288,6 +288,7 @@ def test_memories_over_stdio_with_a_real_extractor_as_of_history_correction_and_
             MEMLIKEHUMAN_EXTRACTOR="openai",
             MEMLIKEHUMAN_EXTRACTOR_BASE_URL=api.base_url,
             MEMLIKEHUMAN_EXTRACTOR_API_KEY="k",
+            MEMLIKEHUMAN_EXTRACTION_WAIT="60",
         )
         with open_client(params) as client:
             for event_id, text, when in [

@@ -88,6 +88,7 @@ def test_retry_also_retries_failed_events(db_path, stub):
         MEMLIKEHUMAN_EXTRACTOR="openai",
         MEMLIKEHUMAN_EXTRACTOR_BASE_URL=stub.base_url,
         MEMLIKEHUMAN_EXTRACTOR_API_KEY="test",
+        MEMLIKEHUMAN_EXTRACTION_WAIT="60",
     )
     with Engine(settings) as engine:
         assert engine.record(Scope(), "e1", "I like tea (e1).", "user", "chat").extraction_state == "failed"

@@ -163,7 +163,9 @@ def main(ctx: click.Context, db: Path | None, verbose: bool) -> None:
 
 
 # Each module defines COMMAND (a click command or group) and is added to `main`.
-COMMAND_MODULES = ("serve", "retry", "persona", "export", "import_", "stats", "doctor", "reindex", "recall", "ui")
+COMMAND_MODULES = (
+    "serve", "retry", "extract", "persona", "export", "import_", "stats", "doctor", "reindex", "recall", "ui",
+)  # fmt: skip
 HOST_COMMAND_MODULES = ("hook", "install", "uninstall")  # the host adapters (docs/hosts.md)
 
 

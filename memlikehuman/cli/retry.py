@@ -8,10 +8,11 @@ from pathlib import Path
 
 import click
 
-from .. import extract, validate
+from .. import claims, extract, validate
 from ..engine import Engine
-from ..errors import MemLikeHumanError, NotFound
-from .main import EXIT_PROBLEM, EXIT_USAGE, db_option, fail, require_archive, settings_from
+from ..errors import MemLikeHumanError
+from ..records import Scope
+from .main import EXIT_PROBLEM, EXIT_USAGE, db_option, fail, progress_bar, require_archive, settings_from
 
 # A provider that is down fails every event the same way: stop instead of waiting out N timeouts.
 GIVE_UP_AFTER = 3
@@ -56,24 +57,31 @@ def retry(
 
 
 def _retry_all(engine: Engine, scope: tuple[str, str] | None) -> tuple[Counter[str], int, int]:
-    """Retry the queue; return outcome counts, memories derived, and events left untried."""
+    """Queue every pending/failed event again and run the worker over them once.
+
+    Returns outcome counts, memories derived, and events left untried.
+    """
     queue = extract.retry_queue(engine.db, *(scope or (None, None)))
+    claims.requeue(engine.db, queue)
     counts: Counter[str] = Counter()
-    memories = 0
-    unreachable = 0
-    with click.progressbar(queue, label="extracting", file=sys.stderr, show_pos=True) as bar:
-        for done, sequence in enumerate(bar, start=1):
-            try:
-                outcome = extract.run(engine.db, engine.extractor, sequence)
-            except NotFound:
-                continue  # forgotten while we worked
+    tally = {"memories": 0, "unreachable": 0}
+    with progress_bar("extracting", len(queue)) as bar:
+
+        def report(outcome: extract.Outcome) -> bool:
+            bar.advance(1)
+            if outcome.state == "forgotten":
+                return True
             counts[outcome.state] += 1
-            memories += len(outcome.memory_ids)
-            unreachable = unreachable + 1 if outcome.state == "pending" else 0
-            if unreachable >= GIVE_UP_AFTER:
+            tally["memories"] += len(outcome.memory_ids)
+            tally["unreachable"] = tally["unreachable"] + 1 if outcome.state == "pending" else 0
+            if tally["unreachable"] >= GIVE_UP_AFTER:
                 click.echo(f"\nstopping: {GIVE_UP_AFTER} events in a row stayed pending ({outcome.error})", err=True)
-                return counts, memories, len(queue) - done
-    return counts, memories, 0
+                return False
+            return True
+
+        engine.worker.drain(Scope(*scope) if scope else None, report, patient=False)
+    stopped = len(queue) - sum(counts.values()) if tally["unreachable"] >= GIVE_UP_AFTER else 0
+    return counts, tally["memories"], stopped
 
 
 def _summary(counts: Counter[str], memories: int, stopped: int, where: str) -> None:

@@ -18,6 +18,7 @@ COLUMNS = (
     ("events", "events"),
     ("pending", "extraction_pending"),
     ("failed", "extraction_failed"),
+    ("in-flight", "extraction_in_flight"),
     ("current", "memories_current"),
     ("superseded", "memories_superseded"),
     ("revoked", "memories_revoked"),
@@ -38,6 +39,7 @@ def stats(ctx: click.Context, db: Path | None, persona_id: str | None, project_i
 
     \b
     Columns: events; pending/failed = events whose extraction is not complete (`retry`);
+    in flight = pending events being extracted right now (by a server or `extract`);
     current/superseded/revoked = memories by status (revoked = corrected away);
     ckpt valid/invalid = task checkpoints (corrections and forgetting invalidate them);
     no vector = events and memories without a vector of the configured embedder (`reindex --missing`),

@@ -1,7 +1,8 @@
 """The extractor for any OpenAI-compatible chat API (OpenAI, Ollama, vLLM, LM Studio, llama.cpp server).
 
 Output format ladder: the first request asks for ``response_format=json_schema`` (structured output).
-A server that rejects it with HTTP 400/422 is asked again with ``json_object`` (JSON mode), and if that
+A server that rejects it with HTTP 400/422 (or with a 500 that names ``response_format``, as
+llama-cpp-python's server 0.3.36 does) is asked again with ``json_object`` (JSON mode), and if that
 is rejected too, with no ``response_format`` at all (the prompt itself asks for JSON). The format that
 worked is remembered for the life of the provider, so probing costs at most two extra requests once.
 
@@ -15,6 +16,8 @@ pause fits in the remaining budget (a ``Retry-After`` longer than 2 s is not wai
 stays pending and can be retried later). A timeout is not retried: the budget is spent. Every HTTP
 error (also 401, 404, or a 400 that no format avoids) raises ``errors.Unavailable``: the request never
 reached a model that could answer, so the event stays pending until the configuration is fixed.
+Timeouts and the transient failures raise its subclass ``errors.Transient``: the background worker
+tries those again later, with a bounded backoff (``claims``).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ import httpx2
 import openai
 
 from ..config import Settings
-from ..errors import Unavailable
+from ..errors import Transient, Unavailable
 from .base import Extractor
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
@@ -86,12 +89,12 @@ class OpenAIChatExtractor(Extractor):
         except _Transient as first:
             left = deadline - time.monotonic()
             if first.pause > MAX_RETRY_AFTER or first.pause >= left:
-                raise Unavailable(first.message) from None
+                raise Transient(first.message) from None
             time.sleep(first.pause)
         try:
             return self._attempt(messages, schema, deadline)
         except _Transient as second:
-            raise Unavailable(f"{second.message} (also on a retry)") from None
+            raise Transient(f"{second.message} (also on a retry)") from None
 
     def _attempt(self, messages: list[dict[str, str]], schema: dict[str, Any], deadline: float) -> str:
         """One request, walking down the format ladder on rejection; raise _Transient or Unavailable."""
@@ -99,11 +102,11 @@ class OpenAIChatExtractor(Extractor):
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
-                raise Unavailable(self._timed_out())
+                raise Transient(self._timed_out())
             try:
                 answer = self._request(messages, schema, FORMATS[rung], deadline)
             except openai.APIStatusError as exc:
-                if exc.status_code in FORMAT_REJECTED and rung < len(FORMATS) - 1:
+                if _format_rejected(exc) and rung < len(FORMATS) - 1:
                     rung += 1
                     continue
                 raise self._status_error(exc) from None
@@ -122,7 +125,9 @@ class OpenAIChatExtractor(Extractor):
                 "json_schema": {"name": "memories", "schema": schema, "strict": True},
             }
         elif fmt == "json_object":
-            extra["response_format"] = {"type": "json_object"}
+            # The schema rides along: llama-cpp-python's server turns it into a grammar that constrains
+            # the output (small local models then always answer in the shape); others ignore it.
+            extra["response_format"] = {"type": "json_object", "schema": schema}
         try:
             with self._client.chat.completions.with_streaming_response.create(
                 model=self.model,
@@ -133,7 +138,7 @@ class OpenAIChatExtractor(Extractor):
             ) as response:
                 body = self._read_body(response.iter_bytes(), deadline)
         except (openai.APITimeoutError, httpx2.TimeoutException):
-            raise Unavailable(self._timed_out()) from None
+            raise Transient(self._timed_out()) from None
         except (openai.APIConnectionError, httpx2.TransportError) as exc:
             raise _Transient(f"cannot reach the extractor at {self.base_url} ({exc.__cause__ or exc})") from None
         return answer_text(body.decode("utf-8", errors="replace"))
@@ -144,7 +149,7 @@ class OpenAIChatExtractor(Extractor):
         for chunk in chunks:
             body += chunk
             if time.monotonic() > deadline:
-                raise Unavailable(self._timed_out())
+                raise Transient(self._timed_out())
         return bytes(body)
 
     def _timed_out(self) -> str:
@@ -163,6 +168,13 @@ class OpenAIChatExtractor(Extractor):
         if status == 404:
             return Unavailable(f"{detail}: check MEMLIKEHUMAN_EXTRACTOR_BASE_URL and MEMLIKEHUMAN_EXTRACTOR_MODEL")
         return Unavailable(f"{detail}: check the extractor configuration and the model's context size")
+
+
+def _format_rejected(exc: openai.APIStatusError) -> bool:
+    """Whether the server refused the response_format (llama-cpp-python's server says so with HTTP 500)."""
+    if exc.status_code in FORMAT_REJECTED:
+        return True
+    return exc.status_code == 500 and "response_format" in str(exc.message)
 
 
 def answer_text(body: str) -> str:

@@ -198,6 +198,7 @@ def build_server(settings: Settings) -> MemoryMCPServer:
     async def lifespan(_: MCPServer[Any]) -> AsyncIterator[dict[str, Any]]:
         engine = Engine(settings)
         holder._engine = engine
+        engine.start_extraction()  # events left pending by an earlier run are extracted again
         log.info("archive open: %s (schema %d)", settings.db_path, engine.schema_version)
         try:
             yield {"engine": engine}

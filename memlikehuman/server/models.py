@@ -127,6 +127,7 @@ class CoverageOut(BaseModel):
         default=0,
         description="events in scope that occurred after as_of, so not searched (future-dated when as_of is now)",
     )
+    events_in_flight: int = Field(0, description="pending events whose extraction is running now")
 
 
 class RecallOut(BaseModel):

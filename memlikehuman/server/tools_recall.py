@@ -82,6 +82,7 @@ def recall_out(result: RecallResult) -> RecallOut:
             events_failed=result.coverage.events_failed,
             events_without_vectors=result.coverage.events_without_vectors,
             events_after_as_of=result.coverage.events_after_as_of,
+            events_in_flight=result.coverage.events_in_flight,
         ),
         warnings=list(result.warnings),
     )

@@ -204,6 +204,7 @@ def extractor_env(base_url: str, timeout: str = "10") -> dict[str, str]:
         "MEMLIKEHUMAN_EXTRACTOR_BASE_URL": base_url,
         "MEMLIKEHUMAN_EXTRACTOR_API_KEY": "test",
         "MEMLIKEHUMAN_TIMEOUT": timeout,
+        "MEMLIKEHUMAN_EXTRACTION_WAIT": "60",
     }
 
 

@@ -17,6 +17,7 @@ import multiprocessing
 import os
 import random
 import signal
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -454,3 +455,82 @@ def test_a_kill_while_a_new_archive_is_created_leaves_one_the_next_start_complet
             engine.record(Scope(), "after", "the archive works", "user", "chat")
         assert archive_problems(db) == []
     report("crash safety (archive creation)", attempts=20, kills_during_creation=killed, broken_archives=0)
+
+
+# -- kills during background extraction (issue 15) -------------------------------------------------
+
+
+def background_round(db: Path, env: dict[str, str], log: Path, rng: random.Random, victim: Victim,
+                     sent: dict[str, dict[str, Any]], acked: set[str]) -> None:  # fmt: skip
+    """Two servers on one archive, MEMLIKEHUMAN_EXTRACTION_WAIT=0: both record, the scripted model kills
+    the first at one of the extraction requests it receives (from either server's worker)."""
+    servers = [RawServer(db, env, log), RawServer(db, env, log)]
+    try:
+        for server in servers:
+            server.initialize()
+        victim.pid, victim.seen, victim.killed, victim.kill_on = servers[0].pid, 0, False, rng.randint(1, 4)
+        calls = []
+        for _ in range(rng.randint(2, 6)):
+            event_id = f"bg-{len(sent) + 1}"
+            persona_id, project_id = rng.choice(SCOPES)
+            text = f"{rng.choice(WORDS)} {rng.choice(WORDS)} ({event_id})"
+            sent[event_id] = {"event_id": event_id, "text": text, "role": "user", "source": "chat",
+                              "persona_id": persona_id, "project_id": project_id}  # fmt: skip
+            server = rng.choice(servers)
+            calls.append((event_id, server, server.call_tool("memory_record", sent[event_id])))
+        for event_id, server, request_id in calls:
+            answer = server.answer(request_id)
+            if answer is None:
+                continue  # the server was killed first: the host would record the event again
+            ok, outcome = tool_outcome(answer)
+            assert ok, outcome
+            assert isinstance(outcome, dict) and outcome["extraction_state"] in ("pending", "complete")
+            acked.add(event_id)
+        # Give the workers a moment to reach the kill (or to finish), then kill the second server too.
+        deadline = time.monotonic() + 10
+        while not victim.killed and time.monotonic() < deadline and unfinished(db):
+            time.sleep(0.05)
+    finally:
+        victim.kill_on = 0
+        for server in servers:
+            server.kill()
+
+
+def unfinished(db: Path) -> list[str]:
+    return [r["event_id"] for r in rows(db, "SELECT event_id FROM events WHERE extraction_state != 'complete'")]
+
+
+def test_kills_during_background_extraction_lose_no_event_and_extract_none_into_duplicate_memories(tmp_path: Path):
+    seed = int(os.environ.get("RELIABILITY_SEED") or random.randrange(2**32))
+    print(f"background extraction crashes: seed {seed} (repeat with RELIABILITY_SEED={seed})")
+    rng = random.Random(seed)
+    db, log = tmp_path / "bg.sqlite3", tmp_path / "serve.log"
+    victim = Victim()
+    extractor = QuotingExtractor(victim.before_reply)
+    sent: dict[str, dict[str, Any]] = {}
+    acked: set[str] = set()
+    kills = 0
+    with ScriptedOpenAI(default_chat=extractor) as api:
+        env = {**extractor_env(api.base_url), "MEMLIKEHUMAN_EXTRACTION_WAIT": "0"}
+        for _ in range(8):
+            background_round(db, env, log, rng, victim, sent, acked)
+            kills += victim.killed
+            assert archive_problems(db) == []
+        # A restarted server takes up what the killed ones left: the host records nothing again.
+        last = RawServer(db, env, log)
+        last.initialize()
+        deadline = time.monotonic() + 120
+        while unfinished(db) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        last.close()
+    assert unfinished(db) == []
+    stored = {r["event_id"]: r["n"] for r in rows(db, "SELECT e.event_id, count(m.id) AS n FROM events e"
+                                                      " LEFT JOIN memories m ON m.event_sequence = e.sequence"
+                                                      " GROUP BY e.event_id")}  # fmt: skip
+    assert acked <= set(stored), "an acknowledged event was lost"
+    assert all(n == 1 for n in stored.values()), f"an event was extracted into duplicate memories: {stored}"
+    assert rows(db, "SELECT count(*) AS n FROM extraction_claims")[0]["n"] == 0
+    assert archive_problems(db) == []
+    assert "Traceback" not in log.read_text()
+    report("crash safety (background extraction)", seed=seed, rounds=8, kills_during_extraction=kills,
+           events=len(stored), model_requests=extractor.calls, duplicate_memories=0, lost_events=0)  # fmt: skip

@@ -1,0 +1,87 @@
+"""`memlikehuman extract [--follow]`: the background extraction worker without a server."""
+
+from __future__ import annotations
+
+import signal
+import sys
+from collections import Counter
+from pathlib import Path
+from types import FrameType
+
+import click
+
+from .. import extract as extraction
+from .. import validate
+from ..engine import Engine
+from ..errors import MemLikeHumanError
+from ..records import Scope
+from .main import EXIT_INTERRUPTED, EXIT_PROBLEM, EXIT_USAGE, db_option, fail, require_archive, settings_from
+
+
+@click.command()
+@db_option
+@click.option("--persona", "persona_id", default=None, help="Only this persona (with --project; default: all).")
+@click.option("--project", "project_id", default=None, help="Only this project (with --persona; default: all).")
+@click.option("--follow", is_flag=True, help="Keep running and extract events as they are recorded (Ctrl-C stops).")
+@click.pass_context
+def extract(ctx: click.Context, db: Path | None, persona_id: str | None, project_id: str | None, follow: bool) -> None:
+    """Extract memories from pending events, as a server does in the background.
+
+    For imports and host hooks, which record events without a server. Events are taken in recording
+    order, one scope at a time; several `extract`/`serve` processes on one archive share the work
+    (claims in the archive). Without --follow it stops when no pending event is left to try (events
+    waiting out a retry backoff are waited for) and prints a summary; exit status 0 when nothing is
+    pending or failed any more, 3 otherwise. With --follow it runs until Ctrl-C or SIGTERM, which
+    leave the event in hand pending for the next run. Failed events are not tried: `retry` does that.
+    """
+    settings = settings_from(ctx, db)
+    require_archive(settings)
+    if settings.extractor == "none":
+        click.echo(
+            "error: no extractor is configured: set MEMLIKEHUMAN_EXTRACTOR=openai (and its _MODEL,"
+            " _BASE_URL, _API_KEY) in the environment or the config file",
+            err=True,
+        )
+        sys.exit(EXIT_PROBLEM)
+    if (persona_id is None) != (project_id is None):
+        click.echo("error: give --persona and --project together (or neither, for every scope)", err=True)
+        sys.exit(EXIT_USAGE)
+    counts: Counter[str] = Counter()
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        scope = Scope(*validate.scope(persona_id, project_id)) if persona_id and project_id else None
+        with Engine(settings) as engine:
+            try:
+                engine.worker.drain(scope, lambda outcome: _report(counts, outcome), follow=follow)
+            except KeyboardInterrupt:
+                click.echo("\nstopped: the event in hand stays pending", err=True)
+                _summary(counts)
+                sys.exit(EXIT_INTERRUPTED)
+            left = extraction.retry_queue(engine.db, persona_id, project_id)
+    except MemLikeHumanError as exc:
+        fail(exc)
+    _summary(counts)
+    if left:
+        click.echo(f"{len(left)} event(s) still pending or failed (`memlikehuman retry` tries them again)")
+        sys.exit(EXIT_PROBLEM)
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def _report(counts: Counter[str], outcome: extraction.Outcome) -> bool:
+    counts[outcome.state] += 1
+    if outcome.state != "complete" and outcome.error:
+        click.echo(f"extraction {outcome.state}: {outcome.error}", err=True)
+    return True
+
+
+def _summary(counts: Counter[str]) -> None:
+    click.echo(
+        f"extracted {sum(counts.values())} event(s): {counts['complete']} complete,"
+        f" {counts['pending']} pending, {counts['failed']} failed"
+    )
+
+
+COMMAND = extract
