@@ -30,6 +30,7 @@ def extractor_env(api: ScriptedOpenAI) -> dict[str, str]:
         "MEMLIKEHUMAN_EXTRACTOR": "openai",
         "MEMLIKEHUMAN_EXTRACTOR_BASE_URL": api.base_url,
         "MEMLIKEHUMAN_EXTRACTOR_API_KEY": "test",
+        "MEMLIKEHUMAN_EXTRACTION_WAIT": "60",  # these tests need each event's memories: wait for them
     }
 
 
