@@ -285,7 +285,7 @@ def worker_session(ctx: Any, db: Path, env: dict[str, str], rng: random.Random, 
                 return [op]
             try:
                 reply = parent.recv()
-            except EOFError:
+            except (EOFError, ConnectionResetError):  # a worker killed with unread input resets the pipe
                 ledger.counts["kills: during extraction" if victim.killed else "kills: inside a SQLite statement"] += 1
                 ledger.counts[f"in flight at a kill: {op[0]}"] += 1
                 return [op]
