@@ -25,9 +25,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from . import clock, events, gaps, gist, memories, ngrams, phrasings, search, validate
+from .dates import date_windows, in_windows
 from .errors import InvalidArgument, MemLikeHumanError
 from .records import Coverage, Memory, MemoryHit, RawHit, RecallResult, Scope
-from .search import DateWindow, Filters, date_windows
+from .search import Filters
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -323,7 +324,7 @@ class _Recall:
             factor = 1.0
             if t.speaker and hit.source in named:
                 factor += t.speaker
-            if windows and _in_windows(hit.occurred_at, windows):
+            if windows and in_windows(hit.occurred_at, windows):
                 factor += t.date
             out[seq] *= factor
         return out
@@ -497,7 +498,3 @@ def _densest(positions: Sequence[int], span: int) -> int:
 
 def _top(scores: dict[int, float], limit: int) -> list[int]:
     return [key for key, _ in sorted(scores.items(), key=lambda kv: (-kv[1], -kv[0]))[:limit]]
-
-
-def _in_windows(stamp: str, windows: Sequence[DateWindow]) -> bool:
-    return any(w.start <= stamp < w.end for w in windows)

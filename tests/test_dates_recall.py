@@ -1,0 +1,26 @@
+"""Dates in the forms dates.py reads lift the events that occurred then, through recall()."""
+
+from __future__ import annotations
+
+import pytest
+
+from memlikehuman.engine import Engine
+from memlikehuman.recall import recall
+from memlikehuman.records import Scope
+
+HOME = Scope("ana", "home")
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["the concert on 12.01.2024", "the concert on Jan 12", "the concert in January", "the concert on 2024-01-12"],
+)
+def test_a_date_form_in_the_query_lifts_the_event_of_that_time(engine: Engine, query: str) -> None:
+    engine.record(
+        HOME, "jan", "What a concert that was!", "user", "Ana", session_id="s1", occurred_at="2024-01-12T20:00:00Z"
+    )
+    engine.record(
+        HOME, "mar", "What a concert that was!", "user", "Ana", session_id="s2", occurred_at="2024-03-20T20:00:00Z"
+    )
+    assert [hit.event.event_id for hit in recall(engine, HOME, "the concert").raw_fallback][0] == "mar"
+    assert [hit.event.event_id for hit in recall(engine, HOME, query).raw_fallback][0] == "jan"
