@@ -238,3 +238,101 @@ def easter(year: int) -> date:
     m = (a + 11 * h + 22 * ell) // 451
     month, day = divmod(h + ell - 7 * m + 114, 31)
     return date(year, month, day + 1)
+
+
+# -- relative dates in recorded text ---------------------------------------------------------------
+
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_COUNTS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7}
+_COUNTS |= {"eight": 8, "nine": 9, "ten": 10, "a couple of": 2, "a few": 3, "few": 3, "couple of": 2}
+_COUNT = r"(\d{1,2}|a couple of|couple of|a few|few|an?|one|two|three|four|five|six|seven|eight|nine|ten)"
+_WEEKDAY = "(" + "|".join(WEEKDAYS) + ")"
+_RELATIVE = (
+    ("before_yesterday", re.compile(r"\bthe\s+day\s+before\s+yesterday\b", re.I)),
+    ("yesterday", re.compile(r"\b(?:yesterday|last\s+night)\b", re.I)),
+    ("today", re.compile(r"\b(?:today|tonight|this\s+(?:morning|afternoon|evening))\b", re.I)),
+    ("tomorrow", re.compile(r"\btomorrow\b", re.I)),
+    ("ago", re.compile(rf"\b{_COUNT}\s+(day|week|month|year)s?\s+ago\b", re.I)),
+    ("weekday", re.compile(rf"\b(last|this\s+past|next|this\s+coming)\s+{_WEEKDAY}\b", re.I)),
+    ("weekend", re.compile(r"\b(last|this\s+past|next|this)\s+weekend\b", re.I)),
+    ("period", re.compile(r"\b(last|next|this)\s+(week|month|year)\b", re.I)),
+)
+
+
+def relative_spans(text: str, occurred_at: str) -> list[tuple[str, str]]:
+    """The dates that relative expressions in text refer to, as ISO date spans [start, end).
+
+    "yesterday" said on 2024-05-08 is ("2024-05-07", "2024-05-08"); "last week" is the Monday-to-
+    Sunday week before; "last Friday" the latest Friday before the day; "two weeks ago" the week
+    around that day; "next month" the whole month. The day is the UTC date of occurred_at.
+    """
+    try:
+        today = date.fromisoformat(occurred_at[:10])
+    except ValueError:
+        return []
+    found: list[tuple[str, str]] = []
+    taken: list[tuple[int, int]] = []
+    for form, pattern in _RELATIVE:
+        for match in pattern.finditer(text):
+            if any(a < match.end() and match.start() < b for a, b in taken):
+                continue
+            span = _relative(form, [g.lower() for g in match.groups()], today)
+            if span is not None and span not in found:
+                found.append(span)
+                taken.append(match.span())
+    return found
+
+
+def _days(first: date, count: int) -> tuple[str, str]:
+    return first.isoformat(), (first + timedelta(days=count)).isoformat()
+
+
+def _month(year: int, month: int) -> tuple[str, str]:
+    year, month = year + (month - 1) // 12, (month - 1) % 12 + 1
+    following = date(year + month // 12, month % 12 + 1, 1)
+    return date(year, month, 1).isoformat(), following.isoformat()
+
+
+def _relative(form: str, groups: list[str], today: date) -> tuple[str, str] | None:
+    monday = today - timedelta(days=today.weekday())
+    if form in ("before_yesterday", "yesterday", "today", "tomorrow"):
+        shift = {"before_yesterday": -2, "yesterday": -1, "today": 0, "tomorrow": 1}[form]
+        return _days(today + timedelta(days=shift), 1)
+    if form == "ago":
+        count = int(groups[0]) if groups[0].isdigit() else _COUNTS[" ".join(groups[0].split())]
+        unit = groups[1]
+        if unit == "day":
+            return _days(today - timedelta(days=count), 1)
+        if unit == "week":
+            return _days(today - timedelta(days=7 * count + 3), 7)
+        if unit == "month":
+            return _month(today.year, today.month - count)
+        return f"{today.year - count:04d}-01-01", f"{today.year - count + 1:04d}-01-01"
+    if form == "weekday":
+        target = WEEKDAYS.index(groups[1])
+        if groups[0].startswith(("last", "this past")):
+            back = (today.weekday() - target) % 7 or 7
+            return _days(today - timedelta(days=back), 1)
+        ahead = (target - today.weekday()) % 7 or 7
+        return _days(today + timedelta(days=ahead), 1)
+    if form == "weekend":
+        saturday = monday + timedelta(days=5)
+        return _days(saturday - timedelta(days=7) if groups[0].startswith(("last", "this past")) else saturday, 2)
+    step = {"last": -1, "this": 0, "next": 1}[groups[0]]
+    if groups[1] == "week":
+        return _days(monday + timedelta(days=7 * step), 7)
+    if groups[1] == "month":
+        return _month(today.year, today.month + step)
+    return f"{today.year + step:04d}-01-01", f"{today.year + step + 1:04d}-01-01"
+
+
+def spans_meet(spans: Sequence[tuple[str, str]], windows: Sequence[DateWindow]) -> bool:
+    """Whether any resolved span overlaps any query window."""
+    for start, end in spans:
+        for window in windows:
+            if window.yearless:
+                if window.contains(start):
+                    return True
+            elif start < window.end and window.start < end:
+                return True
+    return False

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import clock, events, gaps, gist, memories, ngrams, phrasings, search, validate
-from .dates import date_windows, in_windows
+from . import clock, event_dates, events, gaps, gist, memories, ngrams, phrasings, search, validate
+from .dates import date_windows, in_windows, spans_meet
 from .errors import InvalidArgument, MemLikeHumanError
 from .records import Coverage, Memory, MemoryHit, RawHit, RecallResult, Scope
 from .search import Filters
@@ -57,6 +57,8 @@ class Tuning:
     # factors for events whose speaker the query names, and that occurred on a date it names
     speaker: float = 0.6
     date: float = 1.0
+    # ... also for events whose relative dates ("yesterday", "last Friday") resolve into a named date
+    relative_dates: bool = True
     # speaker names are left out of the text embedded for the query
     strip_speakers: bool = True
     # queries with runs in CJK, Thai, Cyrillic, Arabic, ... also search the n-gram index (ngrams.py)
@@ -318,13 +320,14 @@ class _Recall:
                 out[other] = out.get(other, 0.0) + t.neighbour * value
         words = set(phrasing.words)
         named = {source for source in {hit.source for hit in info.values()} if words.intersection(search.terms(source))}
+        resolved = event_dates.spans_of(self.db, list(out)) if windows and t.relative_dates else {}
         for seq, hit in info.items():
             if seq not in out:
                 continue
             factor = 1.0
             if t.speaker and hit.source in named:
                 factor += t.speaker
-            if windows and in_windows(hit.occurred_at, windows):
+            if windows and (in_windows(hit.occurred_at, windows) or spans_meet(resolved.get(seq, ()), windows)):
                 factor += t.date
             out[seq] *= factor
         return out

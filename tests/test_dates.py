@@ -6,7 +6,7 @@ from datetime import date
 
 import pytest
 
-from memlikehuman.dates import DateWindow, date_windows, easter, in_windows, nth_weekday
+from memlikehuman.dates import DateWindow, date_windows, easter, in_windows, nth_weekday, relative_spans, spans_meet
 
 
 def only(query: str) -> DateWindow:
@@ -101,3 +101,45 @@ def test_the_last_monday_of_may_is_found() -> None:
 
 def test_a_query_without_a_date_has_no_windows() -> None:
     assert date_windows("what dishes did Ana cook for her friends in 12 minutes") == []
+
+
+# -- relative dates in recorded text, resolved against the event's time ---------------------------
+
+MONDAY = "2023-05-08T13:56:00Z"
+
+
+@pytest.mark.parametrize(
+    ("text", "span"),
+    [
+        ("I went to a support group yesterday", ("2023-05-07", "2023-05-08")),
+        ("we talked about it last night", ("2023-05-07", "2023-05-08")),
+        ("the day before yesterday it snowed", ("2023-05-06", "2023-05-07")),
+        ("Last Friday I ran a 5k", ("2023-05-05", "2023-05-06")),
+        ("This past Sunday we hiked", ("2023-05-07", "2023-05-08")),
+        ("next Monday is the exam", ("2023-05-15", "2023-05-16")),
+        ("last weekend was fun", ("2023-05-06", "2023-05-08")),
+        ("last week I painted", ("2023-05-01", "2023-05-08")),
+        ("we met two weeks ago", ("2023-04-21", "2023-04-28")),
+        ("3 days ago I baked bread", ("2023-05-05", "2023-05-06")),
+        ("next month we fly to Oslo", ("2023-06-01", "2023-07-01")),
+        ("last year I started pottery", ("2022-01-01", "2023-01-01")),
+        ("tomorrow is the big day", ("2023-05-09", "2023-05-10")),
+    ],
+)
+def test_relative_dates_resolve_against_the_time_the_event_occurred(text: str, span: tuple[str, str]) -> None:
+    assert relative_spans(text, MONDAY) == [span]
+
+
+def test_a_month_ago_in_january_is_december_of_the_year_before() -> None:
+    assert relative_spans("a month ago I moved", "2024-01-15T00:00:00Z") == [("2023-12-01", "2024-01-01")]
+
+
+def test_text_without_relative_dates_resolves_to_nothing() -> None:
+    assert relative_spans("We paint landscapes together every weekend.", MONDAY) == []
+
+
+def test_a_resolved_span_meets_the_query_windows_it_overlaps() -> None:
+    may = date_windows("in May 2023")
+    assert spans_meet([("2023-05-07", "2023-05-08")], may)
+    assert not spans_meet([("2023-06-07", "2023-06-08")], may)
+    assert spans_meet([("2023-05-07", "2023-05-08")], date_windows("last May"))
