@@ -366,8 +366,13 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Scores], list[str]]:
                 ask(engine, conv, mode, scores)
             results[f"memory_recall {mode}"] = scores
             print(f"{mode}: R@10 {np.mean(scores.recall[10]):.3f}", file=sys.stderr)
-            if args.alternatives != "none":
-                results.update(with_alternatives(engine, conversations, mode, args.alternatives, rewriter))
+            if args.alternatives == "none":
+                continue
+            scores = Scores()
+            for conv in conversations:
+                ask(engine, conv, mode, scores, dataclasses.replace(DEFAULT_TUNING, relative_dates=False))
+            results[f"memory_recall {mode}, relative dates of event_dates not used"] = scores
+            results.update(with_alternatives(engine, conversations, mode, args.alternatives, rewriter))
     notes.insert(
         0,
         f"{len(conversations)} conversations, {n_turns:,} turns, {n_questions:,} questions"
