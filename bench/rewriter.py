@@ -96,7 +96,7 @@ class Rewriter:
             "model": "local",
             "messages": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": question}],
             "temperature": 0,
-            "max_tokens": 120,
+            "max_tokens": 160,
             "response_format": {"type": "json_object"},
         }
         request = urllib.request.Request(

@@ -123,3 +123,20 @@ def test_the_cli_takes_repeated_also_options(tmp_path: Path) -> None:
     assert found(json_out(cli(db, "recall", QUERY, *scope))) == []
     bridged = json_out(cli(db, "recall", QUERY, "--also", "tomato soup", "--also", "pasta", *scope))
     assert found(bridged)[0] == "soup"
+
+
+def test_without_alternatives_the_ranking_and_its_scores_are_unchanged(engine: Engine) -> None:
+    engine.record(HOME, "soup", SOUP, "user", "Ana", session_id="s1")
+    engine.record(HOME, "f0", "Tomato soup again, and a salad.", "user", "Ana", session_id="s2")
+    plain = recall(engine, HOME, "tomato soup")
+    repeated = recall(engine, HOME, "tomato soup", alternatives=["Tomato  SOUP"])
+    assert [(h.event.event_id, h.score) for h in plain.raw_fallback] == [
+        (h.event.event_id, h.score) for h in repeated.raw_fallback
+    ]
+
+
+def test_alternatives_also_search_beside_a_cue_key_with_an_empty_query(engine: Engine) -> None:
+    engine.record(HOME, "soup", SOUP, "user", "Ana", cues=[{"kind": "photo", "key": "IMG_1"}])
+    engine.record(HOME, "f0", FILLER[0], "user", "Ana", cues=[{"kind": "photo", "key": "IMG_1"}])
+    result = recall(engine, HOME, "", cue_key="IMG_1", alternatives=["tomato soup"])
+    assert [hit.event.event_id for hit in result.raw_fallback][0] == "soup"
