@@ -315,6 +315,9 @@ def _progress(label: str) -> Callable[[int, int], None]:
 
 def run(args: argparse.Namespace) -> tuple[dict[str, Scores], list[str]]:
     conversations = load(args.data, 2 if args.quick else args.conversations)
+    if args.questions:
+        for conv in conversations:
+            conv.questions = conv.questions[: args.questions]
     n_questions = sum(len(c.questions) for c in conversations)
     n_turns = sum(len(c.turns) for c in conversations)
     workdir = Path(args.archive) if args.archive else Path(tempfile.mkdtemp(prefix="locomo-"))
@@ -400,6 +403,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="first 2 conversations only; docs are not updated")
     parser.add_argument("--conversations", type=int, help="only the first N conversations (docs are updated)")
+    parser.add_argument("--questions", type=int, help="only the first N questions of each conversation")
     parser.add_argument("--data", type=Path, default=DATA, help="path of locomo10.json")
     parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
     parser.add_argument(
