@@ -4,12 +4,13 @@ A question names a category ("dishes") where the remembered turn names an instan
 the agent that calls memory_recall can supply the missing words as further phrasings. Each phrasing
 is ranked on its own (recall.py), and the rankings are fused here. Two fusions are offered:
 
-- `rrf`: reciprocal-rank fusion, sum of 1 / (RRF_K + rank) over the phrasings that found a record;
+- `rrf` (the default): reciprocal-rank fusion, sum of 1 / (RRF_K + rank) over the phrasings that
+  found a record;
 - `max`: score fusion, each ranking scaled by its best score, a record keeping its best scaled
-  score plus a small share (`MAX_AGREEMENT`) of the mean of its scaled scores in the other
-  rankings, so that what several phrasings agree on comes first among equals; the best record of
-  each phrasing is then lifted level with the overall best, so records that every phrasing finds
-  cannot crowd out what one phrasing alone finds.
+  score plus a small share (`MAX_AGREEMENT`) of the mean of its scaled scores in the other rankings.
+
+Both then lift each phrasing's best record level with the overall best (`lift_winners`), so records
+that every phrasing finds cannot crowd out what one phrasing alone finds.
 
 docs/design.md ("Several phrasings per recall") has the measurements that chose the default.
 """
@@ -62,13 +63,14 @@ def fuse(rankings: Sequence[dict[int, float]], method: str) -> dict[int, float]:
     if len(rankings) <= 1:
         return dict(rankings[0]) if rankings else {}
     if method == "rrf":
-        return _rrf(rankings)
+        return lift_winners(reciprocal_ranks(rankings), rankings)
     if method == "max":
-        return _max(rankings)
+        return lift_winners(best_scores(rankings), rankings)
     raise ValueError(f"unknown fusion {method!r}")
 
 
-def _rrf(rankings: Sequence[dict[int, float]]) -> dict[int, float]:
+def reciprocal_ranks(rankings: Sequence[dict[int, float]]) -> dict[int, float]:
+    """Sum over the rankings of 1 / (RRF_K + rank); rank 1 is a ranking's best."""
     fused: dict[int, float] = {}
     for ranking in rankings:
         for rank, key in enumerate(sorted(ranking, key=lambda k: (-ranking[k], -k))):
@@ -76,7 +78,8 @@ def _rrf(rankings: Sequence[dict[int, float]]) -> dict[int, float]:
     return fused
 
 
-def _max(rankings: Sequence[dict[int, float]]) -> dict[int, float]:
+def best_scores(rankings: Sequence[dict[int, float]]) -> dict[int, float]:
+    """Each record's best score scaled by its ranking's best, plus a share of its other scaled scores."""
     rankings = [r for r in rankings if max(r.values()) > 0]
     if not rankings:
         return {}
@@ -89,11 +92,18 @@ def _max(rankings: Sequence[dict[int, float]]) -> dict[int, float]:
             best[key] = max(best.get(key, 0.0), scaled)
             total[key] = total.get(key, 0.0) + scaled
     others = max(len(rankings) - 1, 1)
-    fused = {key: value + MAX_AGREEMENT * (total[key] - value) / others for key, value in best.items()}
-    # Each phrasing's best find is lifted level with the overall best: near-ties that every phrasing
-    # repeats cannot push it out of the first results.
+    return {key: value + MAX_AGREEMENT * (total[key] - value) / others for key, value in best.items()}
+
+
+def lift_winners(fused: dict[int, float], rankings: Sequence[dict[int, float]]) -> dict[int, float]:
+    """Each phrasing's best record lifted level with the overall best.
+
+    Records that every phrasing finds (near-copies of the query find the same ones) add up across
+    rankings; without this they push what one phrasing alone finds out of the first results.
+    """
     top = max(fused.values(), default=0.0)
     for ranking in rankings:
         winner = max(ranking, key=lambda k: (ranking[k], k))
-        fused[winner] = max(fused[winner], top)
+        if winner in fused:
+            fused[winner] = max(fused[winner], top)
     return fused

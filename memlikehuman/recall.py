@@ -64,7 +64,7 @@ class Tuning:
     # queries with runs in CJK, Thai, Cyrillic, Arabic, ... also search the n-gram index (ngrams.py)
     ngram: bool = True
     # how the rankings of several phrasings (query + alternatives) become one (phrasings.FUSIONS)
-    fusion: str = "max"
+    fusion: str = "rrf"
 
 
 DEFAULT_TUNING = Tuning()

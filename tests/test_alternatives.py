@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
+import pytest
 from cli_support import cli, json_out
 from conftest import connected, make_settings, stdio_params
 from openai_stub import ScriptedOpenAI
@@ -11,7 +13,7 @@ from openai_stub import ScriptedOpenAI
 from memlikehuman import phrasings
 from memlikehuman.engine import Engine
 from memlikehuman.indexer import index_pending
-from memlikehuman.recall import recall
+from memlikehuman.recall import DEFAULT_TUNING, recall
 from memlikehuman.records import Scope
 
 HOME = Scope("ana", "home")
@@ -70,25 +72,28 @@ def test_a_blank_alternative_is_refused(tmp_path: Path) -> None:
     assert error.startswith("invalid_argument: alternatives[1] is blank: leave it out")
 
 
+@pytest.mark.parametrize("fusion", phrasings.FUSIONS)
 def test_phrasings_that_repeat_the_query_do_not_crowd_out_what_one_alternative_alone_finds(
-    engine: Engine,
+    engine: Engine, fusion: str
 ) -> None:
     for i in range(8):
         engine.record(HOME, f"dish{i}", f"Ana cooked dishes for friends, round {i}.", "user", "Ana", session_id="a")
     engine.record(HOME, "soup", SOUP, "user", "Ana", session_id="b")
     repeats = ["dishes Ana cooked for friends", "Ana cooking dishes for her friends", "cooked dishes friends"]
-    result = recall(engine, HOME, QUERY, limit=3, alternatives=[*repeats, "tomato soup"])
+    tuning = dataclasses.replace(DEFAULT_TUNING, fusion=fusion)
+    result = recall(engine, HOME, QUERY, limit=3, alternatives=[*repeats, "tomato soup"], tuning=tuning)
     assert "soup" in [hit.event.event_id for hit in result.raw_fallback]
 
 
-def test_reciprocal_rank_fusion_lets_repeated_phrasings_crowd_out_a_lone_find() -> None:
-    # Why the default is score fusion: the same rankings under RRF push the lone find below the rest.
+def test_a_lone_find_is_crowded_out_by_summed_ranks_but_kept_by_either_fusion() -> None:
+    # Four near-copies of the query find the same records; a fifth phrasing alone finds record 99.
     shared = {i: 10.0 - i for i in range(8)}
     rankings = [shared, shared, shared, shared, {99: 5.0}]
-    rrf = phrasings.fuse(rankings, "rrf")
-    top = phrasings.fuse(rankings, "max")
-    assert sorted(rrf, key=lambda k: -rrf[k]).index(99) == 8
-    assert sorted(top, key=lambda k: -top[k]).index(99) <= 1
+    summed = phrasings.reciprocal_ranks(rankings)
+    assert sorted(summed, key=lambda k: -summed[k]).index(99) == 8
+    for method in phrasings.FUSIONS:
+        fused = phrasings.fuse(rankings, method)
+        assert sorted(fused, key=lambda k: -fused[k]).index(99) <= 1, method
 
 
 def test_duplicate_alternatives_and_a_repeated_query_are_searched_once() -> None:
