@@ -144,6 +144,8 @@ class _Recall:
         self.warnings: list[str] = []
         self.model: str | None = None
         self.as_of_given = False
+        # Phrasings of one need find mostly the same events: their neighbours are looked up once.
+        self.links: dict[int, tuple[int | None, int | None]] = {}
 
     def run(self) -> RecallResult:
         mode = self._prepare_dense()
@@ -308,7 +310,7 @@ class _Recall:
         if t.neighbour:
             # Each strong hit lends part of its score to the turns before and after it (also when
             # those matched nothing: an answer like "Yes, last Friday!" has no words of the question).
-            links = search.neighbours(self.db, _top(scores, t.neighbour_pool))
+            links = self._neighbours(_top(scores, t.neighbour_pool))
             unknown = {n for pair in links.values() for n in pair if n is not None and n not in info}
             info.update(search.eligible_events(self.db, sorted(unknown), self.filters))
             lent: dict[int, float] = {}
@@ -331,6 +333,12 @@ class _Recall:
                 factor += t.date
             out[seq] *= factor
         return out
+
+    def _neighbours(self, sequences: Sequence[int]) -> dict[int, tuple[int | None, int | None]]:
+        missing = [seq for seq in sequences if seq not in self.links]
+        if missing:
+            self.links.update(search.neighbours(self.db, missing))
+        return {seq: self.links[seq] for seq in sequences if seq in self.links}
 
     # -- results -------------------------------------------------------------------------------
 
