@@ -11,6 +11,7 @@ reciprocal-rank fusion of the stemmed BM25 and the dense ranking.
 
     python -m bench.conversation_recall          # full run (~15 min on 2 cores), writes docs/benchmarks.md
     python -m bench.conversation_recall --quick  # 2 conversations, no doc update
+    python -m bench.conversation_recall --alternatives rule  # also rows with rule-made alternatives
 
 The data (CC BY-NC 4.0) is read from ../shared/data/locomo10.json and never copied into the repo.
 """
@@ -18,6 +19,8 @@ The data (CC BY-NC 4.0) is read from ../shared/data/locomo10.json and never copi
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 import json
 import re
 import sys
@@ -31,7 +34,8 @@ from pathlib import Path
 import numpy as np
 
 from bench import report
-from memlikehuman import config
+from bench import rewriter as rewriter_module
+from memlikehuman import config, phrasings
 from memlikehuman.engine import Engine
 from memlikehuman.indexer import count_missing, index_pending
 from memlikehuman.recall import DEFAULT_TUNING, Tuning, recall
@@ -161,16 +165,74 @@ def ingest(engine: Engine, conversations: Sequence[Conversation]) -> float:
     return time.perf_counter() - started
 
 
-def ask(engine: Engine, conv: Conversation, mode: str, scores: Scores, tuning: Tuning = DEFAULT_TUNING) -> None:
+# Words that frame a question or name the type of answer wanted, not the remembered thing.
+FRAME = frozenset(
+    """what when where who whom whose which why how did does do is are was were has have had kind kinds
+    type types sort sorts of the a an any some ever would could likely might be""".split()
+)
+
+
+def rule_alternatives(question: str, speakers: Sequence[str]) -> list[str]:
+    """Alternatives written by a fixed rule from the question alone (no answer words, no model).
+
+    1. the question as the speaker's own statement: its frame words dropped, a speaker it names
+       turned into "I" ("What did Caroline paint?" -> "I paint"); 2. its content words alone.
+    """
+    names = {s.lower() for s in speakers}
+    words = re.findall(r"[\w']+", question)
+    statement = []
+    for word in words:
+        bare = word.lower().removesuffix("'s")
+        if bare in names:
+            statement.append("my" if word.lower().endswith("'s") else "I")
+        elif word.lower() not in FRAME:
+            statement.append(word)
+    content = [w for w in words if w.lower() not in FRAME and w.lower().removesuffix("'s") not in names]
+    return [text for text in (" ".join(statement), " ".join(content)) if text.strip()]
+
+
+def ask(
+    engine: Engine,
+    conv: Conversation,
+    mode: str,
+    scores: Scores,
+    tuning: Tuning = DEFAULT_TUNING,
+    rewrite: Callable[[str], list[str]] | None = None,
+) -> None:
     prefix = f"locomo-{conv.sample_id}-"
     for question in conv.questions:
+        alternatives = rewrite(question.text) if rewrite else None
         started = time.perf_counter()
-        result = recall(engine, conv.scope, question.text, limit=10, search_mode=mode, tuning=tuning)
+        result = recall(
+            engine, conv.scope, question.text, limit=10, search_mode=mode, tuning=tuning, alternatives=alternatives
+        )
         seconds = time.perf_counter() - started
         if result.search_mode != mode:
             raise SystemExit(f"recall degraded to {result.search_mode}: {result.warnings}")
         ranked = [hit.event.event_id.removeprefix(prefix) for hit in result.raw_fallback]
         scores.add(question, ranked, seconds)
+
+
+def with_alternatives(
+    engine: Engine,
+    conversations: Sequence[Conversation],
+    mode: str,
+    source: str,
+    rewriter: Callable[[str], list[str]] | None,
+) -> dict[str, Scores]:
+    """Every question asked with alternatives (from the rule or the model), in each fusion."""
+    results = {}
+    for fusion in phrasings.FUSIONS:
+        scores = Scores()
+        tuning = dataclasses.replace(DEFAULT_TUNING, fusion=fusion)
+        for conv in conversations:
+            speakers = sorted({t.speaker for t in conv.turns})
+            rewrite = rewriter if source == "llm" else (lambda q, s=speakers: rule_alternatives(q, s))  # type: ignore[misc]
+            ask(engine, conv, mode, scores, tuning, rewrite)
+        name = f"memory_recall {mode} + {'local-model' if source == 'llm' else 'rule'} alternatives ({fusion} fusion)"
+        results[name] = scores
+        print(f"{name}: R@10 {np.mean(scores.recall[10]):.3f}", file=sys.stderr)
+    return results
 
 
 # -- baselines -------------------------------------------------------------------------------------
@@ -252,7 +314,10 @@ def _progress(label: str) -> Callable[[int, int], None]:
 
 
 def run(args: argparse.Namespace) -> tuple[dict[str, Scores], list[str]]:
-    conversations = load(args.data, 2 if args.quick else None)
+    conversations = load(args.data, 2 if args.quick else args.conversations)
+    if args.questions:
+        for conv in conversations:
+            conv.questions = conv.questions[: args.questions]
     n_questions = sum(len(c.questions) for c in conversations)
     n_turns = sum(len(c.turns) for c in conversations)
     workdir = Path(args.archive) if args.archive else Path(tempfile.mkdtemp(prefix="locomo-"))
@@ -262,7 +327,12 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Scores], list[str]]:
         env={"MEMLIKEHUMAN_EMBEDDER": "local", "MEMLIKEHUMAN_EXTRACTOR": "none", "MEMLIKEHUMAN_CONFIG": "/nonexistent"},
     )
     notes = []
-    with Engine(settings) as engine:
+    rewriter = None
+    if args.alternatives == "llm":
+        if not rewriter_module.installed():
+            raise SystemExit("no local model: run scripts/install-local-llm (see ../shared/guides/local-llm.md)")
+        rewriter = rewriter_module.Rewriter(args.rewrites or workdir / "rewrites.json")
+    with Engine(settings) as engine, rewriter or contextlib.nullcontext():
         recorded = int(engine.db.scalar("SELECT count(*) FROM events") or 0)
         if recorded == 0:
             seconds = ingest(engine, conversations)
@@ -299,6 +369,13 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Scores], list[str]]:
                 ask(engine, conv, mode, scores)
             results[f"memory_recall {mode}"] = scores
             print(f"{mode}: R@10 {np.mean(scores.recall[10]):.3f}", file=sys.stderr)
+            if args.alternatives == "none":
+                continue
+            scores = Scores()
+            for conv in conversations:
+                ask(engine, conv, mode, scores, dataclasses.replace(DEFAULT_TUNING, relative_dates=False))
+            results[f"memory_recall {mode}, relative dates of event_dates not used"] = scores
+            results.update(with_alternatives(engine, conversations, mode, args.alternatives, rewriter))
     notes.insert(
         0,
         f"{len(conversations)} conversations, {n_turns:,} turns, {n_questions:,} questions"
@@ -309,14 +386,36 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Scores], list[str]]:
         " every event is pending, so results come from raw_fallback)"
     )
     notes.append("latency: in-process recall() per question, including query embedding for semantic/deep")
+    if args.alternatives == "rule":
+        notes.append(
+            "rule alternatives (bench.conversation_recall.rule_alternatives): the question as the speaker's own"
+            " statement (frame words dropped, the named speaker as I) and its content words alone; no model"
+        )
+    if args.alternatives == "llm":
+        notes.append(
+            "local-model alternatives: Qwen2.5-Coder-1.5B-Instruct Q4_K_M (../shared/guides/local-llm.md), prompt in"
+            " bench/rewriter.py, temperature 0, up to 4 phrasings per question, cached per question"
+        )
     return results, notes
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="first 2 conversations only; docs are not updated")
+    parser.add_argument("--conversations", type=int, help="only the first N conversations (docs are updated)")
+    parser.add_argument("--questions", type=int, help="only the first N questions of each conversation")
     parser.add_argument("--data", type=Path, default=DATA, help="path of locomo10.json")
     parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
+    parser.add_argument(
+        "--alternatives",
+        choices=("none", "rule", "llm"),
+        default="none",
+        help="also ask every question with alternatives, in each fusion: rule = rule_alternatives(),"
+        " llm = the local model of ../shared/guides/local-llm.md (bench/rewriter.py, cached)",
+    )
+    parser.add_argument(
+        "--rewrites", type=Path, help="cache file of the model's phrasings (default: in the archive dir)"
+    )
     parser.add_argument("--archive", help="keep (and reuse) the archive and baseline vectors in this directory")
     args = parser.parse_args(argv)
     if not args.data.is_file():
@@ -329,7 +428,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     notes.append(f"the whole run took {(time.perf_counter() - started) / 60:.0f} min (mostly embedding)")
     body = render(results, notes)
     print(body)
-    if not args.quick:
+    if args.quick:
+        return
+    if args.alternatives != "none":
+        title = f"LoCoMo evidence recall with {args.alternatives} alternatives (issue 20)"
+        command = f"python -m bench.conversation_recall --alternatives {args.alternatives} --modes " + " ".join(
+            args.modes
+        )
+        report.write_section(f"locomo-alternatives-{args.alternatives}", title, command, body)
+    else:
         title = "LoCoMo evidence recall (categories 1-4)"
         report.write_section("locomo", title, "python -m bench.conversation_recall", body)
 

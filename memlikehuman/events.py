@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import clock, fulltext, validate
+from . import clock, event_dates, fulltext, validate
 from .db import Database, Row
 from .errors import Conflict, InvalidArgument, NotFound
 from .records import CATEGORIES, CUE_KINDS, ROLES, Cue, Event, Page, Scope
@@ -146,6 +146,7 @@ def insert(
             [(sequence, i, cue.kind, cue.key, cue.label) for i, cue in enumerate(event.cues)],
         )
         fulltext.index_event(conn, sequence)
+        event_dates.write(conn, sequence, event.text, event.occurred_at or now)
     return sequence, False
 
 

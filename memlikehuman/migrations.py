@@ -354,6 +354,26 @@ def m007_extraction_claims(conn: Any) -> None:
     )
 
 
+@migration
+def m008_event_dates(conn: Any) -> None:
+    # Relative dates in an event's text ("yesterday", "last Friday", "next month") resolved against
+    # its occurred_at when it is recorded (memlikehuman/dates.py relative_spans), so that a query
+    # naming the absolute date finds it (issue 20). Only the spans are stored, never the text; the
+    # rows go with their event (ON DELETE CASCADE: forget, and nothing else deletes events).
+    # Events recorded before this migration have no rows (their text is unchanged and still found).
+    conn.execute(
+        """
+        CREATE TABLE event_dates (
+            event_sequence INTEGER NOT NULL REFERENCES events(sequence) ON DELETE CASCADE,
+            day_from       TEXT NOT NULL,  -- ISO date, inclusive
+            day_to         TEXT NOT NULL,  -- ISO date, exclusive
+            PRIMARY KEY (event_sequence, day_from, day_to)
+        ) WITHOUT ROWID;
+        CREATE INDEX event_dates_by_day ON event_dates (day_from);
+        """
+    )
+
+
 def schema_version(db: Database) -> int:
     """How many migrations the archive has applied (0 for a new file)."""
     exists = db.scalar("SELECT count(*) FROM sqlite_master WHERE name = 'schema_migrations'")

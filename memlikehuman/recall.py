@@ -7,7 +7,9 @@ Ranking, per kind of record (memories; raw events not covered by memories):
    and stored vectors; `semantic` scans the most recent `Settings.semantic_window` items, `deep` all;
 3. fusion of the normalized scores; then, for events, each gains part of the best score of its
    session, strong hits lend part of theirs to the turns before and after them (an answer sits next
-   to its question), and a speaker or a date named in the query lifts matching events.
+   to its question), and a speaker or a date named in the query lifts matching events;
+4. with `alternatives`, steps 1-3 run for every phrasing (all embedded in one embedder call) and the
+   rankings are fused (phrasings.py).
 docs/design.md ("Embedder and retrieval in detail") has the measurements behind each step.
 """
 
@@ -20,10 +22,11 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from . import claims, clock, events, gaps, gist, memories, ngrams, search, validate
+from . import claims, clock, event_dates, events, gaps, gist, memories, ngrams, phrasings, search, validate
+from .dates import date_windows, in_windows, spans_meet
 from .errors import InvalidArgument, MemLikeHumanError
 from .records import Coverage, Memory, MemoryHit, RawHit, RecallResult, Scope
-from .search import DateWindow, Filters, date_windows
+from .search import Filters
 
 if TYPE_CHECKING:
     import numpy as np
@@ -56,10 +59,14 @@ class Tuning:
     # factors for events whose speaker the query names, and that occurred on a date it names
     speaker: float = 0.6
     date: float = 1.0
+    # ... also for events whose relative dates ("yesterday", "last Friday") resolve into a named date
+    relative_dates: bool = True
     # speaker names are left out of the text embedded for the query
     strip_speakers: bool = True
     # queries with runs in CJK, Thai, Cyrillic, Arabic, ... also search the n-gram index (ngrams.py)
     ngram: bool = True
+    # how the rankings of several phrasings (query + alternatives) become one (phrasings.FUSIONS)
+    fusion: str = "rrf"
 
 
 DEFAULT_TUNING = Tuning()
@@ -77,12 +84,15 @@ def recall(
     search_mode: str = "fast",
     cue_key: str | None = None,
     session_id: str | None = None,
+    alternatives: Sequence[str] | None = None,
     tuning: Tuning = DEFAULT_TUNING,
 ) -> RecallResult:
     """Attributed memories and raw-event excerpts for a query, best first, as known at `as_of`.
 
-    Raises InvalidArgument (bad input) or LimitExceeded (query over 4,000 characters). An
-    embedder that is missing or fails degrades the search to `fast`, with a warning.
+    `alternatives` are further phrasings of the same need (at most 8): each is searched like the
+    query and the rankings are fused. Raises InvalidArgument (bad input) or LimitExceeded (query or
+    an alternative over 4,000 characters, more than 8 alternatives). An embedder that is missing or
+    fails degrades the search to `fast`, with a warning.
     """
     scope = Scope(*validate.scope(scope.persona_id, scope.project_id))
     query = validate.text(query, "query", validate.MAX_QUERY_CHARS, allow_empty=True)
@@ -93,28 +103,51 @@ def recall(
         validate.identifier(cue_key, "cue_key")
     if session_id is not None:
         validate.identifier(session_id, "session_id")
+    others = phrasings.check(alternatives)
     if not query.strip() and cue_key is None:
         raise InvalidArgument("query is empty: give words to search for, or a cue_key to look up")
     stamp = clock.now_stamp() if as_of is None else clock.stamp(as_of, "as_of")
     filters = Filters(scope, stamp, session_id, cue_key, include_history)
-    found = _Recall(engine, filters, query, limit, detail, search_mode, tuning)
+    found = _Recall(engine, filters, query, limit, detail, search_mode, tuning, others)
     found.as_of_given = as_of is not None
     return found.run()
+
+
+@dataclass
+class _Phrasing:
+    """One phrasing of the need (the query or an alternative): its text, words and query vector."""
+
+    text: str
+    words: list[str]
+    qvec: np.ndarray | None = None
 
 
 class _Recall:
     """One recall call: holds its inputs while the steps run."""
 
     def __init__(
-        self, engine: Engine, filters: Filters, query: str, limit: int, detail: str, mode: str, tuning: Tuning
+        self,
+        engine: Engine,
+        filters: Filters,
+        query: str,
+        limit: int,
+        detail: str,
+        mode: str,
+        tuning: Tuning,
+        alternatives: Sequence[str] = (),
     ) -> None:
         self.engine, self.db, self.filters = engine, engine.db, filters
         self.query, self.limit, self.detail, self.mode, self.tuning = query, limit, detail, mode, tuning
-        self.words = search.terms(query)
+        texts = phrasings.distinct([query, *alternatives])
+        self.phrasings = [_Phrasing(text, search.terms(text)) for text in texts]
+        self.phrasings = [p for p in self.phrasings if p.words] or self.phrasings[:1]
+        # All words of all phrasings: they centre excerpts and find the uncovered gaps of events.
+        self.words = list(dict.fromkeys(w for p in self.phrasings for w in p.words))
         self.warnings: list[str] = []
         self.model: str | None = None
-        self.qvec: np.ndarray | None = None
         self.as_of_given = False
+        # Phrasings of one need find mostly the same events: their neighbours are looked up once.
+        self.links: dict[int, tuple[int | None, int | None]] = {}
 
     def run(self) -> RecallResult:
         mode = self._prepare_dense()
@@ -145,13 +178,13 @@ class _Recall:
             search_mode=mode,
             as_of=self.filters.as_of,
             coverage=coverage,
-            warnings=tuple(self.warnings),
+            warnings=tuple(dict.fromkeys(self.warnings)),
         )
 
     # -- embedding the query -----------------------------------------------------------------
 
     def _prepare_dense(self) -> str:
-        """Embed the query for semantic/deep; on any provider failure fall back to fast, with a warning."""
+        """Embed every phrasing (one call) for semantic/deep; on any provider failure fall back to fast."""
         try:
             embedder = self.engine.embedder
         except MemLikeHumanError as exc:
@@ -168,14 +201,16 @@ class _Recall:
         # Speakers named in the query are matched as metadata (attribution, speaker factor); left in
         # the embedded text they pull in every turn that merely addresses that person (LoCoMo:
         # semantic recall@10 0.79 -> 0.81, dense-only 0.71 -> 0.79).
-        text = self.query
+        texts = [p.text for p in self.phrasings]
         if self.tuning.strip_speakers:
-            text = search.without_words(text, search.speaker_words(self.db, self.filters.scope))
+            speakers = search.speaker_words(self.db, self.filters.scope)
+            texts = [search.without_words(text, speakers) for text in texts]
         try:
-            vector = embedder.embed([text], "query")
+            vectors = np.asarray(embedder.embed(texts, "query"), dtype=np.float32)
         except MemLikeHumanError as exc:
             return self._degrade(f"the embedder failed ({exc.message})")
-        self.qvec = np.asarray(vector, dtype=np.float32)[0]
+        for phrasing, vector in zip(self.phrasings, vectors, strict=True):
+            phrasing.qvec = vector
         return self.mode
 
     def _degrade(self, reason: str) -> str:
@@ -192,22 +227,26 @@ class _Recall:
             recent = search.recent_events if kind == "event" else search.recent_memories
             ids = recent(self.db, self.filters, self.limit)
             return {i: 1.0 - n / (len(ids) + 1) for n, i in enumerate(ids)}
+        rankings = [self._rank_one(kind, p) for p in self.phrasings if p.words]
+        return phrasings.fuse(rankings, self.tuning.fusion)
+
+    def _rank_one(self, kind: str, phrasing: _Phrasing) -> dict[int, float]:
         t = self.tuning
         weights = t.event_weights if kind == "event" else t.memory_weights
-        text = self.query if t.ngram else ""
-        lexical = search.lexical(self.db, kind, self.words, self.filters, t.lexical_pool, weights, text)
+        text = phrasing.text if t.ngram else ""
+        lexical = search.lexical(self.db, kind, phrasing.words, self.filters, t.lexical_pool, weights, text)
         info = {hit.id: hit for hit in lexical}
-        return self._fuse(kind, lexical, info, self.qvec)
+        return self._fuse(kind, lexical, info, phrasing)
 
     def _fuse(
-        self, kind: str, lexical: list[search.Hit], info: dict[int, search.Hit], qvec: np.ndarray | None
+        self, kind: str, lexical: list[search.Hit], info: dict[int, search.Hit], phrasing: _Phrasing
     ) -> dict[int, float]:
         t = self.tuning
         scores = _normalized([(hit.id, hit.score) for hit in lexical], t.lexical)
-        for key, value in _normalized(self._dense(kind, info, qvec), t.dense, floor=True).items():
+        for key, value in _normalized(self._dense(kind, info, phrasing.qvec), t.dense, floor=True).items():
             scores[key] = scores.get(key, 0.0) + value
         if kind == "event" and scores:
-            scores = self._event_context(scores, info)
+            scores = self._event_context(scores, info, phrasing)
         return scores
 
     def _dense(self, kind: str, info: dict[int, search.Hit], qvec: np.ndarray | None) -> list[tuple[int, float]]:
@@ -256,10 +295,12 @@ class _Recall:
         if gone:
             self.engine.vectors.discard("event", self.filters.scope, gone)
 
-    def _event_context(self, scores: dict[int, float], info: dict[int, search.Hit]) -> dict[int, float]:
+    def _event_context(
+        self, scores: dict[int, float], info: dict[int, search.Hit], phrasing: _Phrasing
+    ) -> dict[int, float]:
         """Session, neighbour, speaker and date adjustments of event scores."""
         t = self.tuning
-        windows = date_windows(self.query) if t.date else []
+        windows = date_windows(phrasing.text) if t.date else []
         out = dict(scores)
         if t.session:
             best: dict[str, float] = {}
@@ -271,7 +312,7 @@ class _Recall:
         if t.neighbour:
             # Each strong hit lends part of its score to the turns before and after it (also when
             # those matched nothing: an answer like "Yes, last Friday!" has no words of the question).
-            links = search.neighbours(self.db, _top(scores, t.neighbour_pool))
+            links = self._neighbours(_top(scores, t.neighbour_pool))
             unknown = {n for pair in links.values() for n in pair if n is not None and n not in info}
             info.update(search.eligible_events(self.db, sorted(unknown), self.filters))
             lent: dict[int, float] = {}
@@ -281,18 +322,25 @@ class _Recall:
                         lent[other] = max(lent.get(other, 0.0), scores[seq])
             for other, value in lent.items():
                 out[other] = out.get(other, 0.0) + t.neighbour * value
-        words = set(self.words)
+        words = set(phrasing.words)
         named = {source for source in {hit.source for hit in info.values()} if words.intersection(search.terms(source))}
+        resolved = event_dates.spans_of(self.db, list(out)) if windows and t.relative_dates else {}
         for seq, hit in info.items():
             if seq not in out:
                 continue
             factor = 1.0
             if t.speaker and hit.source in named:
                 factor += t.speaker
-            if windows and _in_windows(hit.occurred_at, windows):
+            if windows and (in_windows(hit.occurred_at, windows) or spans_meet(resolved.get(seq, ()), windows)):
                 factor += t.date
             out[seq] *= factor
         return out
+
+    def _neighbours(self, sequences: Sequence[int]) -> dict[int, tuple[int | None, int | None]]:
+        missing = [seq for seq in sequences if seq not in self.links]
+        if missing:
+            self.links.update(search.neighbours(self.db, missing))
+        return {seq: self.links[seq] for seq in sequences if seq in self.links}
 
     # -- results -------------------------------------------------------------------------------
 
@@ -467,7 +515,3 @@ def _densest(positions: Sequence[int], span: int) -> int:
 
 def _top(scores: dict[int, float], limit: int) -> list[int]:
     return [key for key, _ in sorted(scores.items(), key=lambda kv: (-kv[1], -kv[0]))[:limit]]
-
-
-def _in_windows(stamp: str, windows: Sequence[DateWindow]) -> bool:
-    return any(w.start <= stamp < w.end for w in windows)

@@ -13,7 +13,6 @@ import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import date, timedelta
 from typing import Any
 
 from . import fulltext, ngrams
@@ -381,84 +380,3 @@ def neighbours(db: Database, sequences: Sequence[int]) -> dict[int, tuple[int | 
         )
         found.update((row["id"], (row["prev"], row["next"])) for row in db.query(sql, chunk))
     return found
-
-
-# -- dates named in a query ----------------------------------------------------------------------
-
-MONTHS = {
-    name: number
-    for number, names in enumerate(
-        [
-            ("january", "jan"),
-            ("february", "feb"),
-            ("march", "mar"),
-            ("april", "apr"),
-            ("may",),
-            ("june", "jun"),
-            ("july", "jul"),
-            ("august", "aug"),
-            ("september", "sep", "sept"),
-            ("october", "oct"),
-            ("november", "nov"),
-            ("december", "dec"),
-        ],
-        start=1,
-    )
-    for name in names
-}
-_MONTH = "(" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\.?"
-_DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
-_YEAR = r"((?:19|20)\d\d)"
-_DATE_PATTERNS = (
-    ("mdy", re.compile(rf"\b{_MONTH}\s+{_DAY},?\s+{_YEAR}\b", re.I)),
-    ("dmy", re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH},?\s+{_YEAR}\b", re.I)),
-    ("my", re.compile(rf"\b{_MONTH},?\s+{_YEAR}\b", re.I)),
-    ("iso", re.compile(r"\b((?:19|20)\d\d)-(\d\d)-(\d\d)\b")),
-    ("y", re.compile(r"\b(?:in|of|during|since)\s+((?:19|20)\d\d)\b", re.I)),
-)
-# An event named by its day is often talked about a few days later, rarely before.
-DAY_BEFORE, DAYS_AFTER = 1, 8
-
-
-@dataclass(frozen=True)
-class DateWindow:
-    """A span of stored timestamps [start, end) that a date in the query refers to."""
-
-    start: str
-    end: str
-
-
-def date_windows(query: str) -> list[DateWindow]:
-    """The days, months or years a query names explicitly (English forms and ISO dates)."""
-    windows: list[DateWindow] = []
-    taken: list[tuple[int, int]] = []
-    for form, pattern in _DATE_PATTERNS:
-        for match in pattern.finditer(query):
-            if any(a <= match.start() < b for a, b in taken):
-                continue
-            window = _window(form, match.groups())
-            if window is not None:
-                windows.append(window)
-                taken.append(match.span())
-    return windows
-
-
-def _window(form: str, groups: tuple[str, ...]) -> DateWindow | None:
-    try:
-        if form == "y":
-            year = int(groups[0])
-            return DateWindow(f"{year:04d}", f"{year + 1:04d}")
-        if form == "my":
-            month, year = MONTHS[groups[0].lower()], int(groups[1])
-            first = date(year, month, 1)
-            following = date(year + month // 12, month % 12 + 1, 1)
-            return DateWindow(first.isoformat(), following.isoformat())
-        if form == "iso":
-            day = date(int(groups[0]), int(groups[1]), int(groups[2]))
-        elif form == "mdy":
-            day = date(int(groups[2]), MONTHS[groups[0].lower()], int(groups[1]))
-        else:
-            day = date(int(groups[2]), MONTHS[groups[1].lower()], int(groups[0]))
-    except (ValueError, KeyError):
-        return None
-    return DateWindow((day - timedelta(days=DAY_BEFORE)).isoformat(), (day + timedelta(days=DAYS_AFTER)).isoformat())

@@ -36,6 +36,12 @@ CLIP = 90
 )
 @click.option("--cue", "cue_key", default=None, help="Only events recorded with this text/photo cue key.")
 @click.option("--session", "session_id", default=None, help="Only this session.")
+@click.option(
+    "--also",
+    "alternatives",
+    multiple=True,
+    help="A further phrasing of the same need, searched too and fused (repeat, up to 8).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the memory_recall tool's structured output as JSON.")
 @click.pass_context
 def recall(ctx: click.Context, db: Path | None, query: str, as_json: bool, **options: Any) -> None:
@@ -48,6 +54,7 @@ def recall(ctx: click.Context, db: Path | None, query: str, as_json: bool, **opt
     Examples:
       memlikehuman recall "where does Ana live" --persona assistant --project home
       memlikehuman recall --cue IMG_0042.jpg --json
+      memlikehuman recall "what dishes did Ana cook" --also "Ana made soup" --also "Ana baked bread"
     """
     settings = settings_from(ctx, db)
     require_archive(settings)
@@ -58,6 +65,7 @@ def recall(ctx: click.Context, db: Path | None, query: str, as_json: bool, **opt
         from ..server.tools_recall import recall_out
 
         with Engine(settings) as engine:
+            options["alternatives"] = list(options["alternatives"]) or None
             result = recall_out(search(engine, scope, query, **options)).model_dump(mode="json")
     except MemLikeHumanError as exc:
         fail(exc)

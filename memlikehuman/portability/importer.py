@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .. import fulltext, memories
+from .. import event_dates, fulltext, memories
 from ..db import Database, Row
 from ..errors import Conflict, InvalidArgument
 from ..events import NewEvent
@@ -226,6 +226,7 @@ def _insert_event(conn: Any, r: dict[str, Any], number: int, previous: Previous 
         ),
     )
     sequence = conn.last_insert_rowid()
+    event_dates.write(conn, sequence, r["text"], r["occurred_at"])
     if cues:
         conn.executemany(
             "INSERT INTO cues (event_sequence, position, kind, key, label) VALUES (?, ?, ?, ?, ?)",

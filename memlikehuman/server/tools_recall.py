@@ -42,6 +42,16 @@ def register(server: MemoryMCPServer, holder: Holder) -> None:
             str | None, Field(description="only events (and their memories) recorded with this text/photo cue key")
         ] = None,
         session_id: Annotated[str | None, Field(description="only this session")] = None,
+        alternatives: Annotated[
+            list[str] | None,
+            Field(
+                description="up to 8 further phrasings of the same need (each <= 4,000 chars), searched like the"
+                " query and fused into one ranking; null = none. Use them for the words the memory itself would"
+                " contain: concrete instances of a category (\"dishes\" -> \"soup\", \"pasta\"), one phrasing"
+                " per person involved, a judgement turned into the behaviour that would show it (\"is Jo"
+                " patient\" -> \"Jo waited calmly\"), dates written out (\"12 January 2024\")"
+            ),
+        ] = None,
         persona_id: PersonaId = "default",
         project_id: ProjectId = "default",
     ) -> Annotated[CallToolResult, RecallOut]:
@@ -52,6 +62,8 @@ def register(server: MemoryMCPServer, holder: Holder) -> None:
         extraction). Both are best first. Read `warnings` and `coverage`: they say when results may be
         incomplete. A memory with detail="overview" or an excerpt with truncated=true omits details:
         call memory_read with its ID before asserting specifics. Inferences are labeled basis="inferred".
+        When the query names a category, a judgement or several people, pass `alternatives`: the stored
+        words are often the instances ("I made soup" for "dishes"), the behaviour or each person's name.
         """
         result = call(
             lambda: recall(
@@ -65,6 +77,7 @@ def register(server: MemoryMCPServer, holder: Holder) -> None:
                 search_mode=search_mode,
                 cue_key=cue_key,
                 session_id=session_id,
+                alternatives=alternatives,
             )
         )
         return tool_result(_summary(result), recall_out(result))

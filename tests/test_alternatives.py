@@ -1,0 +1,147 @@
+"""memory_recall `alternatives`: further phrasings of one need, searched and fused into one ranking."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+from cli_support import cli, json_out
+from conftest import connected, make_settings, stdio_params
+from openai_stub import ScriptedOpenAI
+
+from memlikehuman import phrasings
+from memlikehuman.engine import Engine
+from memlikehuman.indexer import index_pending
+from memlikehuman.recall import DEFAULT_TUNING, recall
+from memlikehuman.records import Scope
+
+HOME = Scope("ana", "home")
+QUERY = "what dishes did she cook for her friends"
+SOUP = "I spent the whole afternoon on a big pot of tomato soup."
+FILLER = ["The train was late again this morning.", "My sister is learning the violin.", "It rained all weekend."]
+
+
+def record_chat(client: object, persona: str = "ana", project: str = "home") -> None:
+    turns = [("soup", SOUP, "s1"), *((f"f{i}", text, f"s{i + 2}") for i, text in enumerate(FILLER))]
+    for event_id, text, session in turns:
+        client.ok(  # type: ignore[attr-defined]
+            "memory_record",
+            event_id=event_id,
+            text=text,
+            role="user",
+            source="Ana",
+            session_id=session,
+            persona_id=persona,
+            project_id=project,
+        )
+
+
+def found(result: dict[str, object]) -> list[str]:
+    return [hit["event_id"] for hit in result["raw_fallback"]]  # type: ignore[index, union-attr]
+
+
+def test_an_event_sharing_no_word_with_the_query_is_found_through_an_alternative(tmp_path: Path) -> None:
+    with connected(stdio_params(tmp_path / "a.db")) as client:
+        record_chat(client)
+        scope = {"persona_id": "ana", "project_id": "home"}
+        plain = client.ok("memory_recall", query=QUERY, **scope)
+        assert "soup" not in found(plain)
+        bridged = client.ok("memory_recall", query=QUERY, alternatives=["Ana made tomato soup", "pasta"], **scope)
+        assert found(bridged)[0] == "soup"
+        assert found(client.ok("memory_recall", query=QUERY, alternatives=None, **scope)) == found(plain)
+
+
+def test_nine_alternatives_are_refused_with_the_limit_and_what_to_do(tmp_path: Path) -> None:
+    with connected(stdio_params(tmp_path / "a.db")) as client:
+        error = client.error("memory_recall", query=QUERY, alternatives=[f"phrasing {i}" for i in range(9)])
+    assert error.startswith("limit_exceeded: alternatives has 9 phrasings; the limit is 8:")
+    assert "keep the most different ones" in error
+
+
+def test_an_alternative_over_4000_characters_is_refused_naming_which_one(tmp_path: Path) -> None:
+    with connected(stdio_params(tmp_path / "a.db")) as client:
+        error = client.error("memory_recall", query=QUERY, alternatives=["soup", "x" * 4_001])
+    assert error.startswith("limit_exceeded: alternatives[1] is 4,001 characters long; the limit is 4,000:")
+    assert "shorten" in error
+
+
+def test_a_blank_alternative_is_refused(tmp_path: Path) -> None:
+    with connected(stdio_params(tmp_path / "a.db")) as client:
+        error = client.error("memory_recall", query=QUERY, alternatives=["soup", "   "])
+    assert error.startswith("invalid_argument: alternatives[1] is blank: leave it out")
+
+
+@pytest.mark.parametrize("fusion", phrasings.FUSIONS)
+def test_phrasings_that_repeat_the_query_do_not_crowd_out_what_one_alternative_alone_finds(
+    engine: Engine, fusion: str
+) -> None:
+    for i in range(8):
+        engine.record(HOME, f"dish{i}", f"Ana cooked dishes for friends, round {i}.", "user", "Ana", session_id="a")
+    engine.record(HOME, "soup", SOUP, "user", "Ana", session_id="b")
+    repeats = ["dishes Ana cooked for friends", "Ana cooking dishes for her friends", "cooked dishes friends"]
+    tuning = dataclasses.replace(DEFAULT_TUNING, fusion=fusion)
+    result = recall(engine, HOME, QUERY, limit=3, alternatives=[*repeats, "tomato soup"], tuning=tuning)
+    assert "soup" in [hit.event.event_id for hit in result.raw_fallback]
+
+
+def test_a_lone_find_is_crowded_out_by_summed_ranks_but_kept_by_either_fusion() -> None:
+    # Four near-copies of the query find the same records; a fifth phrasing alone finds record 99.
+    shared = {i: 10.0 - i for i in range(8)}
+    rankings = [shared, shared, shared, shared, {99: 5.0}]
+    summed = phrasings.reciprocal_ranks(rankings)
+    assert sorted(summed, key=lambda k: -summed[k]).index(99) == 8
+    for method in phrasings.FUSIONS:
+        fused = phrasings.fuse(rankings, method)
+        assert sorted(fused, key=lambda k: -fused[k]).index(99) <= 1, method
+
+
+def test_duplicate_alternatives_and_a_repeated_query_are_searched_once() -> None:
+    assert phrasings.distinct(["Soup  recipes", "soup recipes", "pasta", "PASTA"]) == ["Soup  recipes", "pasta"]
+
+
+def test_all_phrasings_are_embedded_in_one_embedder_call(tmp_path: Path) -> None:
+    with ScriptedOpenAI() as api:
+        settings = make_settings(
+            tmp_path / "a.db",
+            MEMLIKEHUMAN_EMBEDDER="openai",
+            MEMLIKEHUMAN_EMBEDDER_BASE_URL=api.base_url,
+            MEMLIKEHUMAN_EMBEDDER_MODEL="m",
+        )
+        with Engine(settings) as engine:
+            engine.record(HOME, "soup", SOUP, "user", "Ana")
+            index_pending(engine)
+            before = len(api.requests)
+            result = recall(engine, HOME, QUERY, search_mode="semantic", alternatives=["soup", "stew", "pasta", "pie"])
+            assert result.search_mode == "semantic"
+            calls = [body for path, body in api.requests[before:] if path.endswith("/embeddings")]
+    assert len(calls) == 1
+    assert len(calls[0]["input"]) == 5
+
+
+def test_the_cli_takes_repeated_also_options(tmp_path: Path) -> None:
+    db = tmp_path / "a.db"
+    with Engine(make_settings(db)) as engine:
+        engine.record(HOME, "soup", SOUP, "user", "Ana")
+        engine.record(HOME, "f0", FILLER[0], "user", "Ana")
+    scope = ["--persona", "ana", "--project", "home", "--json"]
+    assert found(json_out(cli(db, "recall", QUERY, *scope))) == []
+    bridged = json_out(cli(db, "recall", QUERY, "--also", "tomato soup", "--also", "pasta", *scope))
+    assert found(bridged)[0] == "soup"
+
+
+def test_without_alternatives_the_ranking_and_its_scores_are_unchanged(engine: Engine) -> None:
+    engine.record(HOME, "soup", SOUP, "user", "Ana", session_id="s1")
+    engine.record(HOME, "f0", "Tomato soup again, and a salad.", "user", "Ana", session_id="s2")
+    plain = recall(engine, HOME, "tomato soup")
+    repeated = recall(engine, HOME, "tomato soup", alternatives=["Tomato  SOUP"])
+    assert [(h.event.event_id, h.score) for h in plain.raw_fallback] == [
+        (h.event.event_id, h.score) for h in repeated.raw_fallback
+    ]
+
+
+def test_alternatives_also_search_beside_a_cue_key_with_an_empty_query(engine: Engine) -> None:
+    engine.record(HOME, "soup", SOUP, "user", "Ana", cues=[{"kind": "photo", "key": "IMG_1"}])
+    engine.record(HOME, "f0", FILLER[0], "user", "Ana", cues=[{"kind": "photo", "key": "IMG_1"}])
+    result = recall(engine, HOME, "", cue_key="IMG_1", alternatives=["tomato soup"])
+    assert [hit.event.event_id for hit in result.raw_fallback][0] == "soup"

@@ -1,0 +1,145 @@
+"""Dates named in queries (memlikehuman.dates): pure parsing, no archive needed."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+
+from memlikehuman.dates import DateWindow, date_windows, easter, in_windows, nth_weekday, relative_spans, spans_meet
+
+
+def only(query: str) -> DateWindow:
+    windows = date_windows(query)
+    assert len(windows) == 1, windows
+    return windows[0]
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "what happened on 12.01.2024",
+        "what happened on 2024-01-12",
+        "what happened on 2024/01/12",
+        "what happened on 12 January 2024",
+        "what happened on January 12th, 2024",
+        "what happened on the 12th of Jan 2024",
+    ],
+)
+def test_a_named_day_spans_the_day_before_to_a_week_after(query: str) -> None:
+    assert only(query) == DateWindow("2024-01-11", "2024-01-20")
+
+
+def test_dotted_dates_are_read_day_first() -> None:
+    assert only("on 03.04.2024") == DateWindow("2024-04-02", "2024-04-11")
+
+
+def test_a_month_with_a_year_spans_that_month() -> None:
+    assert only("in December 2023") == DateWindow("2023-12-01", "2024-01-01")
+
+
+def test_a_day_without_a_year_matches_that_day_in_any_year() -> None:
+    window = only("what did Ana do on Jan 12")
+    assert window == DateWindow("01-11", "01-20", yearless=True)
+    assert in_windows("2019-01-15T10:00:00.000000Z", [window])
+    assert not in_windows("2019-02-15T10:00:00.000000Z", [window])
+
+
+def test_a_month_without_a_year_matches_that_month_in_any_year() -> None:
+    window = only("where did they travel in January")
+    assert window == DateWindow("01-01", "02-01", yearless=True)
+    assert in_windows("2023-01-31T23:00:00Z", [window]) and not in_windows("2023-02-01T00:00:00Z", [window])
+
+
+def test_may_and_march_as_verbs_are_not_months() -> None:
+    assert date_windows("this may be the march order of the band") == []
+
+
+def test_a_yearless_day_near_new_year_wraps_around() -> None:
+    window = only("what did they do on Dec 28")
+    assert in_windows("2022-12-30T00:00:00Z", [window]) and in_windows("2023-01-04T00:00:00Z", [window])
+    assert not in_windows("2023-01-10T00:00:00Z", [window])
+
+
+@pytest.mark.parametrize(
+    ("query", "day"),
+    [
+        ("at Christmas 2023", date(2023, 12, 25)),
+        ("on Christmas Eve 2023", date(2023, 12, 24)),
+        ("on New Year's Eve 2022", date(2022, 12, 31)),
+        ("on Valentine's Day 2024", date(2024, 2, 14)),
+        ("for Halloween 2023", date(2023, 10, 31)),
+        ("on the Fourth of July 2023", date(2023, 7, 4)),
+        ("on Thanksgiving 2023", date(2023, 11, 23)),
+        ("on Easter 2024", date(2024, 3, 31)),
+        ("on Mother's Day 2023", date(2023, 5, 14)),
+        ("on Memorial Day 2023", date(2023, 5, 29)),
+    ],
+)
+def test_english_holidays_with_a_year_are_their_day(query: str, day: date) -> None:
+    window = only(query)
+    assert window.start < day.isoformat() < window.end and not window.yearless
+
+
+def test_a_holiday_without_a_year_matches_it_in_any_year() -> None:
+    window = only("what gifts did they get for Christmas")
+    assert window.yearless and in_windows("2021-12-26T09:00:00Z", [window])
+
+
+def test_easter_follows_the_gregorian_computus() -> None:
+    assert [easter(y) for y in (2019, 2023, 2024, 2025)] == [
+        date(2019, 4, 21),
+        date(2023, 4, 9),
+        date(2024, 3, 31),
+        date(2025, 4, 20),
+    ]
+
+
+def test_the_last_monday_of_may_is_found() -> None:
+    assert nth_weekday(2024, 5, 0, -1) == date(2024, 5, 27)
+
+
+def test_a_query_without_a_date_has_no_windows() -> None:
+    assert date_windows("what dishes did Ana cook for her friends in 12 minutes") == []
+
+
+# -- relative dates in recorded text, resolved against the event's time ---------------------------
+
+MONDAY = "2023-05-08T13:56:00Z"
+
+
+@pytest.mark.parametrize(
+    ("text", "span"),
+    [
+        ("I went to a support group yesterday", ("2023-05-07", "2023-05-08")),
+        ("we talked about it last night", ("2023-05-07", "2023-05-08")),
+        ("the day before yesterday it snowed", ("2023-05-06", "2023-05-07")),
+        ("Last Friday I ran a 5k", ("2023-05-05", "2023-05-06")),
+        ("This past Sunday we hiked", ("2023-05-07", "2023-05-08")),
+        ("next Monday is the exam", ("2023-05-15", "2023-05-16")),
+        ("last weekend was fun", ("2023-05-06", "2023-05-08")),
+        ("last week I painted", ("2023-05-01", "2023-05-08")),
+        ("we met two weeks ago", ("2023-04-21", "2023-04-28")),
+        ("3 days ago I baked bread", ("2023-05-05", "2023-05-06")),
+        ("next month we fly to Oslo", ("2023-06-01", "2023-07-01")),
+        ("last year I started pottery", ("2022-01-01", "2023-01-01")),
+        ("tomorrow is the big day", ("2023-05-09", "2023-05-10")),
+    ],
+)
+def test_relative_dates_resolve_against_the_time_the_event_occurred(text: str, span: tuple[str, str]) -> None:
+    assert relative_spans(text, MONDAY) == [span]
+
+
+def test_a_month_ago_in_january_is_december_of_the_year_before() -> None:
+    assert relative_spans("a month ago I moved", "2024-01-15T00:00:00Z") == [("2023-12-01", "2024-01-01")]
+
+
+def test_text_without_relative_dates_resolves_to_nothing() -> None:
+    assert relative_spans("We paint landscapes together every weekend.", MONDAY) == []
+
+
+def test_a_resolved_span_meets_the_query_windows_it_overlaps() -> None:
+    may = date_windows("in May 2023")
+    assert spans_meet([("2023-05-07", "2023-05-08")], may)
+    assert not spans_meet([("2023-06-07", "2023-06-08")], may)
+    assert spans_meet([("2023-05-07", "2023-05-08")], date_windows("last May"))
