@@ -17,12 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.conversation_recall import Scores, ask, ingest, load
+from bench.conversation_recall import DATA, Scores, ask, ingest, load
 from memlikehuman import config
 from memlikehuman.engine import Engine
 from memlikehuman.recall import DEFAULT_TUNING
-
-DATA = Path("/work/shared/data/locomo10.json")
 
 
 def main() -> None:
