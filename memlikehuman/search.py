@@ -185,6 +185,7 @@ def lexical(
     limit: int,
     weights: Sequence[float],
     text: str = "",
+    scored_rows: int | None = None,
 ) -> list[Hit]:
     """Eligible events or memories matching any of the words, best first (bm25 with column weights).
 
@@ -192,12 +193,14 @@ def lexical(
     memory columns: content, attribution. When the query `text` has runs in n-gram scripts (CJK,
     Thai, Cyrillic, Arabic, ...), the n-gram index is searched too and both rankings are fused:
     each scaled by its best score, then added. A Latin-only query never reads the n-gram index.
+    `scored_rows` overrides SCORED_ROWS (a benchmark compares the capped ranking with the exact one).
     """
-    hits = _ranked(db, kind, fulltext.TABLES[kind], words, filters, limit, weights)
+    cap = SCORED_ROWS if scored_rows is None else scored_rows
+    hits = _ranked(db, kind, fulltext.TABLES[kind], words, filters, limit, weights, cap)
     grams = ngrams.query(text).terms
     if not grams:
         return hits
-    found = _ranked(db, kind, fulltext.NGRAM_TABLES[kind], grams, filters, limit, weights)
+    found = _ranked(db, kind, fulltext.NGRAM_TABLES[kind], grams, filters, limit, weights, cap)
     return fuse(hits, found, limit)
 
 
@@ -222,15 +225,16 @@ def _ranked(
     filters: Filters,
     limit: int,
     weights: Sequence[float],
+    cap: int,
 ) -> list[Hit]:
     counts = row_counts(db, table, words)
     words = [w for w in words if counts.get(w)]
     if not words:
         return []
-    if sum(counts[w] for w in words) <= SCORED_ROWS:
+    if sum(counts[w] for w in words) <= cap:
         return _bm25(db, kind, table, words, filters, limit, weights, None)
     found: dict[int, Hit] = {}
-    rare, budget = [], SCORED_ROWS
+    rare, budget = [], cap
     for word in sorted(words, key=lambda w: counts[w]):
         if counts[word] > budget:
             break
@@ -240,7 +244,7 @@ def _ranked(
         found.update((hit.id, hit) for hit in _bm25(db, kind, table, rare, filters, limit, weights, None))
     newest = db.scalar(
         f"SELECT rowid FROM {table} WHERE {table} MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?",
-        (match_expression(words), SCORED_ROWS),
+        (match_expression(words), cap),
     )
     # Scored with every word, so these scores replace the rare-word-only ones of the same rows.
     found.update((hit.id, hit) for hit in _bm25(db, kind, table, words, filters, limit, weights, newest))
