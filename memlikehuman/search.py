@@ -324,14 +324,20 @@ def _bm25(
 
 def eligible_events(db: Database, ids: Sequence[int], filters: Filters) -> dict[int, Hit]:
     """The events among ids that a recall with these filters may return (score 0), by sequence."""
-    sql = f"SELECT e.sequence AS id, e.source, e.session_id, e.occurred_at FROM events e WHERE {_event_rules(filters)}"
+    # NOT INDEXED: the IDs are few, so look them up by primary key; the planner would otherwise walk
+    # the scope's time index (2 ms instead of 0.1 ms for 200 IDs at 30k events).
+    sql = (
+        "SELECT e.sequence AS id, e.source, e.session_id, e.occurred_at FROM events e NOT INDEXED"
+        f" WHERE {_event_rules(filters)}"
+    )
     rows = _eligible(db, ids, sql, "e.sequence", filters)
     return {r["id"]: Hit(r["id"], 0.0, r["source"], r["session_id"], r["occurred_at"]) for r in rows}
 
 
 def eligible_memories(db: Database, ids: Sequence[int], filters: Filters) -> set[int]:
     """The memory rowids among ids that a recall with these filters may return."""
-    sql = f"SELECT m.id AS id FROM {_MEMORY_JOIN} WHERE {_memory_rules(filters)}"
+    sql = f"SELECT m.id AS id FROM memories m NOT INDEXED {_MEMORY_JOIN.removeprefix('memories m ')}"
+    sql += f" WHERE {_memory_rules(filters)}"
     return {row["id"] for row in _eligible(db, ids, sql, "m.id", filters)}
 
 
