@@ -43,6 +43,26 @@ def _dict_row(cursor: apsw.Cursor, row: tuple[Any, ...]) -> Row:
     return {name: value for (name, _), value in zip(cursor.get_description(), row, strict=True)}
 
 
+def _plain_row(cursor: apsw.Cursor, row: tuple[Any, ...]) -> tuple[Any, ...]:
+    return row
+
+
+class _Rows:
+    """A cursor's row tracer that reads the column names once, not once per row (``Database.query``).
+
+    get_description() builds a new tuple of tuples on every call: per row that was about a tenth
+    of a fast recall's time at 100k events.
+    """
+
+    def __init__(self) -> None:
+        self.names: tuple[str, ...] | None = None
+
+    def __call__(self, cursor: apsw.Cursor, row: tuple[Any, ...]) -> Row:
+        if self.names is None or len(self.names) != len(row):
+            self.names = tuple(name for name, _ in cursor.get_description())
+        return dict(zip(self.names, row, strict=True))
+
+
 class Database:
     """An open archive file with WAL, foreign keys, secure delete and a busy timeout."""
 
@@ -79,7 +99,19 @@ class Database:
     def query(self, sql: str, params: tuple[Any, ...] | dict[str, Any] = ()) -> list[Row]:
         """Run a read statement and return all rows as dicts."""
         with self._lock:
-            return list(self.conn.execute(sql, params))
+            cursor = self.conn.cursor()
+            cursor.row_trace = _Rows()
+            return list(cursor.execute(sql, params))
+
+    def stream(self, sql: str, params: tuple[Any, ...] | dict[str, Any] = ()) -> Iterator[tuple[Any, ...]]:
+        """The rows of a read statement as plain tuples, one at a time (for scans too large for a list).
+
+        The connection stays locked until the iterator is exhausted or closed: consume it at once.
+        """
+        with self._lock:
+            cursor = self.conn.cursor()
+            cursor.row_trace = _plain_row
+            yield from cursor.execute(sql, params)
 
     def one(self, sql: str, params: tuple[Any, ...] | dict[str, Any] = ()) -> Row | None:
         """The first row of a read statement, or None."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -347,3 +349,14 @@ def test_the_background_indexer_finds_missing_vectors_anywhere_walking_the_archi
             assert engine.indexer.wait_idle(30)
             assert indexer.count_missing(engine, "openai:m") == 0
             assert engine.db.scalar("SELECT count(*) FROM event_vectors WHERE event_sequence IN (2, 7)") == 2
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="thread priorities are per thread only on Linux")
+def test_the_background_indexer_embeds_at_a_lower_cpu_priority_than_the_callers(tmp_path: Path) -> None:
+    with ScriptedOpenAI() as api, Engine(openai_settings(tmp_path / "a.db", api.base_url, "m")) as engine:
+        engine.record(HOME, "e1", CAR, "user", "Ana")
+        assert engine.indexer.wait_idle(30)
+        (thread,) = [t for t in threading.enumerate() if t.name == "memlikehuman-indexer"]
+        assert thread.native_id is not None
+        ours = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+        assert os.getpriority(os.PRIO_PROCESS, thread.native_id) == min(19, ours + indexer.BACKGROUND_NICE)

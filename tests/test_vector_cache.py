@@ -1,0 +1,81 @@
+"""The in-memory vector matrices: loading them from the archive file, and rows streamed as tuples."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import make_settings
+
+from memlikehuman import vectors
+from memlikehuman.engine import Engine
+from memlikehuman.records import Scope
+
+HOME = Scope("ana", "home")
+WORK = Scope("ana", "work")
+MODEL = "test-model"
+
+
+@pytest.fixture
+def engine(tmp_path: Path) -> Iterator[Engine]:
+    with Engine(make_settings(tmp_path / "a.db")) as engine:
+        yield engine
+
+
+def store(engine: Engine, scope: Scope, event_id: str, vector: np.ndarray | bytes, model: str = MODEL) -> int:
+    engine.record(scope, event_id, f"text of {event_id}", "user", "Ana", session_id="s1")
+    sequence = int(engine.db.scalar("SELECT sequence FROM events WHERE event_id = ?", (event_id,)))
+    blob = vector if isinstance(vector, bytes) else vectors.encode(vector)
+    dim = len(blob) // 4 if isinstance(vector, bytes) else len(vector)
+    with engine.db.write() as conn:
+        conn.execute(
+            "INSERT INTO event_vectors (event_sequence, model, dim, vector) VALUES (?, ?, ?, ?)",
+            (sequence, model, dim, blob),
+        )
+    return sequence
+
+
+def unit(*values: float) -> np.ndarray:
+    vector = np.asarray(values, dtype=np.float32)
+    return vector / np.linalg.norm(vector)
+
+
+def test_a_loaded_matrix_ranks_the_scopes_vectors_of_the_model_by_cosine(engine: Engine) -> None:
+    near = store(engine, HOME, "near", unit(1, 0.1, 0))
+    far = store(engine, HOME, "far", unit(0, 1, 0))
+    middle = store(engine, HOME, "middle", unit(1, 1, 0))
+    store(engine, WORK, "other-scope", unit(1, 0, 0))
+    store(engine, HOME, "other-model", unit(1, 0, 0), model="another")
+    hits = vectors.VectorCache().search(engine.db, "event", MODEL, HOME, unit(1, 0, 0), 10)
+    assert hits.ids.tolist() == [near, middle, far]
+    assert hits.scanned == 3
+    assert hits.scores[0] == pytest.approx(float(unit(1, 0.1, 0)[0]), rel=1e-6)
+
+
+def test_loading_keeps_the_most_common_dimension_and_skips_blobs_of_the_wrong_size(engine: Engine) -> None:
+    kept = [store(engine, HOME, f"three-{i}", unit(1, i, 0)) for i in range(3)]
+    store(engine, HOME, "two", unit(1, 0))
+    sequence = store(engine, HOME, "short", unit(1, 0, 0))
+    with engine.db.write() as conn:  # a damaged BLOB: 8 bytes where dim says 3 floats (12 bytes)
+        conn.execute("UPDATE event_vectors SET vector = ? WHERE event_sequence = ?", (b"\0" * 8, sequence))
+    hits = vectors.VectorCache().search(engine.db, "event", MODEL, HOME, unit(1, 0, 0), 10)
+    assert sorted(hits.ids.tolist()) == kept
+
+
+def test_a_scope_without_vectors_of_the_model_finds_nothing(engine: Engine) -> None:
+    store(engine, HOME, "e1", unit(1, 0, 0), model="another")
+    hits = vectors.VectorCache().search(engine.db, "event", MODEL, HOME, unit(1, 0, 0), 10)
+    assert hits.ids.tolist() == [] and hits.scanned == 0
+
+
+def test_streamed_rows_are_plain_tuples_and_queries_still_give_dicts(engine: Engine) -> None:
+    for i in range(3):
+        engine.record(HOME, f"e{i}", f"text {i}", "user", "Ana")
+    streamed = list(engine.db.stream("SELECT event_id, text FROM events ORDER BY sequence"))
+    assert streamed == [("e0", "text 0"), ("e1", "text 1"), ("e2", "text 2")]
+    assert engine.db.query("SELECT event_id FROM events ORDER BY sequence LIMIT 1") == [{"event_id": "e0"}]
+    assert engine.db.query("SELECT text, event_id FROM events ORDER BY sequence LIMIT 1") == [
+        {"text": "text 0", "event_id": "e0"}
+    ]
