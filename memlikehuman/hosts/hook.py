@@ -8,6 +8,7 @@ calling an extractor, and search with fast (lexical) recall only: no embedder, n
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -59,7 +60,9 @@ def run(options: Options, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
         state.failed(settings.db_path if settings else None, options.host, options.event, exc, stderr)
         answer = adapters.fallback_output(options.host, options.event)
     if answer:
-        stdout.write(answer + "\n")
+        with contextlib.suppress(OSError, ValueError):  # a host that stopped reading must not turn this into a crash
+            stdout.write(answer + "\n")
+            stdout.flush()
     return 0
 
 
