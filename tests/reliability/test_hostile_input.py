@@ -201,6 +201,7 @@ def valid(field: str, known: Known, bad: st.SearchStrategy[Any]) -> st.SearchStr
         "session_id": st.sampled_from(["default", "s1"]),
         "occurred_at": st.sampled_from(TIMESTAMPS),
         "cues": st.lists(st.one_of(cue, cue, bad_cue), max_size=3),
+        "alternatives": st.lists(st.one_of(words.map(" ".join), words.map(" ".join), bad), max_size=9),
         "persona_id": st.sampled_from(["default", "p1"]),
         "project_id": st.sampled_from(["default", "proj"]),
         "record_id": record_ids,
