@@ -3,9 +3,9 @@
 A cheap check beside bench.conversation_recall (which embeds every turn: ~15 min). `--plain-only`
 runs only the plain query, so the same file also measures an older checkout of the code:
 
-    python -m bench.locomo_fast --conversations 3
+    python -m bench.conversation_recall_fast --conversations 3
     git archive BASE | tar -x -C /tmp/base && cd /tmp/base && \
-        PYTHONPATH=/tmp/base python /path/to/bench/locomo_fast.py --conversations 3 --plain-only
+        PYTHONPATH=/tmp/base python /path/to/bench/conversation_recall_fast.py --conversations 3 --plain-only
 """
 
 from __future__ import annotations
