@@ -215,14 +215,7 @@ def build_prompt(db: Database, event: Event) -> Prompt:
     aliases = {number: memory for number, memory in enumerate(shown, start=1)}
     texts = [event.text, *(row["text"] for row in preceding), *(m.content for m in shown)]
     token = _token(texts)
-    blocks = []
-    for number, row in enumerate(preceding, start=1):
-        header = {"role": row["role"], "source": row["source"], "occurred_at": row["occurred_at"]}
-        label = f"PRECEDING EVENT {number} of {len(preceding)} (context only)"
-        blocks.append(_block(token, label, json.dumps(header, ensure_ascii=False), row["text"]))
-    if aliases:
-        lines = "\n".join(json.dumps(_memory_line(n, m), ensure_ascii=False) for n, m in aliases.items())
-        blocks.append(_block(token, "CURRENT MEMORIES (alias: memory; context only)", lines))
+    blocks = context_blocks(token, preceding, aliases)
     header = {
         "role": event.role,
         "source": event.source,
@@ -237,6 +230,19 @@ def build_prompt(db: Database, event: Event) -> Prompt:
     # The system message is the same for every request, so a local server reuses its processed prefix
     # (measured: ~1,000 tokens, 40-60 s per call on 2 busy cores when the token was part of it).
     return Prompt(system=SYSTEM, user=user, token=token, aliases=aliases)
+
+
+def context_blocks(token: str, preceding: Sequence[dict[str, Any]], aliases: dict[int, Memory]) -> list[str]:
+    """The context-only data blocks: the preceding events of the session, then the shown memories."""
+    blocks = []
+    for number, row in enumerate(preceding, start=1):
+        header = {"role": row["role"], "source": row["source"], "occurred_at": row["occurred_at"]}
+        label = f"PRECEDING EVENT {number} of {len(preceding)} (context only)"
+        blocks.append(_block(token, label, json.dumps(header, ensure_ascii=False), row["text"]))
+    if aliases:
+        lines = "\n".join(json.dumps(_memory_line(n, m), ensure_ascii=False) for n, m in aliases.items())
+        blocks.append(_block(token, "CURRENT MEMORIES (alias: memory; context only)", lines))
+    return blocks
 
 
 def _token(texts: Sequence[str]) -> str:

@@ -29,11 +29,11 @@ from .extract import (
     Unusable,
     _block,
     _leave,
-    _memory_line,
     _preceding,
     _shown_memories,
     _token,
     check,
+    context_blocks,
     parse_answer,
 )
 from .providers.base import Extractor
@@ -102,14 +102,7 @@ def build_prompt(db: Database, batch: Sequence[Event]) -> tuple[str, str, dict[i
     aliases = {number: memory for number, memory in enumerate(shown[:40], start=1)}
     texts = [e.text for e in batch] + [row["text"] for row in preceding] + [m.content for m in aliases.values()]
     token = _token(texts)
-    blocks = []
-    for number, row in enumerate(preceding, start=1):
-        header = {"role": row["role"], "source": row["source"], "occurred_at": row["occurred_at"]}
-        label = f"PRECEDING EVENT {number} of {len(preceding)} (context only)"
-        blocks.append(_block(token, label, json.dumps(header, ensure_ascii=False), row["text"]))
-    if aliases:
-        lines = "\n".join(json.dumps(_memory_line(n, m), ensure_ascii=False) for n, m in aliases.items())
-        blocks.append(_block(token, "CURRENT MEMORIES (alias: memory; context only)", lines))
+    blocks = context_blocks(token, preceding, aliases)
     for number, event in enumerate(batch, start=1):
         header = {
             "role": event.role,
