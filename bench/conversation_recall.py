@@ -37,7 +37,7 @@ from bench import report
 from bench import rewriter as rewriter_module
 from memlikehuman import config, phrasings
 from memlikehuman.engine import Engine
-from memlikehuman.indexer import count_missing, index_pending
+from memlikehuman.indexer import count_missing
 from memlikehuman.recall import DEFAULT_TUNING, Tuning, recall
 from memlikehuman.records import Scope
 
@@ -341,8 +341,8 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Scores], list[str]]:
                 f" ({n_turns / seconds:.0f} events/s, background embedding running alongside)"
             )
         started = time.perf_counter()
-        missing = count_missing(engine, engine.embedder.model_id) if engine.embedder else 0
-        index_pending(engine, _progress("embedding"))
+        missing = count_missing(engine.db, engine.embedder.model_id) if engine.embedder else 0
+        engine.embed_missing(_progress("embedding"))
         if missing:
             notes.append(
                 f"embedding: {missing:,} turns were still without a vector after the last record; they were"

@@ -35,7 +35,6 @@ from bench.conversation_recall import DATA, Conversation, Scores, load
 from bench.local_llm import LocalModel, installed
 from memlikehuman import config, extract
 from memlikehuman.engine import Engine
-from memlikehuman.indexer import index_pending
 from memlikehuman.recall import recall
 
 MODES = ("fast", "semantic")
@@ -169,7 +168,7 @@ def run(args: argparse.Namespace) -> str:
     single, batched = workdir / "single.sqlite3", workdir / "batched.sqlite3"
     with Engine(config.load(single, env={**BASE, "MEMLIKEHUMAN_EXTRACTOR": "none"})) as engine:
         ingest(engine, conv)
-        index_pending(engine)
+        engine.embed_missing()
         raw = {mode: evidence(engine, conv, mode) for mode in MODES}
     shutil.copyfile(single, batched)  # the same pending turns and vectors (closed: no WAL left)
     with LocalModel(log_path=workdir / "llm.log") as model:
@@ -179,7 +178,7 @@ def run(args: argparse.Namespace) -> str:
     recalls = {"raw events only": raw}
     for item, path in zip(runs, (single, batched), strict=False):
         with Engine(config.load(path, env={**BASE, "MEMLIKEHUMAN_EXTRACTOR": "none"})) as engine:
-            index_pending(engine)
+            engine.embed_missing()
             name = "memories + raw events" + (f" (batches of up to {item.batch})" if item.batch > 1 else "")
             recalls[name] = {mode: evidence(engine, conv, mode) for mode in MODES}
     return render(conv, runs, recalls)

@@ -26,7 +26,6 @@ from bench.conversation_recall import DATA, load
 from bench.multilingual_set import CASES, LANGUAGES, Case
 from memlikehuman import config, events, ngrams
 from memlikehuman.engine import Engine
-from memlikehuman.indexer import index_pending
 from memlikehuman.recall import Tuning, recall
 from memlikehuman.records import Scope
 
@@ -84,7 +83,7 @@ def recall_rows(workdir: Path, quick: bool) -> list[list[object]]:
         record_cases(engine, [case.text for case in CASES])
         runs = [("fast, word index only (before)", "fast", WORD_ONLY), ("fast, word + n-gram index", "fast", BOTH)]
         if not quick:
-            index_pending(engine)
+            engine.embed_missing()
             runs += [("semantic, word index only (before)", "semantic", WORD_ONLY)]
             runs += [("semantic, word + n-gram index", "semantic", BOTH)]
         rows = []

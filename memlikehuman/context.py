@@ -28,7 +28,9 @@ from .errors import Unavailable
 from .records import MemoryHit, RawHit, Scope
 
 if TYPE_CHECKING:
-    from .engine import Engine
+    from collections.abc import Callable
+
+    from .recall import Sources, Upkeep
 
 DEFAULT_BUDGET = 4_096
 MAX_BUDGET = 1_000_000
@@ -249,7 +251,9 @@ def _uncovered(db: Database, scope: Scope, after: int) -> Iterator[tuple[str, st
         below = rows[-1]["sequence"]
 
 
-def _recall(engine: Engine, scope: Scope, query: str) -> tuple[list[MemoryHit], list[RawHit], list[str]]:
+def _recall(
+    sources: Sources, scope: Scope, query: str, upkeep: Callable[[Upkeep], None] | None
+) -> tuple[list[MemoryHit], list[RawHit], list[str]]:
     if not query:
         return [], [], []
     try:
@@ -257,7 +261,7 @@ def _recall(engine: Engine, scope: Scope, query: str) -> tuple[list[MemoryHit], 
     except ImportError:
         return [], [], ["relevant_memories: memory search is not available in this build"]
     try:
-        result = recall(engine, scope, query, limit=RECALL_LIMIT)
+        result = recall(sources, scope, query, limit=RECALL_LIMIT, upkeep=upkeep)
     except Unavailable as exc:
         return [], [], [f"relevant_memories: search failed ({exc}); call memory_recall later"]
     return list(result.memories), list(result.raw_fallback), [f"relevant_memories: {w}" for w in result.warnings]
@@ -279,18 +283,20 @@ def _validated(scope: Scope, query: str, token_budget: int, session_id: str | No
 
 
 def resume(
-    engine: Engine,
+    sources: Sources,
     scope: Scope,
     *,
     query: str = "",
     token_budget: int = DEFAULT_BUDGET,
     target_model: str | None = None,
     session_id: str | None = None,
+    upkeep: Callable[[Upkeep], None] | None = None,
 ) -> ResumeResult:
-    """Build the budgeted resume context. Raises InvalidArgument for bad inputs; reads only."""
+    """Build the budgeted resume context. Raises InvalidArgument for bad inputs; reads only
+    (what the query's recall notices about the vector index goes to `upkeep`)."""
     scope = _validated(scope, query, token_budget, session_id)
-    counter = tokens.counter_for(target_model, engine.settings.tokenizer_json)
-    db = engine.db
+    counter = tokens.counter_for(target_model, sources.settings.tokenizer_json)
+    db = sources.db
     with db.read():
         persona = personas.current(db, scope.persona_id)
         selection = checkpoints.select(db, scope, session_id)
@@ -318,7 +324,7 @@ def resume(
     packer.block("checkpoint", ckpt_lines, len(ckpt_lines), contiguous=True)
     with db.read():
         events_block = packer.block("recent_events", _uncovered(db, scope, after), total, contiguous=True)
-    hits, raw, recall_warnings = _recall(engine, scope, query)
+    hits, raw, recall_warnings = _recall(sources, scope, query, upkeep)
     items = _memory_items(hits, raw, set(events_block.meta))
     packer.block("relevant_memories", items, len(items), contiguous=False)
     context, count = packer.assemble(head)

@@ -1,29 +1,65 @@
-"""The synchronous core, one per process: the archive wired to its providers.
+"""The facade: one open archive wired to its providers, and every operation the edges use.
 
-The MCP server and the CLI call these methods; nothing here knows about either.
+The edges (server/, cli/, hosts/, ui/) call `Engine` methods, the records and the errors, nothing
+else of the core; nothing here knows about any edge. The facade owns the side effects that must
+follow an operation whichever edge asked for it: after a record, correct or forget the background
+indexer is woken, after a forget the cached vectors of what went are dropped, and what a recall
+notices about the vector index (stale cached vectors, items without vectors) is acted on here,
+so recall itself only reads.
+
+One `Engine` per process and archive: the query embedder is built once, on first use, and shared
+by tool calls, the indexer thread and the extraction worker.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import timedelta
-from typing import Any
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
 
-from . import claims, clock, events, extract, fulltext, memories, validate
+from . import checkpoints, claims, clock, events, extract, fulltext, memories, personas, validate
 from . import correct as correcting
 from . import forget as forgetting
 from . import indexer as indexing
 from .config import Settings
+from .correct import CorrectionResult
 from .db import Database
 from .errors import InvalidArgument
+from .extract import Outcome
+from .forget import ForgetResult, Preview
 from .migrations import migrate
+from .personas import PersonaVersion
 from .providers.base import Embedder, Extractor
 from .providers.embedders import build_embedder
-from .records import ReadResult, RecordResult, Scope
+from .records import Memory, ReadResult, RecallResult, RecordResult, Scope
+from .shapes import memory_shape, recall_shape
 from .vectors import VectorCache
 from .worker import Worker
+
+if TYPE_CHECKING:
+    from . import stats as archive_stats
+    from .context import ResumeResult
+    from .doctor import Check
+    from .fulltext import Progress, RebuildResult
+    from .history_store import Message, Report
+    from .portability import ImportReport
+    from .recall import Upkeep
+
+__all__ = [
+    "CorrectionResult",
+    "Engine",
+    "ForgetResult",
+    "Outcome",
+    "PersonaVersion",
+    "Preview",
+    "diagnose",
+    "memory_shape",
+    "open_archive",
+    "recall_shape",
+]
 
 log = logging.getLogger("memlikehuman")
 
@@ -70,10 +106,10 @@ class Engine:
         self._extractor: Extractor | None = None
         self._extractor_built = False
         self.vectors = VectorCache()
-        self.indexer = indexing.Indexer(self)
         self._embedder: Embedder | None = None
         self._building = threading.Lock()
-        self.worker = Worker(self)
+        self.indexer = indexing.Indexer(self.db, self.vectors, settings, lambda: self.embedder)
+        self.worker = Worker(self.db, settings, lambda: self.extractor, self.indexer.notify)
 
     @property
     def embedder(self) -> Embedder | None:
@@ -228,3 +264,202 @@ class Engine:
         self.vectors.discard("memory", scope, result.memory_rowids)
         self.indexer.notify()
         return result
+
+    # -- memory_recall, session_checkpoint, session_resume ----------------------------------------
+
+    def recall(
+        self,
+        scope: Scope,
+        query: str,
+        *,
+        limit: int = 10,
+        as_of: str | None = None,
+        include_history: bool = False,
+        detail: str = "auto",
+        search_mode: str = "fast",
+        cue_key: str | None = None,
+        session_id: str | None = None,
+        alternatives: Sequence[str] | None = None,
+    ) -> RecallResult:
+        """memory_recall (recall.recall); then drops stale cached vectors and wakes the indexer if needed."""
+        from .recall import recall
+
+        return recall(
+            self,
+            scope,
+            query,
+            limit=limit,
+            as_of=as_of,
+            include_history=include_history,
+            detail=detail,
+            search_mode=search_mode,
+            cue_key=cue_key,
+            session_id=session_id,
+            alternatives=alternatives,
+            upkeep=self._upkeep,
+        )
+
+    def _upkeep(self, upkeep: Upkeep) -> None:
+        if upkeep.stale_events:
+            self.vectors.discard("event", upkeep.scope, upkeep.stale_events)
+        if upkeep.unindexed:
+            self.indexer.notify()
+
+    def checkpoint(
+        self, scope: Scope, state: Mapping[str, Any], covered_event_id: str, session_id: str = "default"
+    ) -> checkpoints.Checkpoint:
+        """session_checkpoint: save a task state covering events up to covered_event_id (checkpoints.create)."""
+        return checkpoints.create(self.db, scope, state, covered_event_id, session_id)
+
+    def latest_checkpoint(self, scope: Scope, session_id: str | None = None) -> checkpoints.Checkpoint | None:
+        """The checkpoint session_resume would use (checkpoints.select), or None."""
+        return checkpoints.select(self.db, scope, session_id).checkpoint
+
+    def session_turns(self, scope: Scope, session_id: str) -> list[events.Turn]:
+        """The recorded turns (not corrections) of one session, in recording order."""
+        with self.db.read():
+            return events.session_turns(self.db, scope, session_id)
+
+    def resume(
+        self,
+        scope: Scope,
+        *,
+        query: str = "",
+        token_budget: int = 4096,
+        target_model: str | None = None,
+        session_id: str | None = None,
+    ) -> ResumeResult:
+        """session_resume: the budgeted context string (context.resume)."""
+        from .context import resume
+
+        return resume(
+            self,
+            scope,
+            query=query,
+            token_budget=token_budget,
+            target_model=target_model,
+            session_id=session_id,
+            upkeep=self._upkeep,
+        )
+
+    # -- personas --------------------------------------------------------------------------------
+
+    def persona(self, persona_id: str) -> personas.PersonaVersion | None:
+        """The current core persona, or None when none is set."""
+        return personas.current(self.db, persona_id)
+
+    def persona_history(self, persona_id: str) -> list[personas.PersonaVersion]:
+        """Every version of the core persona, oldest first."""
+        return personas.history(self.db, persona_id)
+
+    def set_persona(self, persona_id: str, text: str) -> tuple[personas.PersonaVersion, bool]:
+        """Store a new version of the core persona unless it equals the current one; (version, changed)."""
+        return personas.set_text(self.db, persona_id, text)
+
+    def persona_with_memories(self, persona_id: str) -> tuple[personas.PersonaVersion | None, list[Memory]]:
+        """The core persona and the persona memories (newest first), read in one snapshot."""
+        with self.db.read():
+            return personas.current(self.db, persona_id), personas.persona_memories(self.db, persona_id)
+
+    # -- administration: stats, export/import, reindex, extraction --------------------------------
+
+    def stats(self, persona_id: str | None = None, project_id: str | None = None) -> archive_stats.ArchiveStats:
+        """Counts per scope (stats.collect) with the configured embedder's vector count."""
+        from . import stats as archive_stats
+
+        embedder = self.embedder
+        return archive_stats.collect(
+            self.db, vector_model=embedder.model_id if embedder else None, persona_id=persona_id, project_id=project_id
+        )
+
+    def count_records(self, persona_id: str | None, project_id: str | None) -> dict[str, int]:
+        """How many records of each type an export of this filter would write."""
+        from . import portability
+
+        return portability.count_records(self.db, persona_id, project_id)
+
+    def export_lines(self, persona_id: str | None, project_id: str | None) -> Iterator[str]:
+        """The export, one JSON line at a time (portability.export_lines)."""
+        from . import portability
+
+        return portability.export_lines(self.db, persona_id, project_id)
+
+    def import_lines(
+        self, stream: IO[bytes], *, dry_run: bool = False, progress: Callable[[int], None] | None = None
+    ) -> ImportReport:
+        """Import an export file in one transaction (portability.import_lines); then embed what came in."""
+        from . import portability
+
+        report = portability.import_lines(self.db, stream, dry_run=dry_run, progress=progress)
+        self.indexer.notify()
+        return report
+
+    def import_history(
+        self,
+        messages: list[Message],
+        report: Report,
+        persona: str,
+        project: str | None,
+        *,
+        dry_run: bool = False,
+        progress: Callable[[int], None] | None = None,
+    ) -> Report:
+        """Store messages read from a host's history in one transaction (history_store.store)."""
+        from . import history_store
+
+        return history_store.store(self.db, messages, report, persona, project, dry_run=dry_run, progress=progress)
+
+    def reindex_fulltext(self, *, missing_only: bool, progress: Progress | None = None) -> RebuildResult:
+        """Write the full-text rows again (reindex.rebuild_fulltext)."""
+        from . import reindex
+
+        return reindex.rebuild_fulltext(self.db, missing_only=missing_only, progress=progress)
+
+    def reindex_vectors(self, *, missing_only: bool, progress: Progress | None = None) -> int:
+        """Embed again every item (or those lacking a vector of the configured model); return how many."""
+        from . import reindex
+
+        return reindex.rebuild_vectors(self.indexer, missing_only=missing_only, progress=progress)
+
+    def embed_missing(self, progress: Progress | None = None) -> int:
+        """Embed, synchronously, every item lacking a vector of the configured model (indexer.index_pending)."""
+        return indexing.index_pending(self.indexer, progress)
+
+    def retry_queue(self, persona_id: str | None = None, project_id: str | None = None) -> list[int]:
+        """Sequences of the pending and failed events of a scope (None: all), in recording order."""
+        return extract.retry_queue(self.db, persona_id, project_id)
+
+    def requeue(self, sequences: Sequence[int]) -> None:
+        """Make these events eligible for extraction at once (their backoff and attempts reset)."""
+        claims.requeue(self.db, sequences)
+
+    def drain(
+        self,
+        scope: Scope | None,
+        report: Callable[[extract.Outcome], bool],
+        *,
+        follow: bool = False,
+        patient: bool = True,
+    ) -> None:
+        """Run the extraction worker over the pending events of a scope (None: all); see Worker.drain."""
+        self.worker.drain(scope, report, follow=follow, patient=patient)
+
+    def forget_preview(self, scope: Scope, record_id: str) -> forgetting.Preview:
+        """What forget would delete, without deleting anything (forget.preview)."""
+        return forgetting.preview(self.db, scope, record_id)
+
+
+def open_archive(settings: Settings) -> int:
+    """Create or upgrade the archive at settings.db_path and close it again; return its schema version."""
+    db = Database(settings.db_path)
+    try:
+        return migrate(db)
+    finally:
+        db.close()
+
+
+def diagnose(db: Path | str | None = None, env: Mapping[str, str] | None = None) -> list[Check]:
+    """The doctor's checks (doctor.diagnose): nothing is written and no archive is created."""
+    from .doctor import diagnose as checks
+
+    return checks(db, env)

@@ -100,8 +100,6 @@ def new_event(
     )
 
 
-
-
 def insert(
     db: Database, event: NewEvent, *, kind: str = "record", error: str | None = PENDING_UNCONFIGURED
 ) -> tuple[int, bool]:
@@ -249,3 +247,22 @@ def page(text: str, offset: int, max_chars: int) -> Page:
         next_offset=end if end < len(text) else None,
         total_chars=len(text),
     )
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One recorded turn of a session (no corrections): what a hook's checkpoint is cut from."""
+
+    event_id: str
+    role: str
+    text: str
+
+
+def session_turns(db: Database, scope: Scope, session_id: str) -> list[Turn]:
+    """The record events of one session in recording order."""
+    rows = db.query(
+        "SELECT event_id, role, text FROM events WHERE persona_id = ? AND project_id = ? AND session_id = ?"
+        " AND kind = 'record' ORDER BY sequence",
+        (scope.persona_id, scope.project_id, session_id),
+    )
+    return [Turn(str(r["event_id"]), str(r["role"]), str(r["text"])) for r in rows]

@@ -34,6 +34,12 @@ log = logging.getLogger("memlikehuman")
 SCRUB_TIMEOUT_MS = 5_000
 
 
+NOT_SCRUBBED = (
+    "another process kept the write-ahead log busy: old page images of the deleted text stay in the"
+    " -wal file until its next checkpoint (the next forget, or when the last connection closes)"
+)
+
+
 @dataclass(frozen=True)
 class ForgetResult:
     deleted_event_ids: tuple[str, ...]
@@ -47,11 +53,10 @@ class ForgetResult:
     # False when another connection kept the WAL from being truncated within SCRUB_TIMEOUT_MS.
     scrubbed: bool = True
 
-
-NOT_SCRUBBED = (
-    "another process kept the write-ahead log busy: old page images of the deleted text stay in the"
-    " -wal file until its next checkpoint (the next forget, or when the last connection closes)"
-)
+    @property
+    def warnings(self) -> list[str]:
+        """What the caller must be told: old page images left in the WAL when it was not scrubbed."""
+        return [] if self.scrubbed else [NOT_SCRUBBED]
 
 
 @dataclass(frozen=True)

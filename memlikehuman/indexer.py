@@ -26,7 +26,9 @@ from .records import Scope
 if TYPE_CHECKING:
     import numpy as np
 
-    from .engine import Engine
+    from .config import Settings
+    from .db import Database
+    from .vectors import VectorCache
 else:
     from .lazy_numpy import np  # numpy stays unimported on the hooks' path
 
@@ -106,23 +108,23 @@ class _Batch:
     rows: list[Row]
 
 
-def _select(engine: Engine, kind: str, model: str, floor: int, ceiling: int, limit: int, *, any_model: bool) -> _Batch:
+def _select(db: Database, kind: str, model: str, floor: int, ceiling: int, limit: int, *, any_model: bool) -> _Batch:
     """Up to `limit` items in (floor, ceiling], newest first, lacking a vector (of this model, if not any_model)."""
     column = "v.event_sequence" if kind == "event" else "v.memory_rowid"
     missing = f"{column} IS NULL" if any_model else f"({column} IS NULL OR v.model != ?)"
     sql = (_EVENTS_SQL if kind == "event" else _MEMORIES_SQL).replace("{missing}", missing)
     bounds = (floor, ceiling, limit)
     params: tuple[Any, ...] = bounds if any_model else (model, *bounds)
-    return _Batch(kind, engine.db.query(sql, params))
+    return _Batch(kind, db.query(sql, params))
 
 
-def _store(engine: Engine, embedder: Embedder, batch: _Batch) -> int:
+def _store(db: Database, cache: VectorCache, embedder: Embedder, batch: _Batch) -> int:
     """Embed a batch (outside any transaction), write it, and tell the vector cache."""
     rows = embedder.embed([_passage(batch.kind, row) for row in batch.rows], "passage")
     if rows.shape[0] != len(batch.rows):
         raise MemLikeHumanError(f"the embedder returned {rows.shape[0]} vectors for {len(batch.rows)} texts")
     model, dim = embedder.model_id, int(rows.shape[1])
-    with engine.db.write() as conn:
+    with db.write() as conn:
         for row, vector in zip(batch.rows, rows, strict=True):
             conn.execute(_WRITE_SQL[batch.kind], (row["id"], model, dim, vectors.encode(vector), row["id"]))
     by_scope: dict[Scope, list[int]] = {}
@@ -130,47 +132,48 @@ def _store(engine: Engine, embedder: Embedder, batch: _Batch) -> int:
         by_scope.setdefault(Scope(row["persona_id"], row["project_id"]), []).append(i)
     for scope, positions in by_scope.items():
         ids = [batch.rows[i]["id"] for i in positions]
-        engine.vectors.add(batch.kind, model, scope, ids, rows[np.asarray(positions)])
+        cache.add(batch.kind, model, scope, ids, rows[np.asarray(positions)])
     return len(batch.rows)
 
 
-def _top(engine: Engine, kind: str) -> int:
+def _top(db: Database, kind: str) -> int:
     """The newest event sequence or memory rowid (0 when there is none)."""
     sql = "SELECT max(sequence) FROM events" if kind == "event" else "SELECT max(id) FROM memories"
-    return int(engine.db.scalar(sql) or 0)
+    return int(db.scalar(sql) or 0)
 
 
-def _events_without_vectors(engine: Engine) -> int:
+def _events_without_vectors(db: Database) -> int:
     """Events of every scope without a vector of any model (from the trigger-kept counts, m003)."""
     sql = "SELECT (SELECT total(events) FROM scope_counts) - (SELECT total(events) FROM scope_vector_counts)"
-    return int(engine.db.scalar(sql) or 0)
+    return int(db.scalar(sql) or 0)
 
 
-def count_missing(engine: Engine, model: str) -> int:
+def count_missing(db: Database, model: str) -> int:
     """Events and memories of every scope without a vector of `model`."""
-    return sum(int(engine.db.scalar(_COUNT_SQL[kind], (model,)) or 0) for kind in ("event", "memory"))
+    return sum(int(db.scalar(_COUNT_SQL[kind], (model,)) or 0) for kind in ("event", "memory"))
 
 
-def index_pending(engine: Engine, progress: Progress | None = None) -> int:
+def index_pending(indexer: Indexer, progress: Progress | None = None) -> int:
     """Embed every event and memory lacking a vector of the configured model; return how many.
 
     Synchronous (for `reindex` and benchmarks). Vectors of another model are replaced.
     Raises InvalidArgument when no embedder is configured, Unavailable when it fails.
     """
-    embedder = engine.embedder
+    db = indexer.db
+    embedder = indexer.embedder()
     if embedder is None:
         raise InvalidArgument("no embedder is configured (MEMLIKEHUMAN_EMBEDDER=none): set it to local or openai")
-    total = count_missing(engine, embedder.model_id)
+    total = count_missing(db, embedder.model_id)
     done = 0
     if progress:
         progress(done, total)
     for kind in ("event", "memory"):
         while True:
-            with engine.indexer.lock:
-                batch = _select(engine, kind, embedder.model_id, 0, _top(engine, kind), SYNC_BATCH, any_model=False)
+            with indexer.lock:
+                batch = _select(db, kind, embedder.model_id, 0, _top(db, kind), SYNC_BATCH, any_model=False)
                 if not batch.rows:
                     break
-                done += _store(engine, embedder, batch)
+                done += _store(db, indexer.cache, embedder, batch)
             if progress:
                 progress(done, max(total, done))
     return done
@@ -189,10 +192,16 @@ def _lower_priority() -> None:
 
 
 class Indexer:
-    """The background thread that embeds new events and memories after their commit."""
+    """The background thread that embeds new events and memories after their commit.
 
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
+    Built from the pieces it needs: the archive, the vector cache it keeps current, the settings and
+    a function returning the process's one embedder (None when none is configured).
+    """
+
+    def __init__(
+        self, db: Database, cache: VectorCache, settings: Settings, embedder: Callable[[], Embedder | None]
+    ) -> None:
+        self.db, self.cache, self.settings, self.embedder = db, cache, settings, embedder
         #: held while one batch is selected, embedded and written: no item is embedded twice
         self.lock = threading.Lock()
         self._wake = threading.Event()
@@ -208,7 +217,7 @@ class Indexer:
 
     def notify(self) -> None:
         """Ask for new items to be embedded soon; returns at once."""
-        if self.engine.settings.embedder == "none" or self._stopping:
+        if self.settings.embedder == "none" or self._stopping:
             return
         with self._done:
             self._requested += 1
@@ -228,7 +237,7 @@ class Indexer:
         self._stopping = True
         self._wake.set()
         if self._thread is not None:
-            self._thread.join(timeout=self.engine.settings.timeout + 5)
+            self._thread.join(timeout=self.settings.timeout + 5)
 
     def _run(self) -> None:
         _lower_priority()
@@ -253,7 +262,7 @@ class Indexer:
     def _drain(self) -> None:
         # The engine's embedder, shared with queries: one model per process (the local one
         # interleaves a waiting query between short slices of a batch, see providers/local.py).
-        embedder = self.engine.embedder
+        embedder = self.embedder()
         if embedder is None:
             return
         if time.monotonic() >= self._rescan_at:
@@ -271,16 +280,16 @@ class Indexer:
         (new events sit at the top, so a million older ones are not read for nothing).
         """
         floor = self._floors[kind]
-        with self.engine.db.read():  # one snapshot: the count is of events up to top
-            top = _top(self.engine, kind)
-            remaining = _events_without_vectors(self.engine) if kind == "event" else None
+        with self.db.read():  # one snapshot: the count is of events up to top
+            top = _top(self.db, kind)
+            remaining = _events_without_vectors(self.db) if kind == "event" else None
         ceiling = top
         while ceiling > floor and remaining != 0 and not self._stopping:
             low = max(floor, ceiling - SCAN_CHUNK)
             with self.lock:
-                batch = _select(self.engine, kind, embedder.model_id, low, ceiling, BACKGROUND_BATCH, any_model=True)
+                batch = _select(self.db, kind, embedder.model_id, low, ceiling, BACKGROUND_BATCH, any_model=True)
                 if batch.rows:
-                    _store(self.engine, embedder, batch)
+                    _store(self.db, self.cache, embedder, batch)
             if remaining is not None:
                 remaining = max(0, remaining - len(batch.rows))
             # A full batch may have more below it in the slice; a short one emptied the slice.

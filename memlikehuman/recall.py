@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from . import claims, clock, event_dates, events, gaps, gist, memories, ngrams, phrasings, search, validate
 from .dates import date_windows, in_windows, spans_meet
@@ -31,7 +31,10 @@ from .search import Filters
 if TYPE_CHECKING:
     import numpy as np
 
-    from .engine import Engine
+    from .config import Settings
+    from .db import Database
+    from .providers.base import Embedder
+    from .vectors import VectorCache
 else:
     from .lazy_numpy import np  # numpy stays unimported on the hooks' path
 
@@ -72,8 +75,34 @@ class Tuning:
 DEFAULT_TUNING = Tuning()
 
 
+class Sources(Protocol):
+    """What recall reads: the archive, the vector cache, the settings and the query embedder."""
+
+    @property
+    def db(self) -> Database: ...
+    @property
+    def vectors(self) -> VectorCache: ...
+    @property
+    def settings(self) -> Settings: ...
+    @property
+    def embedder(self) -> Embedder | None: ...
+
+
+@dataclass(frozen=True)
+class Upkeep:
+    """What a recall noticed for its caller to act on; recall itself writes nothing.
+
+    `stale_events`: cached vectors (in `scope`) of events deleted since the cache loaded them;
+    `unindexed`: events in scope lack a vector of the query's model.
+    """
+
+    scope: Scope
+    stale_events: tuple[int, ...] = ()
+    unindexed: bool = False
+
+
 def recall(
-    engine: Engine,
+    sources: Sources,
     scope: Scope,
     query: str,
     *,
@@ -86,8 +115,12 @@ def recall(
     session_id: str | None = None,
     alternatives: Sequence[str] | None = None,
     tuning: Tuning = DEFAULT_TUNING,
+    upkeep: Callable[[Upkeep], None] | None = None,
 ) -> RecallResult:
     """Attributed memories and raw-event excerpts for a query, best first, as known at `as_of`.
+
+    Recall writes nothing: what it notices about the vector index goes to `upkeep` (the facade
+    drops stale cached vectors and wakes the indexer).
 
     `alternatives` are further phrasings of the same need (at most 8): each is searched like the
     query and the rankings are fused. Raises InvalidArgument (bad input) or LimitExceeded (query or
@@ -108,9 +141,12 @@ def recall(
         raise InvalidArgument("query is empty: give words to search for, or a cue_key to look up")
     stamp = clock.now_stamp() if as_of is None else clock.stamp(as_of, "as_of")
     filters = Filters(scope, stamp, session_id, cue_key, include_history)
-    found = _Recall(engine, filters, query, limit, detail, search_mode, tuning, others)
+    found = _Recall(sources, filters, query, limit, detail, search_mode, tuning, others)
     found.as_of_given = as_of is not None
-    return found.run()
+    result = found.run()
+    if upkeep is not None and (found.stale or found.unindexed):
+        upkeep(Upkeep(scope, tuple(found.stale), found.unindexed))
+    return result
 
 
 @dataclass
@@ -127,7 +163,7 @@ class _Recall:
 
     def __init__(
         self,
-        engine: Engine,
+        sources: Sources,
         filters: Filters,
         query: str,
         limit: int,
@@ -136,7 +172,7 @@ class _Recall:
         tuning: Tuning,
         alternatives: Sequence[str] = (),
     ) -> None:
-        self.engine, self.db, self.filters = engine, engine.db, filters
+        self.sources, self.db, self.filters = sources, sources.db, filters
         self.query, self.limit, self.detail, self.mode, self.tuning = query, limit, detail, mode, tuning
         texts = phrasings.distinct([query, *alternatives])
         self.phrasings = [_Phrasing(text, search.terms(text)) for text in texts]
@@ -148,6 +184,8 @@ class _Recall:
         self.as_of_given = False
         # Phrasings of one need find mostly the same events: their neighbours are looked up once.
         self.links: dict[int, tuple[int | None, int | None]] = {}
+        self.stale: list[int] = []
+        self.unindexed = False
 
     def run(self) -> RecallResult:
         mode = self._prepare_dense()
@@ -186,7 +224,7 @@ class _Recall:
     def _prepare_dense(self) -> str:
         """Embed every phrasing (one call) for semantic/deep; on any provider failure fall back to fast."""
         try:
-            embedder = self.engine.embedder
+            embedder = self.sources.embedder
         except MemLikeHumanError as exc:
             embedder = None
             reason = f"the embedder cannot be set up ({exc.message})"
@@ -256,8 +294,8 @@ class _Recall:
         allowed = None
         if self.filters.session_id is not None or self.filters.cue_key is not None:
             allowed = np.asarray(search.filtered_ids(self.db, kind, self.filters), dtype=np.int64)
-        window = None if self.mode == "deep" else self.engine.settings.semantic_window
-        hits = self.engine.vectors.search(
+        window = None if self.mode == "deep" else self.sources.settings.semantic_window
+        hits = self.sources.vectors.search(
             self.db,
             kind,
             self.model,
@@ -285,15 +323,13 @@ class _Recall:
         return [(i, s) for i, s in pairs if i in eligible]
 
     def _forget_stale(self, missing: Sequence[int]) -> None:
-        """Drop cached vectors of events deleted since they were loaded."""
+        """Note cached vectors of events deleted since they were loaded (the caller drops them)."""
         if not missing:
             return
         marks = ",".join("?" * len(missing))
         rows = self.db.query(f"SELECT sequence FROM events WHERE sequence IN ({marks})", tuple(missing))
         alive = {r["sequence"] for r in rows}
-        gone = [i for i in missing if i not in alive]
-        if gone:
-            self.engine.vectors.discard("event", self.filters.scope, gone)
+        self.stale.extend(i for i in missing if i not in alive)
 
     def _event_context(
         self, scores: dict[int, float], info: dict[int, search.Hit], phrasing: _Phrasing
@@ -366,7 +402,7 @@ class _Recall:
         if self.detail == "detailed" or memory.kind not in gist.EPISODIC_KINDS:
             return "full"
         age = clock.parse(self.filters.as_of, "as_of") - clock.parse(memory.valid_from, "valid_from")
-        return "overview" if age > timedelta(days=self.engine.settings.gist_after_days) else "full"
+        return "overview" if age > timedelta(days=self.sources.settings.gist_after_days) else "full"
 
     def _raw_hits(self, scores: dict[int, float]) -> list[RawHit]:
         """The best events as excerpts; an event with memories only where the query falls in a gap."""
@@ -444,7 +480,7 @@ class _Recall:
                 " semantic matching misses them (lexical matching still finds them); new events are embedded"
                 " in the background, `memlikehuman reindex` embeds all"
             )
-            self.engine.indexer.notify()
+            self.unindexed = True
 
 
 def _events(count: int, singular: str = "is", plural: str = "are") -> str:

@@ -91,6 +91,14 @@ class Memory:
     source: str = ""
     occurred_at: str = ""
 
+    def status(self, as_of: str | None = None) -> str:
+        """revoked, superseded (its window closed by as_of, or at all) or current: the one rule."""
+        if self.revoked_at:
+            return "revoked"
+        if self.valid_to is not None and (as_of is None or self.valid_to <= as_of):
+            return "superseded"
+        return "current"
+
 
 @dataclass(frozen=True)
 class RecordResult:

@@ -7,37 +7,33 @@ to the end (or a ``missing_only`` run finished it) searches see only part of the
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from . import fulltext
+from .db import Database
 from .errors import InvalidArgument
 from .fulltext import Progress, RebuildResult
-from .indexer import index_pending
-
-if TYPE_CHECKING:
-    from .engine import Engine
+from .indexer import Indexer, index_pending
 
 
 def rebuild_fulltext(
-    engine: Engine, *, missing_only: bool, progress: Progress | None = None, batch: int = fulltext.BATCH
+    db: Database, *, missing_only: bool, progress: Progress | None = None, batch: int = fulltext.BATCH
 ) -> RebuildResult:
     """Write the full-text row of every event and memory (or of those lacking one); return the counts."""
     if not missing_only:
-        fulltext.clear(engine.db)
-    return fulltext.fill_missing(engine.db, progress, batch)
+        fulltext.clear(db)
+    return fulltext.fill_missing(db, progress, batch)
 
 
-def rebuild_vectors(engine: Engine, *, missing_only: bool, progress: Progress | None = None) -> int:
+def rebuild_vectors(indexer: Indexer, *, missing_only: bool, progress: Progress | None = None) -> int:
     """Embed every event and memory (or those lacking a vector of the configured model); return how many.
 
     Raises InvalidArgument when no embedder is configured, Unavailable when the embedder fails
     (the batches written before stay).
     """
-    if engine.embedder is None:
+    if indexer.embedder() is None:
         raise InvalidArgument("no embedder is configured (MEMLIKEHUMAN_EMBEDDER=none): set it to local or openai")
     if not missing_only:
-        with engine.db.write() as conn:
+        with indexer.db.write() as conn:
             conn.execute("DELETE FROM event_vectors")
             conn.execute("DELETE FROM memory_vectors")
-        engine.vectors.clear()
-    return index_pending(engine, progress)
+        indexer.cache.clear()
+    return index_pending(indexer, progress)

@@ -32,7 +32,8 @@ from .providers.base import Extractor
 from .records import Scope
 
 if TYPE_CHECKING:
-    from .engine import Engine
+    from .config import Settings
+    from .db import Database
 
 log = logging.getLogger("memlikehuman.worker")
 
@@ -44,17 +45,28 @@ REMEMBERED = 4096  # attempts remembered for waiters (sequence -> finished attem
 
 
 class Worker:
-    """Threads that extract pending events of one archive; see the module docstring."""
+    """Threads that extract pending events of one archive; see the module docstring.
 
-    def __init__(self, engine: Engine, concurrency: int = DEFAULT_CONCURRENCY) -> None:
-        self.engine = engine
+    Built from the pieces it needs: the archive, the settings, a function returning the process's
+    extractor (None when none is configured) and one to call after memories were written.
+    """
+
+    def __init__(
+        self,
+        db: Database,
+        settings: Settings,
+        extractor: Callable[[], Extractor | None],
+        extracted: Callable[[], None],
+        concurrency: int = DEFAULT_CONCURRENCY,
+    ) -> None:
+        self.db, self.extractor, self.extracted = db, extractor, extracted
         self.concurrency = max(1, concurrency)
         #: events per model call (MEMLIKEHUMAN_EXTRACTION_BATCH; 1: no batching)
-        self.batch = max(1, engine.settings.extraction_batch)
+        self.batch = max(1, settings.extraction_batch)
         self.owner = claims.owner_id()
         # A claim outlives the longest extraction (a call and one repair call, each bounded by the
         # timeout) with room to spare: a live worker never loses its claim to another.
-        self.lease = 2 * engine.settings.timeout + 30.0
+        self.lease = 2 * settings.timeout + 30.0
         self._changed = threading.Condition()
         self._wakeups = 0
         # sequence -> (attempts finished here, the last outcome): what waiters look at
@@ -69,10 +81,10 @@ class Worker:
     def start(self) -> None:
         """Start the threads (once); a no-op without an extractor or after close."""
         with self._changed:
-            if self._threads or self._stopping.is_set() or self.engine.extractor is None:
+            if self._threads or self._stopping.is_set() or self.extractor() is None:
                 return
-            claims.reap_dead(self.engine.db)
-            claims.reset_exhausted(self.engine.db)
+            claims.reap_dead(self.db)
+            claims.reset_exhausted(self.db)
             for number in range(self.concurrency):
                 thread = threading.Thread(target=self._loop, name=f"memlikehuman-extract-{number}", daemon=True)
                 self._threads.append(thread)
@@ -116,7 +128,7 @@ class Worker:
         if busy:
             log.info("extraction stopped with a model call still running (%s): the event stays pending", busy)
         try:
-            claims.release_all(self.engine.db, self.owner)
+            claims.release_all(self.db, self.owner)
         except MemLikeHumanError as exc:
             log.warning("could not release extraction claims (their lease ends them): %s", exc)
 
@@ -128,7 +140,7 @@ class Worker:
         With batching, the short pending events that directly follow it in its session go along in
         the same model call. Returns the outcomes (one per event), empty when nothing is eligible now.
         """
-        db, extractor = self.engine.db, self.engine.extractor
+        db, extractor = self.db, self.extractor()
         if extractor is None:
             return []
         sequence = claims.claim_next(db, self.owner, self.lease, scope, in_order=in_order)
@@ -150,11 +162,11 @@ class Worker:
         for member, outcome in results.items():
             self._finish(member, outcome)
         if any(outcome.state == "complete" for outcome in outcomes):
-            self.engine.indexer.notify()
+            self.extracted()
         return outcomes
 
     def _extract(self, extractor: Extractor, group: list[int]) -> dict[int, extract.Outcome]:
-        db = self.engine.db
+        db = self.db
         forgotten = extract.Outcome("forgotten", None, ())  # deleted meanwhile; its claim went with it
         try:
             if len(group) == 1:
@@ -178,7 +190,7 @@ class Worker:
         order, waiting out backoffs and other workers' claims. Impatient (``retry``): each eligible
         event once, now, and done when none is left.
         """
-        claims.reap_dead(self.engine.db)
+        claims.reap_dead(self.db)
         while not self._stopping.is_set():
             outcomes = self.step(scope, in_order=patient)
             if outcomes:
@@ -205,7 +217,7 @@ class Worker:
             if outcomes:
                 continue
             try:
-                claims.reap_dead(self.engine.db)  # a killed process's claims need not wait for their lease
+                claims.reap_dead(self.db)  # a killed process's claims need not wait for their lease
             except MemLikeHumanError as exc:
                 log.debug("could not look for claims of killed processes: %s", exc)
             with self._changed:
@@ -227,7 +239,7 @@ class Worker:
             self._changed.notify_all()
 
     def _state(self, sequence: int) -> str:
-        row = self.engine.db.one("SELECT extraction_state FROM events WHERE sequence = ?", (sequence,))
+        row = self.db.one("SELECT extraction_state FROM events WHERE sequence = ?", (sequence,))
         return "forgotten" if row is None else str(row["extraction_state"])
 
     def _backing_off(self, scope: Scope | None) -> bool:
@@ -242,7 +254,7 @@ class Worker:
         if scope is not None:
             sql += " AND c.persona_id = ? AND c.project_id = ?"
             params += (scope.persona_id, scope.project_id)
-        return bool(self.engine.db.scalar(sql, params))
+        return bool(self.db.scalar(sql, params))
 
 
 def _result(outcome: extract.Outcome | None) -> str:

@@ -12,7 +12,6 @@ from openai_stub import ScriptedOpenAI
 
 from memlikehuman import phrasings
 from memlikehuman.engine import Engine
-from memlikehuman.indexer import index_pending
 from memlikehuman.recall import DEFAULT_TUNING, recall
 from memlikehuman.records import Scope
 
@@ -110,7 +109,7 @@ def test_all_phrasings_are_embedded_in_one_embedder_call(tmp_path: Path) -> None
         )
         with Engine(settings) as engine:
             engine.record(HOME, "soup", SOUP, "user", "Ana")
-            index_pending(engine)
+            engine.embed_missing()
             before = len(api.requests)
             result = recall(engine, HOME, QUERY, search_mode="semantic", alternatives=["soup", "stew", "pasta", "pie"])
             assert result.search_mode == "semantic"

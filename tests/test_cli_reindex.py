@@ -68,7 +68,7 @@ def test_reindex_missing_on_a_complete_index_writes_nothing(archive: Path) -> No
 def test_an_interrupted_full_text_rebuild_is_finished_by_a_rerun(archive: Path) -> None:
     recorded = index_terms(archive)
     with Engine(make_settings(archive)) as engine, pytest.raises(KeyboardInterrupt):
-        reindex.rebuild_fulltext(engine, missing_only=False, progress=stop_after(4), batch=2)
+        reindex.rebuild_fulltext(engine.db, missing_only=False, progress=stop_after(4), batch=2)
     with Engine(make_settings(archive)) as engine:
         missing_events, missing_memories = fulltext.count_missing(engine.db)
     # Two batches of two were committed before the interruption; the rest is missing.
@@ -88,7 +88,7 @@ def test_an_interrupted_vector_rebuild_is_finished_by_a_rerun(tmp_path: Path) ->
             for i in range(100):
                 engine.record(Scope("p", "q"), f"e{i}", f"event number {i} about gardening", "user", "chat")
         with Engine(make_settings(db, **env)) as engine, pytest.raises(KeyboardInterrupt):
-            reindex.rebuild_vectors(engine, missing_only=False, progress=stop_after(1))
+            reindex.rebuild_vectors(engine.indexer, missing_only=False, progress=stop_after(1))
         missing = json_out(cli(db, "stats", "--json", env=env))["totals"]["vectors_missing"]
         assert 0 < missing < 100
         result = cli(db, "reindex", "--missing", "--only", "vectors", env=env)

@@ -15,7 +15,6 @@ from openai_stub import Reply, ScriptedOpenAI, closed_port_url, embeddings_reply
 
 from memlikehuman import forget, indexer
 from memlikehuman.engine import Engine
-from memlikehuman.indexer import index_pending
 from memlikehuman.recall import recall
 from memlikehuman.records import Scope
 
@@ -57,7 +56,7 @@ def test_semantic_scans_only_the_most_recent_window_and_deep_scans_everything(tm
     settings = make_settings(tmp_path / "a.db", MEMLIKEHUMAN_EMBEDDER="local", MEMLIKEHUMAN_SEMANTIC_WINDOW="2")
     with Engine(settings) as engine:
         fill(engine)  # the car event is the oldest of four
-        index_pending(engine)
+        engine.embed_missing()
         semantic = recall(engine, HOME, "vehicle purchase", search_mode="semantic")
         assert "car" not in raw_ids(semantic)
         window_warnings = [w for w in semantic.warnings if "scanned the 2 most recent" in w]
@@ -69,7 +68,7 @@ def test_semantic_scans_only_the_most_recent_window_and_deep_scans_everything(tm
 def test_dense_results_stay_within_the_scope(local: Engine) -> None:
     fill(local, WORK, prefix="w-")
     local.record(HOME, "h1", "Grocery list: eggs, flour.", "user", "Ana")
-    index_pending(local)
+    local.embed_missing()
     result = recall(local, HOME, "vehicle purchase", search_mode="deep")
     assert raw_ids(result) in ([], ["h1"])
     assert result.coverage.events_in_scope == 1
@@ -80,7 +79,7 @@ def test_semantic_respects_session_and_as_of_filters(local: Engine) -> None:
     local.record(
         HOME, "late", "We sold the old car.", "user", "Ana", session_id="s9", occurred_at="2030-01-01T00:00:00Z"
     )
-    index_pending(local)
+    local.embed_missing()
     in_session = raw_ids(recall(local, HOME, "vehicle purchase", search_mode="deep", session_id="s2"))
     assert set(in_session) <= {"o0"}
     before = raw_ids(recall(local, HOME, "car", search_mode="deep", as_of="2029-01-01T00:00:00Z"))
@@ -89,7 +88,7 @@ def test_semantic_respects_session_and_as_of_filters(local: Engine) -> None:
 
 def test_forgotten_events_disappear_from_dense_results(local: Engine) -> None:
     fill(local)
-    index_pending(local)
+    local.embed_missing()
     assert raw_ids(recall(local, HOME, "vehicle purchase", search_mode="deep"))[0] == "car"
     forget.forget(local.db, HOME, "car")
     assert "car" not in raw_ids(recall(local, HOME, "vehicle purchase", search_mode="deep"))
@@ -121,13 +120,13 @@ def test_vectors_of_another_model_count_as_missing_until_reindexed(tmp_path: Pat
     with ScriptedOpenAI() as api:
         with Engine(openai_settings(db, api.base_url, "model-a")) as engine:
             fill(engine)
-            index_pending(engine)
+            engine.embed_missing()
             assert recall(engine, HOME, "car", search_mode="deep").coverage.events_without_vectors == 0
         with Engine(openai_settings(db, api.base_url, "model-b")) as engine:
             result = recall(engine, HOME, "red car", search_mode="deep")
             assert result.search_mode == "deep" and result.coverage.events_without_vectors == 4
             assert any("4 events in scope have no vector of openai:model-b" in w for w in result.warnings)
-            assert index_pending(engine) == 4
+            assert engine.embed_missing() == 4
             assert recall(engine, HOME, "red car", search_mode="deep").coverage.events_without_vectors == 0
             models = engine.db.query("SELECT DISTINCT model FROM event_vectors")
             assert models == [{"model": "openai:model-b"}]
@@ -250,7 +249,7 @@ def test_coverage_counts_stay_exact_through_recording_forgetting_state_changes_a
             with Engine(openai_settings(db, api.base_url, model)) as engine:
                 fill(engine, HOME, prefix=model)
                 fill(engine, WORK, prefix=f"work-{model}")
-                index_pending(engine)
+                engine.embed_missing()
                 forget.forget(engine.db, HOME, f"{model}o1")
                 events.set_state(engine.db, events.find(engine.db, HOME, f"{model}o2").sequence, "failed", "test")
                 engine.record(HOME, f"{model}-new", "recorded after indexing", "user", "Ana")
@@ -340,14 +339,14 @@ def test_the_background_indexer_finds_missing_vectors_anywhere_walking_the_archi
                 engine.record(HOME, f"e{i}", f"Note {i} about the garden.", "user", "Ana", session_id=f"s{i}")
             engine.indexer.notify()
             assert engine.indexer.wait_idle(30)
-            assert indexer.count_missing(engine, "openai:m") == 0
+            assert indexer.count_missing(engine.db, "openai:m") == 0
             # Old vectors go missing, as when forgetting an event changes its successor's passage.
             with engine.db.write() as conn:
                 conn.execute("DELETE FROM event_vectors WHERE event_sequence IN (2, 7)")
         with Engine(openai_settings(path, api.base_url, "m")) as engine:  # a new indexer scans from the start
             engine.record(HOME, "last", "One more note.", "user", "Ana")
             assert engine.indexer.wait_idle(30)
-            assert indexer.count_missing(engine, "openai:m") == 0
+            assert indexer.count_missing(engine.db, "openai:m") == 0
             assert engine.db.scalar("SELECT count(*) FROM event_vectors WHERE event_sequence IN (2, 7)") == 2
 
 

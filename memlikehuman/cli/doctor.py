@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from .. import doctor as checks
+from ..engine import diagnose
 from .main import EXIT_PROBLEM, db_option, echo_json, echo_table
 
 MARKS = {"ok": "ok", "warn": "WARN", "fail": "FAIL"}
@@ -31,7 +31,7 @@ def doctor(ctx: click.Context, db: Path | None, as_json: bool) -> None:
     Exit status: 0 when nothing failed (warnings allowed), 3 when a check failed.
     """
     chosen = db or (ctx.obj or {}).get("db")
-    results = checks.diagnose(chosen)
+    results = diagnose(chosen)
     failed = [check for check in results if check.status == "fail"]
     if as_json:
         echo_json({"ok": not failed, "checks": [asdict(check) for check in results]})

@@ -9,7 +9,6 @@ from typing import BinaryIO
 
 import click
 
-from .. import portability
 from ..engine import Engine
 from ..errors import InvalidArgument, MemLikeHumanError
 from .main import EXIT_ERROR, db_option, fail, progress_bar, require_archive, settings_from
@@ -45,7 +44,7 @@ def export(
     require_archive(settings)
     try:
         with Engine(settings) as engine:
-            total = sum(portability.count_records(engine.db, persona_id, project_id).values())
+            total = sum(engine.count_records(persona_id, project_id).values())
             if output is None:
                 written = _write(engine, persona_id, project_id, sys.stdout.buffer, total)
             else:
@@ -81,7 +80,7 @@ def _write(engine: Engine, persona_id: str | None, project_id: str | None, strea
     """Stream the lines; return how many records (not counting the header and end lines) were written."""
     lines = 0
     with progress_bar("exporting", total + 2) as bar:
-        for line in portability.export_lines(engine.db, persona_id, project_id):
+        for line in engine.export_lines(persona_id, project_id):
             stream.write(line.encode("utf-8"))
             lines += 1
             bar.advance(1)

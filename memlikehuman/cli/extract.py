@@ -10,9 +10,8 @@ from types import FrameType
 
 import click
 
-from .. import extract as extraction
 from .. import validate
-from ..engine import Engine
+from ..engine import Engine, Outcome
 from ..errors import MemLikeHumanError
 from ..records import Scope
 from .main import EXIT_INTERRUPTED, EXIT_PROBLEM, EXIT_USAGE, db_option, fail, require_archive, settings_from
@@ -52,12 +51,12 @@ def extract(ctx: click.Context, db: Path | None, persona_id: str | None, project
         scope = Scope(*validate.scope(persona_id, project_id)) if persona_id and project_id else None
         with Engine(settings) as engine:
             try:
-                engine.worker.drain(scope, lambda outcome: _report(counts, outcome), follow=follow)
+                engine.drain(scope, lambda outcome: _report(counts, outcome), follow=follow)
             except KeyboardInterrupt:
                 click.echo("\nstopped: the event in hand stays pending", err=True)
                 _summary(counts)
                 sys.exit(EXIT_INTERRUPTED)
-            left = extraction.retry_queue(engine.db, persona_id, project_id)
+            left = engine.retry_queue(persona_id, project_id)
     except MemLikeHumanError as exc:
         fail(exc)
     _summary(counts)
@@ -70,7 +69,7 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
-def _report(counts: Counter[str], outcome: extraction.Outcome) -> bool:
+def _report(counts: Counter[str], outcome: Outcome) -> bool:
     counts[outcome.state] += 1
     if outcome.state != "complete" and outcome.error:
         click.echo(f"extraction {outcome.state}: {outcome.error}", err=True)

@@ -34,8 +34,7 @@ def run(
         messages, report = history.read(source, fmt)
         scope_project = project or (settings.project_id if settings.project_id != "default" else None)
         with Engine(settings) as engine, progress_bar(f"importing {fmt} history", len(messages)) as bar:
-            history.store(
-                engine.db,
+            engine.import_history(
                 messages,
                 report,
                 persona or settings.persona_id,

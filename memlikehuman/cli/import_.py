@@ -77,7 +77,7 @@ def import_(
     try:
         # The source is opened first: a mistyped file name must not leave a new empty archive behind.
         with _opened(source) as (stream, size), Engine(settings) as engine, progress_bar("importing", size) as bar:
-            report = portability.import_lines(engine.db, stream, dry_run=dry_run, progress=bar.advance)
+            report = engine.import_lines(stream, dry_run=dry_run, progress=bar.advance)
     except portability.ImportConflicts as exc:
         _show(exc.report, as_json)
         _list_conflicts(exc.report)

@@ -8,8 +8,7 @@ from typing import TextIO
 
 import click
 
-from .. import personas
-from ..engine import Engine
+from ..engine import Engine, PersonaVersion
 from ..errors import MemLikeHumanError
 from .main import EXIT_OK, db_option, fail, require_archive, settings_from
 
@@ -33,7 +32,7 @@ def _engine(ctx: click.Context, db: Path | None, *, existing: bool = False) -> E
         fail(exc)
 
 
-def _describe(version: personas.PersonaVersion) -> str:
+def _describe(version: PersonaVersion) -> str:
     return f"persona {version.persona_id}, version {version.version}, set {version.created_at}"
 
 
@@ -51,7 +50,7 @@ def show(ctx: click.Context, persona_id: str, history: bool, db: Path | None) ->
     """Print the current core persona (or all versions with --history)."""
     with _engine(ctx, db, existing=True) as engine:
         try:
-            versions = personas.history(engine.db, persona_id)
+            versions = engine.persona_history(persona_id)
         except MemLikeHumanError as exc:
             fail(exc)
     if not versions:
@@ -67,7 +66,7 @@ def show(ctx: click.Context, persona_id: str, history: bool, db: Path | None) ->
 def _store(ctx: click.Context, db: Path | None, persona_id: str, text: str) -> None:
     with _engine(ctx, db) as engine:
         try:
-            version, changed = personas.set_text(engine.db, persona_id, text)
+            version, changed = engine.set_persona(persona_id, text)
         except MemLikeHumanError as exc:
             fail(exc)
     if changed:
@@ -94,7 +93,7 @@ def edit(ctx: click.Context, persona_id: str, db: Path | None) -> None:
     """Edit the core persona in $EDITOR (VISUAL/EDITOR); saving a change stores a new version."""
     with _engine(ctx, db) as engine:
         try:
-            current = personas.current(engine.db, persona_id)
+            current = engine.persona(persona_id)
         except MemLikeHumanError as exc:
             fail(exc)
     edited = click.edit((current.text if current else "") + "\n", extension=".md", require_save=True)

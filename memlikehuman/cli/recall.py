@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from ..engine import Engine
+from ..engine import Engine, recall_shape
 from ..errors import MemLikeHumanError
 from ..records import Scope
 from .main import db_option, echo_json, echo_table, fail, require_archive, settings_from
@@ -60,13 +60,9 @@ def recall(ctx: click.Context, db: Path | None, query: str, as_json: bool, **opt
     require_archive(settings)
     scope = Scope(options.pop("persona_id"), options.pop("project_id"))
     try:
-        # Imported here: the core pulls in numpy, the edge's output models pull in the MCP SDK.
-        from ..recall import recall as search
-        from ..server.tools_recall import recall_out
-
         with Engine(settings) as engine:
             options["alternatives"] = list(options["alternatives"]) or None
-            result = recall_out(search(engine, scope, query, **options)).model_dump(mode="json")
+            result = recall_shape(engine.recall(scope, query, **options))
     except MemLikeHumanError as exc:
         fail(exc)
     if as_json:

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import click
 
-from .. import reindex as rebuilding
 from ..engine import Engine
 from ..errors import MemLikeHumanError
 from .main import EXIT_INTERRUPTED, db_option, fail, progress_bar, require_archive, settings_from
@@ -42,7 +41,7 @@ def reindex(ctx: click.Context, db: Path | None, missing: bool, only: str | None
         with Engine(settings) as engine:
             if only != "vectors":
                 with progress_bar("full-text", 0) as bar:
-                    counts = rebuilding.rebuild_fulltext(engine, missing_only=missing, progress=bar.report)
+                    counts = engine.reindex_fulltext(missing_only=missing, progress=bar.report)
                 click.echo(f"full-text: {counts.events:,} events and {counts.memories:,} memories indexed", err=True)
             if only != "fulltext":
                 _vectors(engine, missing)
@@ -61,7 +60,7 @@ def _vectors(engine: Engine, missing: bool) -> None:
         click.echo("vectors: skipped, no embedder is configured (MEMLIKEHUMAN_EMBEDDER=none)", err=True)
         return
     with progress_bar("vectors", 0) as bar:
-        done = rebuilding.rebuild_vectors(engine, missing_only=missing, progress=bar.report)
+        done = engine.reindex_vectors(missing_only=missing, progress=bar.report)
     click.echo(f"vectors: {done:,} events and memories embedded with {engine.embedder.model_id}", err=True)
 
 

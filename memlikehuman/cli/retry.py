@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
-from .. import claims, extract, validate
-from ..engine import Engine
+from .. import validate
+from ..engine import Engine, Outcome
 from ..errors import MemLikeHumanError
 from ..records import Scope
 from .main import EXIT_PROBLEM, EXIT_USAGE, db_option, fail, progress_bar, require_archive, settings_from
@@ -61,13 +61,13 @@ def _retry_all(engine: Engine, scope: tuple[str, str] | None) -> tuple[Counter[s
 
     Returns outcome counts, memories derived, and events left untried.
     """
-    queue = extract.retry_queue(engine.db, *(scope or (None, None)))
-    claims.requeue(engine.db, queue)
+    queue = engine.retry_queue(*(scope or (None, None)))
+    engine.requeue(queue)
     counts: Counter[str] = Counter()
     tally = {"memories": 0, "unreachable": 0}
     with progress_bar("extracting", len(queue)) as bar:
 
-        def report(outcome: extract.Outcome) -> bool:
+        def report(outcome: Outcome) -> bool:
             bar.advance(1)
             if outcome.state == "forgotten":
                 return True
@@ -79,7 +79,7 @@ def _retry_all(engine: Engine, scope: tuple[str, str] | None) -> tuple[Counter[s
                 return False
             return True
 
-        engine.worker.drain(Scope(*scope) if scope else None, report, patient=False)
+        engine.drain(Scope(*scope) if scope else None, report, patient=False)
     stopped = len(queue) - sum(counts.values()) if tally["unreachable"] >= GIVE_UP_AFTER else 0
     return counts, tally["memories"], stopped
 

@@ -9,9 +9,8 @@ from pathlib import Path
 import click
 
 from ..config import Settings
-from ..db import Database
+from ..engine import open_archive
 from ..errors import MemLikeHumanError
-from ..migrations import migrate
 from .main import db_option, fail, settings_from
 
 
@@ -43,8 +42,7 @@ def serve(ctx: click.Context, db: Path | None) -> None:
 def _check_archive(settings: Settings) -> None:
     """Open and migrate the archive once before serving, so a bad --db fails here with a clear message."""
     try:
-        with contextlib.closing(Database(settings.db_path)) as archive:
-            migrate(archive)
+        open_archive(settings)
     except MemLikeHumanError as exc:
         fail(exc)
 

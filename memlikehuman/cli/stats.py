@@ -7,7 +7,6 @@ from pathlib import Path
 
 import click
 
-from .. import stats as archive_stats
 from ..engine import Engine
 from ..errors import MemLikeHumanError
 from .main import db_option, echo_json, echo_table, fail, require_archive, settings_from
@@ -49,13 +48,7 @@ def stats(ctx: click.Context, db: Path | None, persona_id: str | None, project_i
     require_archive(settings)
     try:
         with Engine(settings) as engine:
-            embedder = engine.embedder
-            result = archive_stats.collect(
-                engine.db,
-                vector_model=embedder.model_id if embedder else None,
-                persona_id=persona_id,
-                project_id=project_id,
-            )
+            result = engine.stats(persona_id, project_id)
     except MemLikeHumanError as exc:
         fail(exc)
     if as_json:

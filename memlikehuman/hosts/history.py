@@ -17,43 +17,20 @@ system messages are skipped and counted.
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .. import clock, events
-from ..db import Database
+from .. import clock
 from ..errors import InvalidArgument, MemLikeHumanError
-from ..records import Scope
+from ..history_store import Message, Report
 from . import markers
 from . import transcript as transcripts
 from .hook import event_id as hook_event_id
 from .scope import project_name
 
 FORMATS = ("claude-code", "chatgpt", "claude-ai")
-
-
-@dataclass(frozen=True)
-class Message:
-    event_id: str
-    session_id: str
-    role: str
-    text: str
-    occurred_at: str | None
-    source: str
-    project: str | None = None  # Claude Code: the transcript's own project directory
-
-
-@dataclass
-class Report:
-    added: int = 0
-    unchanged: int = 0
-    conversations: int = 0
-    skipped: Counter[str] = field(default_factory=Counter)
-    dry_run: bool = False
 
 
 def detect(path: Path) -> str:
@@ -254,41 +231,3 @@ def read(path: Path, fmt: str) -> tuple[list[Message], Report]:
     """Every message of the file, checked; raises InvalidArgument naming the file and line."""
     report = Report()
     return list(READERS[fmt](path, report)), report
-
-
-def store(
-    db: Database,
-    messages: list[Message],
-    report: Report,
-    persona: str,
-    project: str | None,
-    *,
-    dry_run: bool = False,
-    progress: Callable[[int], None] | None = None,
-) -> Report:
-    """Write the messages in one transaction (none on any failure); project None: each message's own."""
-    staged = []
-    for m in messages:
-        scope = Scope(persona, project or m.project or "default")
-        where = f"message {m.event_id}"
-        try:
-            staged.append(
-                events.new_event(
-                    scope, m.event_id, m.text, m.role, m.source, "conversation", m.session_id, m.occurred_at
-                )
-            )
-        except MemLikeHumanError as exc:
-            raise InvalidArgument(f"{where}: {exc.message}") from None
-    report.dry_run = dry_run
-    with db.write():
-        for event in staged:
-            if db.scalar("SELECT 1 FROM events WHERE event_id = ?", (event.event_id,)):
-                report.unchanged += 1
-            elif not dry_run:
-                events.insert(db, event)
-                report.added += 1
-            else:
-                report.added += 1
-            if progress:
-                progress(1)
-    return report

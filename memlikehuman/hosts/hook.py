@@ -114,18 +114,16 @@ def record(engine: Engine, scope: Scope, host: str, session_id: str, role: str, 
 
 
 def _start(engine: Engine, scope: Scope, hook: adapters.HookInput) -> str:
-    from .. import checkpoints, context
-
     first: list[str] = []
     session = None
     if hook.source == "compact":
-        chosen = checkpoints.select(engine.db, scope, hook.session_id).checkpoint
+        chosen = engine.latest_checkpoint(scope, hook.session_id)
         if chosen is not None and chosen.state is not None:
             session = hook.session_id
             first.append(_checkpoint_text(chosen.state.as_dict(), chosen.created_at))
     head = _instructions(scope, hook.host)
     for budget in RESUME_BUDGETS:
-        resumed = context.resume(engine, scope, token_budget=budget, session_id=session)
+        resumed = engine.resume(scope, token_budget=budget, session_id=session)
         text = "\n\n".join([head, *first, resumed.context])
         if len(markers.wrap(text)) <= MAX_CONTEXT_CHARS:
             return markers.wrap(text)
@@ -151,7 +149,6 @@ def _checkpoint_text(state_dict: dict[str, Any], created_at: str) -> str:
 
 
 def _prompt(engine: Engine, scope: Scope, hook: adapters.HookInput) -> str | None:
-    from ..recall import recall
     from ..validate import MAX_QUERY_CHARS
 
     if not hook.prompt:
@@ -160,7 +157,7 @@ def _prompt(engine: Engine, scope: Scope, hook: adapters.HookInput) -> str | Non
     query = markers.strip(hook.prompt)[:MAX_QUERY_CHARS]
     if not query.strip():
         return None
-    found = recall(engine, scope, query, limit=RECALL_LIMIT, search_mode="fast")
+    found = engine.recall(scope, query, limit=RECALL_LIMIT, search_mode="fast")
     lines = []
     for hit in found.memories:
         m = hit.memory
@@ -196,25 +193,12 @@ def _reply(engine: Engine, scope: Scope, hook: adapters.HookInput) -> None:
 
 
 def _checkpoint(engine: Engine, scope: Scope, hook: adapters.HookInput) -> None:
-    from .. import checkpoints
-
-    with engine.db.read():
-        covered = engine.db.scalar(
-            "SELECT event_id FROM events WHERE persona_id = ? AND project_id = ? AND session_id = ? AND kind = 'record'"
-            " ORDER BY sequence DESC LIMIT 1",
-            (scope.persona_id, scope.project_id, hook.session_id),
-        )
-        rows = engine.db.query(
-            "SELECT role, text FROM events WHERE persona_id = ? AND project_id = ? AND session_id = ?"
-            " AND kind = 'record' ORDER BY sequence",
-            (scope.persona_id, scope.project_id, hook.session_id),
-        )
+    turns = engine.session_turns(scope, hook.session_id)
+    covered = turns[-1].event_id if turns else None
     if covered is None:
         raise ValueError(f"no event of session {hook.session_id!r} is recorded yet: no checkpoint was written")
-    messages = [(m.role, m.text) for m in transcripts.read(hook.transcript_path)] or [
-        (str(r["role"]), str(r["text"])) for r in rows
-    ]
-    checkpoints.create(engine.db, scope, extractive_state(messages, hook.event), str(covered), hook.session_id)
+    messages = [(m.role, m.text) for m in transcripts.read(hook.transcript_path)] or [(t.role, t.text) for t in turns]
+    engine.checkpoint(scope, extractive_state(messages, hook.event), covered, hook.session_id)
 
 
 def extractive_state(messages: list[tuple[str, str]], event: str) -> dict[str, Any]:

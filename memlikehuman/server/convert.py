@@ -8,9 +8,9 @@ from typing import Any
 from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel
 
-from .. import gist
+from ..engine import memory_shape
 from ..records import Event, Memory, Page
-from .models import CueOut, EventOut, MemoryOut, PageOut, SourceOut
+from .models import CueOut, EventOut, MemoryOut, PageOut
 
 # json.dumps(ensure_ascii=False) leaves these raw, and hosts and models may break lines at them:
 # escaped, stored text cannot start a line of its own in the text block.
@@ -32,49 +32,10 @@ def tool_result(summary: str, model: BaseModel) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
 
 
-def memory_status(memory: Memory, as_of: str | None = None) -> str:
-    """revoked, superseded (its window closed by as_of, or at all) or current."""
-    if memory.revoked_at:
-        return "revoked"
-    if memory.valid_to is not None and (as_of is None or memory.valid_to <= as_of):
-        return "superseded"
-    return "current"
-
-
 def memory_out(
     memory: Memory, *, detail: str = "full", score: float | None = None, as_of: str | None = None
 ) -> MemoryOut:
-    content = memory.content
-    if detail == "overview":
-        content = gist.overview(memory)
-    return MemoryOut(
-        memory_id=memory.memory_id,
-        content=content,
-        kind=memory.kind,
-        basis=memory.basis,  # type: ignore[arg-type]
-        category=memory.category,
-        detail=detail,  # type: ignore[arg-type]
-        status=memory_status(memory, as_of),  # type: ignore[arg-type]
-        valid_from=memory.valid_from,
-        valid_to=memory.valid_to,
-        recorded_at=memory.recorded_at,
-        score=score,
-        source=SourceOut(
-            event_id=memory.event_id,
-            role=memory.role,
-            source=memory.source,
-            session_id=memory.session_id,
-            occurred_at=memory.occurred_at,
-            quote="" if detail == "overview" else memory.quote,
-        ),
-        revoked_at=memory.revoked_at,
-        revoke_reason=memory.revoke_reason,
-        replaced_by=memory.replaced_by,
-        superseded_by=memory.superseded_by,
-        supersedes=memory.supersedes,
-        known_from=memory.known_from or None,
-        corrects=memory.corrects,
-    )
+    return MemoryOut.model_validate(memory_shape(memory, detail=detail, score=score, as_of=as_of))
 
 
 def event_out(event: Event) -> EventOut:

@@ -6,7 +6,7 @@ import json
 
 from mcp.server.mcpserver.resources.templates import ResourceSecurity
 
-from .. import personas, validate
+from .. import validate
 from ..context import data_line
 from ..errors import MemLikeHumanError
 from ..records import Memory
@@ -61,10 +61,7 @@ def _memory_line(memory: Memory) -> str:
 
 def persona_text(holder: Holder, persona_id: str) -> str:
     """The core persona and the persona memories of ``persona_id``, as plain text."""
-    db = holder.engine.db
-    with db.read():
-        core = personas.current(db, persona_id)
-        found = personas.persona_memories(db, persona_id)
+    core, found = holder.engine.persona_with_memories(persona_id)
     if core is None:
         parts = [
             f"No core persona is set for persona {json.dumps(persona_id)}; its operator sets one with"

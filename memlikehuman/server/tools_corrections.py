@@ -7,7 +7,6 @@ from typing import Annotated
 from mcp.types import CallToolResult
 from pydantic import BaseModel, Field
 
-from .. import forget
 from ..records import Scope
 from .app import MAY_HAVE_CHANGED, Holder, MemoryMCPServer, call
 from .convert import counted, tool_result
@@ -88,7 +87,7 @@ def register(server: MemoryMCPServer, holder: Holder) -> None:
         engine = holder.engine
         # Engine.forget also drops the vectors held in memory and wakes the indexer.
         result = call(lambda: engine.forget(scope, record_id), MAY_HAVE_CHANGED)
-        warnings = [] if result.scrubbed else [forget.NOT_SCRUBBED]
+        warnings = result.warnings
         out = ForgetOut(
             deleted_event_ids=list(result.deleted_event_ids),
             deleted_memory_ids=list(result.deleted_memory_ids),

@@ -7,11 +7,11 @@ from typing import Annotated, Literal
 from mcp.types import CallToolResult
 from pydantic import Field
 
-from ..recall import recall
-from ..records import MemoryHit, RawHit, RecallResult, Scope
+from ..engine import recall_shape
+from ..records import RecallResult, Scope
 from .app import Holder, MemoryMCPServer, call
-from .convert import counted, memory_out, tool_result
-from .models import CoverageOut, MemoryOut, PersonaId, ProjectId, RawHitOut, RecallOut
+from .convert import counted, tool_result
+from .models import PersonaId, ProjectId, RecallOut
 
 
 def register(server: MemoryMCPServer, holder: Holder) -> None:
@@ -47,9 +47,9 @@ def register(server: MemoryMCPServer, holder: Holder) -> None:
             Field(
                 description="up to 8 further phrasings of the same need (each <= 4,000 chars), searched like the"
                 " query and fused into one ranking; null = none. Use them for the words the memory itself would"
-                " contain: concrete instances of a category (\"dishes\" -> \"soup\", \"pasta\"), one phrasing"
-                " per person involved, a judgement turned into the behaviour that would show it (\"is Jo"
-                " patient\" -> \"Jo waited calmly\"), dates written out (\"12 January 2024\")"
+                ' contain: concrete instances of a category ("dishes" -> "soup", "pasta"), one phrasing'
+                ' per person involved, a judgement turned into the behaviour that would show it ("is Jo'
+                ' patient" -> "Jo waited calmly"), dates written out ("12 January 2024")'
             ),
         ] = None,
         persona_id: PersonaId = "default",
@@ -66,8 +66,7 @@ def register(server: MemoryMCPServer, holder: Holder) -> None:
         words are often the instances ("I made soup" for "dishes"), the behaviour or each person's name.
         """
         result = call(
-            lambda: recall(
-                holder.engine,
+            lambda: holder.engine.recall(
                 Scope(persona_id, project_id),
                 query,
                 limit=limit,
@@ -84,40 +83,7 @@ def register(server: MemoryMCPServer, holder: Holder) -> None:
 
 
 def recall_out(result: RecallResult) -> RecallOut:
-    return RecallOut(
-        memories=[_memory(hit, result.as_of) for hit in result.memories],
-        raw_fallback=[_raw(hit) for hit in result.raw_fallback],
-        search_mode=result.search_mode,  # type: ignore[arg-type]
-        as_of=result.as_of,
-        coverage=CoverageOut(
-            events_in_scope=result.coverage.events_in_scope,
-            events_pending=result.coverage.events_pending,
-            events_failed=result.coverage.events_failed,
-            events_without_vectors=result.coverage.events_without_vectors,
-            events_after_as_of=result.coverage.events_after_as_of,
-            events_in_flight=result.coverage.events_in_flight,
-        ),
-        warnings=list(result.warnings),
-    )
-
-
-def _memory(hit: MemoryHit, as_of: str) -> MemoryOut:
-    out = memory_out(hit.memory, detail=hit.detail, score=hit.score, as_of=as_of)
-    return out.model_copy(update={"status": hit.status})
-
-
-def _raw(hit: RawHit) -> RawHitOut:
-    event = hit.event
-    return RawHitOut(
-        event_id=event.event_id,
-        role=event.role,
-        source=event.source,
-        session_id=event.session_id,
-        occurred_at=event.occurred_at,
-        excerpt=hit.excerpt,
-        truncated=hit.truncated,
-        score=hit.score,
-    )
+    return RecallOut.model_validate(recall_shape(result))
 
 
 def _summary(result: RecallResult) -> str:

@@ -8,7 +8,6 @@ from typing import Annotated, Literal
 from mcp.types import CallToolResult
 from pydantic import BaseModel, Field
 
-from .. import checkpoints, context
 from ..records import Scope
 from .app import Holder, MemoryMCPServer, call
 from .convert import tool_result
@@ -66,8 +65,8 @@ def register(server: MemoryMCPServer, holder: Holder) -> None:
         newest valid one plus every event recorded after covered_event_id.
         """
         checkpoint = call(
-            lambda: checkpoints.create(
-                holder.engine.db, Scope(persona_id, project_id), state.model_dump(), covered_event_id, session_id
+            lambda: holder.engine.checkpoint(
+                Scope(persona_id, project_id), state.model_dump(), covered_event_id, session_id
             )
         )
         out = CheckpointOut(
@@ -111,8 +110,7 @@ def register(server: MemoryMCPServer, holder: Holder) -> None:
         even the framing and core persona did not fit.
         """
         result = call(
-            lambda: context.resume(
-                holder.engine,
+            lambda: holder.engine.resume(
                 Scope(persona_id, project_id),
                 query=query,
                 token_budget=token_budget,

@@ -8,7 +8,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
 from .. import stats
-from ..recall import DETAILS, MODES, recall
+from ..recall import DETAILS, MODES
 from ..records import Scope
 from . import counts as count
 from .common import (
@@ -222,8 +222,7 @@ def search(request: Request) -> HTMLResponse:
     form = _search_form(request, scope)
     if not query:
         return html(f"Search {scope.persona_id} / {scope.project_id}", form, nav=scope_nav(scope))
-    result = recall(
-        request.app.state.engine,
+    result = request.app.state.engine.recall(
         scope,
         query,
         limit=number(param(request, "limit"), "limit", 20, 1, 100),

@@ -13,8 +13,8 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
-from .. import forget, personas
 from ..db import Database
+from ..engine import Preview
 from ..errors import Forbidden, InvalidArgument, LimitExceeded
 from ..records import Scope
 from .common import csrf_of, event_link, html, memory_link, required, scope_nav, scope_of, scope_params
@@ -127,7 +127,7 @@ def forget_preview(request: Request) -> HTMLResponse:
     record_id = required(request, "id")
     db = request.app.state.engine.db
     with db.read():
-        plan = forget.preview(db, scope, record_id)
+        plan = request.app.state.engine.forget_preview(scope, record_id)
         event_rows = _event_rows(db, scope, plan.event_ids)
         memory_rows = _memory_rows(db, scope, plan.memory_ids)
     confirm = el(
@@ -179,7 +179,7 @@ async def forget_record(request: Request) -> HTMLResponse:
     scope = scope_of(form)
     if not form.get("events"):
         raise InvalidArgument("the form lacks the previewed events: open the forget preview and confirm there")
-    expected = forget.Preview(
+    expected = Preview(
         record_id=form["id"],
         event_ids=tuple(form["events"].split("\n")),
         memory_ids=tuple(i for i in form.get("memories", "").split("\n") if i),
@@ -187,7 +187,7 @@ async def forget_record(request: Request) -> HTMLResponse:
     )
     engine = request.app.state.engine
     result = await run_in_threadpool(engine.forget, scope, form["id"], expected)
-    warnings = [] if result.scrubbed else [forget.NOT_SCRUBBED]
+    warnings = result.warnings
     return _done(
         f"Forgot {form['id']}",
         scope,
@@ -206,8 +206,7 @@ async def set_persona(request: Request) -> HTMLResponse:
     form = await read_form(request, ("persona", "text"), ("project",))
     scope = scope_of(form)
     persona_id = scope.persona_id
-    db = request.app.state.engine.db
-    version, changed = await run_in_threadpool(personas.set_text, db, persona_id, form["text"])
+    version, changed = await run_in_threadpool(request.app.state.engine.set_persona, persona_id, form["text"])
     return _done(
         f"Core persona of {persona_id}: " + ("saved" if changed else "unchanged"),
         scope,

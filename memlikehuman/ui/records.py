@@ -17,13 +17,6 @@ PAGE_CHARS = 10_000
 VERSIONS_SHOWN = 100
 
 
-def status(memory: Memory) -> str:
-    """current, superseded (a newer version closed it) or revoked (corrected)."""
-    if memory.revoked_at:
-        return "revoked"
-    return "superseded" if memory.valid_to else "current"
-
-
 def _of_event(db: Database, sequence: int) -> list[Memory]:
     rows = db.query(memories.MEMORY_SELECT + " WHERE m.event_sequence = ? ORDER BY m.id", (sequence,))
     return [memories.from_row(row) for row in rows]
@@ -72,7 +65,7 @@ def event(request: Request) -> HTMLResponse:
             memory_link(scope, m.memory_id, m.content),
             el("span", m.basis, class_=f"badge basis-{m.basis}"),
             m.kind,
-            status(m),
+            m.status(),
             el(
                 "a",
                 "quote in text",
@@ -192,7 +185,7 @@ def memory(request: Request) -> HTMLResponse:
     facts = _facts(
         [
             ("memory", m.memory_id),
-            ("status", status(m)),
+            ("status", m.status()),
             ("content", m.content),
             ("quote", join(el("q", m.quote), " ", _quote_link(scope, read.event, m))),
             ("kind", m.kind),
@@ -210,7 +203,7 @@ def memory(request: Request) -> HTMLResponse:
     rows = [
         [
             "this" if v.memory_id == m.memory_id else memory_link(scope, v.memory_id, "open"),
-            status(v) + (f" → {v.replaced_by}" if v.replaced_by else ""),
+            v.status() + (f" → {v.replaced_by}" if v.replaced_by else ""),
             v.content,
             f"{v.valid_from[:19]} .. {(v.valid_to or 'now')[:19]}",
             event_link(scope, v.event_id),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
-from .. import checkpoints, context, personas
+from .. import checkpoints, context
 from ..records import Scope
 from .common import csrf_of, event_link, html, number, param, scope_nav, scope_of
 from .html import Safe, el, join, table
@@ -63,8 +63,7 @@ def _resume_form(request: Request, scope: Scope) -> Safe:
 
 
 def _resume_preview(request: Request, scope: Scope) -> Safe:
-    result = context.resume(
-        request.app.state.engine,
+    result = request.app.state.engine.resume(
         scope,
         query=param(request, "q", "") or "",
         token_budget=number(param(request, "budget"), "budget", context.DEFAULT_BUDGET, 1, context.MAX_BUDGET),
@@ -107,8 +106,7 @@ def persona_page(request: Request) -> HTMLResponse:
     # The core persona belongs to the persona; the project only keeps the navigation in its scope.
     scope = scope_of(request.query_params)
     persona_id = scope.persona_id
-    with request.app.state.engine.db.read():
-        history = personas.history(request.app.state.engine.db, persona_id)
+    history = request.app.state.engine.persona_history(persona_id)
     current = history[0] if history else None
     form = el(
         "form",

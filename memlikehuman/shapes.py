@@ -1,0 +1,85 @@
+"""The JSON shape of results, for every edge: plain dicts in the field order of the tools' output.
+
+The MCP server validates these into its protocol models (server/models.py, which publish them as
+output schemas); the CLI prints them as they are (`recall --json`), so both show the same fields.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import gist
+from .records import Memory, MemoryHit, RawHit, RecallResult
+
+
+def memory_shape(
+    memory: Memory, *, detail: str = "full", score: float | None = None, as_of: str | None = None
+) -> dict[str, Any]:
+    """A memory as the tools show it; an overview hides the exact quote."""
+    overview = detail == "overview"
+    return {
+        "memory_id": memory.memory_id,
+        "content": gist.overview(memory) if overview else memory.content,
+        "kind": memory.kind,
+        "basis": memory.basis,
+        "category": memory.category,
+        "detail": detail,
+        "status": memory.status(as_of),
+        "valid_from": memory.valid_from,
+        "valid_to": memory.valid_to,
+        "recorded_at": memory.recorded_at,
+        "score": score,
+        "source": {
+            "event_id": memory.event_id,
+            "role": memory.role,
+            "source": memory.source,
+            "session_id": memory.session_id,
+            "occurred_at": memory.occurred_at,
+            "quote": "" if overview else memory.quote,
+        },
+        "revoked_at": memory.revoked_at,
+        "revoke_reason": memory.revoke_reason,
+        "replaced_by": memory.replaced_by,
+        "superseded_by": memory.superseded_by,
+        "supersedes": memory.supersedes,
+        "known_from": memory.known_from or None,
+        "corrects": memory.corrects,
+    }
+
+
+def _memory_hit(hit: MemoryHit, as_of: str) -> dict[str, Any]:
+    return {**memory_shape(hit.memory, detail=hit.detail, score=hit.score, as_of=as_of), "status": hit.status}
+
+
+def _raw_hit(hit: RawHit) -> dict[str, Any]:
+    event = hit.event
+    return {
+        "event_id": event.event_id,
+        "role": event.role,
+        "source": event.source,
+        "session_id": event.session_id,
+        "occurred_at": event.occurred_at,
+        "excerpt": hit.excerpt,
+        "truncated": hit.truncated,
+        "score": hit.score,
+    }
+
+
+def recall_shape(result: RecallResult) -> dict[str, Any]:
+    """memory_recall's output fields."""
+    c = result.coverage
+    return {
+        "memories": [_memory_hit(hit, result.as_of) for hit in result.memories],
+        "raw_fallback": [_raw_hit(hit) for hit in result.raw_fallback],
+        "search_mode": result.search_mode,
+        "as_of": result.as_of,
+        "coverage": {
+            "events_in_scope": c.events_in_scope,
+            "events_pending": c.events_pending,
+            "events_failed": c.events_failed,
+            "events_without_vectors": c.events_without_vectors,
+            "events_after_as_of": c.events_after_as_of,
+            "events_in_flight": c.events_in_flight,
+        },
+        "warnings": list(result.warnings),
+    }
