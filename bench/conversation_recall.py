@@ -35,11 +35,12 @@ import numpy as np
 
 from bench import report
 from bench import rewriter as rewriter_module
-from memlikehuman import config, phrasings
+from memlikehuman import config
 from memlikehuman.engine import Engine
-from memlikehuman.indexer import count_missing
-from memlikehuman.recall import DEFAULT_TUNING, Tuning, recall
+from memlikehuman.index.indexer import count_missing
 from memlikehuman.records import Scope
+from memlikehuman.retrieval import phrasings
+from memlikehuman.retrieval.recall import DEFAULT_TUNING, Tuning, recall
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO.parent / "shared" / "data" / "locomo10.json"

@@ -20,7 +20,7 @@ import numpy as np
 from bench.conversation_recall import DATA, Scores, ask, ingest, load
 from memlikehuman import config
 from memlikehuman.engine import Engine
-from memlikehuman.recall import DEFAULT_TUNING
+from memlikehuman.retrieval.recall import DEFAULT_TUNING
 
 
 def main() -> None:

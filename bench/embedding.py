@@ -26,7 +26,7 @@ import numpy as np
 
 from bench import report
 from bench.conversation_recall import DATA, load
-from memlikehuman.indexer import CONTEXT_CHARS, event_passage
+from memlikehuman.index.indexer import CONTEXT_CHARS, event_passage
 
 BATCHES = (1, 4, 16, 64)
 THREADS = (1, 2)

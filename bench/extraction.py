@@ -33,9 +33,10 @@ import numpy as np
 from bench import report
 from bench.conversation_recall import DATA, Conversation, Scores, load
 from bench.local_llm import LocalModel, installed
-from memlikehuman import config, extract
+from memlikehuman import config
 from memlikehuman.engine import Engine
-from memlikehuman.recall import recall
+from memlikehuman.lifecycle import extract
+from memlikehuman.retrieval.recall import recall
 
 MODES = ("fast", "semantic")
 BASE = {"MEMLIKEHUMAN_EMBEDDER": "local", "MEMLIKEHUMAN_CONFIG": "/nonexistent", "MEMLIKEHUMAN_EXTRACTION_WAIT": "0"}

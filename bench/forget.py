@@ -25,8 +25,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.report import percentile, table, write_section  # noqa: E402
-from memlikehuman import config, correct, events, forget, fulltext, memories  # noqa: E402
+from memlikehuman import config  # noqa: E402
+from memlikehuman.archive import events, fulltext, memories  # noqa: E402
 from memlikehuman.engine import Engine  # noqa: E402
+from memlikehuman.lifecycle import correct, forget  # noqa: E402
 from memlikehuman.records import Candidate, Scope  # noqa: E402
 
 ENV = {"MEMLIKEHUMAN_EXTRACTOR": "none", "MEMLIKEHUMAN_EMBEDDER": "none", "MEMLIKEHUMAN_CONFIG": "/nonexistent"}

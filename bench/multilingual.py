@@ -24,10 +24,11 @@ import apsw
 from bench import report
 from bench.conversation_recall import DATA, load
 from bench.multilingual_set import CASES, LANGUAGES, Case
-from memlikehuman import config, events, ngrams
+from memlikehuman import config
+from memlikehuman.archive import events, ngrams
 from memlikehuman.engine import Engine
-from memlikehuman.recall import Tuning, recall
 from memlikehuman.records import Scope
+from memlikehuman.retrieval.recall import Tuning, recall
 
 SCOPE = Scope("bench", "multilingual")
 K = 5

@@ -23,11 +23,14 @@ from typing import Any
 import numpy as np
 
 from bench import report
-from memlikehuman import clock, config, events, search, vectors
+from memlikehuman import clock, config
+from memlikehuman.archive import events
 from memlikehuman.engine import Engine
-from memlikehuman.recall import DEFAULT_TUNING, recall
+from memlikehuman.index import vectors
 from memlikehuman.records import Scope
-from memlikehuman.search import STOPWORDS, Filters
+from memlikehuman.retrieval import search
+from memlikehuman.retrieval.recall import DEFAULT_TUNING, recall
+from memlikehuman.retrieval.search import STOPWORDS, Filters
 
 SCOPES = [Scope("bench", f"project-{i}") for i in range(4)]
 MAIN = SCOPES[0]  # 70% of the events: the scope queried

@@ -16,9 +16,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.report import percentile, table, write_section  # noqa: E402
-from memlikehuman import checkpoints, config, context, events, personas, tokens  # noqa: E402
+from memlikehuman import config  # noqa: E402
+from memlikehuman.archive import checkpoints, events, personas  # noqa: E402
 from memlikehuman.engine import Engine  # noqa: E402
 from memlikehuman.records import Scope  # noqa: E402
+from memlikehuman.sessions import context, tokens  # noqa: E402
 
 ENV = {"MEMLIKEHUMAN_EXTRACTOR": "none", "MEMLIKEHUMAN_EMBEDDER": "none", "MEMLIKEHUMAN_CONFIG": "/nonexistent"}
 WORDS = "the a to and of I you my we it is was that for on in with at this about really think going like".split()
@@ -64,7 +66,7 @@ def latest_events(engine: Engine, n: int) -> list[dict[str, object]]:
 
 
 def recall_alone(engine: Engine, query: str) -> object:
-    from memlikehuman.recall import recall
+    from memlikehuman.retrieval.recall import recall
 
     return recall(engine, SCOPE, query, limit=context.RECALL_LIMIT)
 

@@ -31,8 +31,10 @@ import numpy as np
 from bench import report
 from bench.recall_latency import MAIN, Words, build, measure, write_random_vector
 from bench.record import stdlib_baseline
-from memlikehuman import checkpoints, config, context
+from memlikehuman import config
+from memlikehuman.archive import checkpoints
 from memlikehuman.engine import Engine
+from memlikehuman.sessions import context
 
 RECORDED = 2_000  # events recorded through Engine.record twice (with and without embedding alongside)
 QUERIES = 100

@@ -25,10 +25,11 @@ from typing import Any
 
 from bench import report
 from bench.recall_latency import MAIN, build
-from memlikehuman import checkpoints, config, events, memories, personas
+from memlikehuman import config
+from memlikehuman.archive import checkpoints, events, memories, personas
 from memlikehuman.engine import Engine
-from memlikehuman.recall import recall
 from memlikehuman.records import Candidate
+from memlikehuman.retrieval.recall import recall
 
 RUNS = 30
 TARGET_MS = 100

@@ -55,9 +55,9 @@ def build(path: Path, n: int) -> None:
 
 
 def child(path: Path, queries: int) -> dict[str, float]:
-    from memlikehuman.db import Database
+    from memlikehuman.archive.db import Database
+    from memlikehuman.index.vectors import VectorCache
     from memlikehuman.records import Scope
-    from memlikehuman.vectors import VectorCache
 
     db = Database(path)
     cache = VectorCache()

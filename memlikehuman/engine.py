@@ -20,33 +20,35 @@ from datetime import timedelta
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from . import checkpoints, claims, clock, events, extract, fulltext, memories, personas, validate
-from . import correct as correcting
-from . import forget as forgetting
-from . import indexer as indexing
+from . import clock, validate
+from .archive import checkpoints, claims, events, fulltext, memories, personas
+from .archive.db import Database
+from .archive.migrations import migrate
+from .archive.personas import PersonaVersion
 from .config import Settings
-from .correct import CorrectionResult
-from .db import Database
 from .errors import InvalidArgument
-from .extract import Outcome
-from .forget import ForgetResult, Preview
-from .migrations import migrate
-from .personas import PersonaVersion
+from .index import indexer as indexing
+from .index.vectors import VectorCache
+from .lifecycle import correct as correcting
+from .lifecycle import extract
+from .lifecycle import forget as forgetting
+from .lifecycle.correct import CorrectionResult
+from .lifecycle.extract import Outcome
+from .lifecycle.forget import ForgetResult, Preview
+from .lifecycle.worker import Worker
 from .providers.base import Embedder, Extractor
 from .providers.embedders import build_embedder
 from .records import Memory, ReadResult, RecallResult, RecordResult, Scope
 from .shapes import memory_shape, recall_shape
-from .vectors import VectorCache
-from .worker import Worker
 
 if TYPE_CHECKING:
-    from . import stats as archive_stats
-    from .context import ResumeResult
-    from .doctor import Check
-    from .fulltext import Progress, RebuildResult
-    from .history_store import Message, Report
-    from .portability import ImportReport
-    from .recall import Upkeep
+    from .admin import stats as archive_stats
+    from .admin.doctor import Check
+    from .admin.history_store import Message, Report
+    from .admin.portability import ImportReport
+    from .archive.fulltext import Progress, RebuildResult
+    from .retrieval.recall import Upkeep
+    from .sessions.context import ResumeResult
 
 __all__ = [
     "CorrectionResult",
@@ -282,7 +284,7 @@ class Engine:
         alternatives: Sequence[str] | None = None,
     ) -> RecallResult:
         """memory_recall (recall.recall); then drops stale cached vectors and wakes the indexer if needed."""
-        from .recall import recall
+        from .retrieval.recall import recall
 
         return recall(
             self,
@@ -330,7 +332,7 @@ class Engine:
         session_id: str | None = None,
     ) -> ResumeResult:
         """session_resume: the budgeted context string (context.resume)."""
-        from .context import resume
+        from .sessions.context import resume
 
         return resume(
             self,
@@ -365,7 +367,7 @@ class Engine:
 
     def stats(self, persona_id: str | None = None, project_id: str | None = None) -> archive_stats.ArchiveStats:
         """Counts per scope (stats.collect) with the configured embedder's vector count."""
-        from . import stats as archive_stats
+        from .admin import stats as archive_stats
 
         embedder = self.embedder
         return archive_stats.collect(
@@ -374,13 +376,13 @@ class Engine:
 
     def count_records(self, persona_id: str | None, project_id: str | None) -> dict[str, int]:
         """How many records of each type an export of this filter would write."""
-        from . import portability
+        from .admin import portability
 
         return portability.count_records(self.db, persona_id, project_id)
 
     def export_lines(self, persona_id: str | None, project_id: str | None) -> Iterator[str]:
         """The export, one JSON line at a time (portability.export_lines)."""
-        from . import portability
+        from .admin import portability
 
         return portability.export_lines(self.db, persona_id, project_id)
 
@@ -388,7 +390,7 @@ class Engine:
         self, stream: IO[bytes], *, dry_run: bool = False, progress: Callable[[int], None] | None = None
     ) -> ImportReport:
         """Import an export file in one transaction (portability.import_lines); then embed what came in."""
-        from . import portability
+        from .admin import portability
 
         report = portability.import_lines(self.db, stream, dry_run=dry_run, progress=progress)
         self.indexer.notify()
@@ -405,19 +407,19 @@ class Engine:
         progress: Callable[[int], None] | None = None,
     ) -> Report:
         """Store messages read from a host's history in one transaction (history_store.store)."""
-        from . import history_store
+        from .admin import history_store
 
         return history_store.store(self.db, messages, report, persona, project, dry_run=dry_run, progress=progress)
 
     def reindex_fulltext(self, *, missing_only: bool, progress: Progress | None = None) -> RebuildResult:
         """Write the full-text rows again (reindex.rebuild_fulltext)."""
-        from . import reindex
+        from .index import reindex
 
         return reindex.rebuild_fulltext(self.db, missing_only=missing_only, progress=progress)
 
     def reindex_vectors(self, *, missing_only: bool, progress: Progress | None = None) -> int:
         """Embed again every item (or those lacking a vector of the configured model); return how many."""
-        from . import reindex
+        from .index import reindex
 
         return reindex.rebuild_vectors(self.indexer, missing_only=missing_only, progress=progress)
 
@@ -460,6 +462,6 @@ def open_archive(settings: Settings) -> int:
 
 def diagnose(db: Path | str | None = None, env: Mapping[str, str] | None = None) -> list[Check]:
     """The doctor's checks (doctor.diagnose): nothing is written and no archive is created."""
-    from .doctor import diagnose as checks
+    from .admin.doctor import diagnose as checks
 
     return checks(db, env)

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import gist
 from .records import Memory, MemoryHit, RawHit, RecallResult
+from .retrieval import gist
 
 
 def memory_shape(

@@ -11,9 +11,10 @@ from typing import Any
 from click.testing import CliRunner, Result
 from conftest import BASE_ENV, make_settings
 
-from memlikehuman import checkpoints, correct, events, forget, memories, personas
+from memlikehuman.archive import checkpoints, events, memories, personas
 from memlikehuman.cli import main
 from memlikehuman.engine import Engine
+from memlikehuman.lifecycle import correct, forget
 from memlikehuman.records import Candidate, Scope
 
 UNICODE_TEXTS = (

@@ -13,8 +13,9 @@ import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp import Client, StdioServerParameters
 
-from memlikehuman import config, events, memories
-from memlikehuman.db import Database
+from memlikehuman import config
+from memlikehuman.archive import events, memories
+from memlikehuman.archive.db import Database
 from memlikehuman.engine import Engine
 from memlikehuman.records import Candidate, Scope
 from memlikehuman.server import build_server

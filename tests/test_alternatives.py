@@ -10,10 +10,10 @@ from cli_support import cli, json_out
 from conftest import connected, make_settings, stdio_params
 from openai_stub import ScriptedOpenAI
 
-from memlikehuman import phrasings
 from memlikehuman.engine import Engine
-from memlikehuman.recall import DEFAULT_TUNING, recall
 from memlikehuman.records import Scope
+from memlikehuman.retrieval import phrasings
+from memlikehuman.retrieval.recall import DEFAULT_TUNING, recall
 
 HOME = Scope("ana", "home")
 QUERY = "what dishes did she cook for her friends"

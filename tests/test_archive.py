@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from memlikehuman import config
-from memlikehuman.db import Database
+from memlikehuman.archive.db import Database
+from memlikehuman.archive.migrations import MIGRATIONS, migrate, schema_version
 from memlikehuman.engine import Engine
 from memlikehuman.errors import InvalidArgument
-from memlikehuman.migrations import MIGRATIONS, migrate, schema_version
 
 PACKAGE = Path(__file__).resolve().parent.parent / "memlikehuman"
 

@@ -18,7 +18,8 @@ import pytest
 from conftest import SyncClient, connected, make_settings, stdio_params
 from openai_stub import Reply, ScriptedOpenAI, chat_reply, extraction_reply, memory_item
 
-from memlikehuman import claims, stats
+from memlikehuman.admin import stats
+from memlikehuman.archive import claims
 from memlikehuman.engine import Engine
 from memlikehuman.records import Scope
 

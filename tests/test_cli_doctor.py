@@ -10,8 +10,8 @@ import apsw
 from cli_support import cli, closed_port, populate
 from openai_stub import ScriptedOpenAI
 
-from memlikehuman import fulltext
-from memlikehuman.db import Database
+from memlikehuman.archive import fulltext
+from memlikehuman.archive.db import Database
 
 
 def run(db: Path, **env: str) -> tuple[int, dict[str, dict[str, str]]]:

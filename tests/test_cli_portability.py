@@ -10,7 +10,7 @@ import pytest
 from cli_support import LARGE_TEXT, UNICODE_TEXTS, body, cli, export_text, json_out, populate
 from conftest import make_settings
 
-from memlikehuman import events
+from memlikehuman.archive import events
 from memlikehuman.engine import Engine
 from memlikehuman.records import Scope
 

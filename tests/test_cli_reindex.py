@@ -10,8 +10,9 @@ from cli_support import cli, closed_port, json_out, populate
 from conftest import make_settings
 from openai_stub import ScriptedOpenAI
 
-from memlikehuman import fulltext, reindex
+from memlikehuman.archive import fulltext
 from memlikehuman.engine import Engine
+from memlikehuman.index import reindex
 from memlikehuman.records import Scope
 
 Terms = dict[str, list[tuple[object, ...]]]

@@ -8,7 +8,7 @@ from cli_support import cli, json_out, populate
 from conftest import make_settings
 from openai_stub import ScriptedOpenAI
 
-from memlikehuman import events
+from memlikehuman.archive import events
 from memlikehuman.engine import Engine
 from memlikehuman.records import Scope
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import add_memory
 
-from memlikehuman.db import Database
+from memlikehuman.archive.db import Database
 from memlikehuman.records import Scope
 
 DEFAULT = Scope()

@@ -6,7 +6,15 @@ from datetime import date
 
 import pytest
 
-from memlikehuman.dates import DateWindow, date_windows, easter, in_windows, nth_weekday, relative_spans, spans_meet
+from memlikehuman.retrieval.dates import (
+    DateWindow,
+    date_windows,
+    easter,
+    in_windows,
+    nth_weekday,
+    relative_spans,
+    spans_meet,
+)
 
 
 def only(query: str) -> DateWindow:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from memlikehuman import forget
 from memlikehuman.engine import Engine
-from memlikehuman.recall import recall
+from memlikehuman.lifecycle import forget
 from memlikehuman.records import Scope
+from memlikehuman.retrieval.recall import recall
 
 HOME = Scope("ana", "home")
 

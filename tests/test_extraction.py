@@ -16,9 +16,10 @@ import pytest
 from conftest import SyncClient, connected, make_settings, stdio_params
 from openai_stub import Reply, ScriptedOpenAI, chat_reply, closed_port_url, extraction_reply, memory_item
 
-from memlikehuman import extract, memories
+from memlikehuman.archive import memories
 from memlikehuman.config import Settings
 from memlikehuman.engine import Engine
+from memlikehuman.lifecycle import extract
 from memlikehuman.records import Scope
 from memlikehuman.server import build_server
 

@@ -10,7 +10,7 @@ from conftest import make_settings
 from openai_stub import Reply, ScriptedOpenAI, chat_reply, extraction_reply, memory_item
 
 from memlikehuman.engine import Engine
-from memlikehuman.extract import SCHEMA
+from memlikehuman.lifecycle.extract import SCHEMA
 from memlikehuman.records import Scope
 
 REJECT_FORMAT = Reply(status=400, body={"error": {"message": "response_format json_schema is not supported"}})

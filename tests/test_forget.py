@@ -14,9 +14,9 @@ import pytest
 from conftest import add_memory
 from reliability.support import STRUCTURE
 
-from memlikehuman import forget
-from memlikehuman.db import Database
+from memlikehuman.archive.db import Database
 from memlikehuman.engine import Engine
+from memlikehuman.lifecycle import forget
 from memlikehuman.records import Scope
 
 OTHER = Scope("default", "other-project")
@@ -334,7 +334,7 @@ class Readers:
 
 
 def test_concurrent_readers_never_see_half_forgotten_records(settings, db_path):
-    from memlikehuman import recall
+    from memlikehuman.retrieval import recall
 
     count = 30
     with Engine(settings) as engine, Engine(settings) as other:

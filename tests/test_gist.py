@@ -1,6 +1,6 @@
 """Derived overviews: the gist of a memory without its exact details."""
 
-from memlikehuman import gist
+from memlikehuman.retrieval import gist
 
 
 def test_numbers_dates_and_later_names_are_masked():

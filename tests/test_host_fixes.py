@@ -14,9 +14,10 @@ from typing import Any
 from conftest import BASE_ENV, SyncClient, connected, stdio_params
 from openai_stub import ScriptedOpenAI, extraction_reply, memory_item
 
-from memlikehuman import __version__, tokens
-from memlikehuman.gist import overview
+from memlikehuman import __version__
 from memlikehuman.records import Memory
+from memlikehuman.retrieval.gist import overview
+from memlikehuman.sessions import tokens
 
 
 def record(client: SyncClient, event_id: str, text: str, **fields: Any) -> dict[str, Any]:
@@ -350,8 +351,8 @@ def test_recall_and_resume_show_the_same_overview_of_a_memory(db_path: Path):
         content="Ana ran the Berlin marathon on 3 May in 3:41.", quote="q", kind="event", basis="stated",
         category="conversation", subject=None, gist=None, valid_from="2020-01-01", valid_to=None, recorded_at="x",
     )  # fmt: skip
-    from memlikehuman.context import memory_record as resume_line
     from memlikehuman.records import MemoryHit
+    from memlikehuman.sessions.context import memory_record as resume_line
 
     assert resume_line(MemoryHit(memory, 1.0, "overview", "current"))["content"] == overview(memory)
 

@@ -10,12 +10,12 @@ import pytest
 from conftest import connected, make_settings, stdio_params
 
 from bench.multilingual_set import CASES
-from memlikehuman import ngrams
-from memlikehuman.db import Database
+from memlikehuman.archive import ngrams
+from memlikehuman.archive.db import Database
+from memlikehuman.archive.migrations import MIGRATIONS
 from memlikehuman.engine import Engine
-from memlikehuman.migrations import MIGRATIONS
-from memlikehuman.recall import Tuning, recall
 from memlikehuman.records import Scope
+from memlikehuman.retrieval.recall import Tuning, recall
 
 HOME = Scope()
 

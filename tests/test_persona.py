@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from conftest import BASE_ENV, connected, make_settings, stdio_params
 from mcp.shared.exceptions import MCPError
 
-from memlikehuman import memories, personas
+from memlikehuman.archive import memories, personas
 from memlikehuman.cli import main
 from memlikehuman.engine import Engine
 from memlikehuman.records import Candidate, Scope

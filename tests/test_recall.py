@@ -7,11 +7,14 @@ from typing import Any
 import pytest
 from conftest import SyncClient
 
-from memlikehuman import clock, correct, events, memories, search
+from memlikehuman import clock
+from memlikehuman.archive import events, memories
 from memlikehuman.engine import Engine
 from memlikehuman.errors import InvalidArgument, LimitExceeded
-from memlikehuman.recall import excerpt, recall
+from memlikehuman.lifecycle import correct
 from memlikehuman.records import Candidate, Scope
+from memlikehuman.retrieval import search
+from memlikehuman.retrieval.recall import excerpt, recall
 
 HOME = Scope("ana", "home")
 WORK = Scope("ana", "work")

@@ -13,10 +13,11 @@ import pytest
 from conftest import make_settings, open_client, stdio_params
 from openai_stub import Reply, ScriptedOpenAI, closed_port_url, embeddings_reply
 
-from memlikehuman import forget, indexer
 from memlikehuman.engine import Engine
-from memlikehuman.recall import recall
+from memlikehuman.index import indexer
+from memlikehuman.lifecycle import forget
 from memlikehuman.records import Scope
+from memlikehuman.retrieval.recall import recall
 
 HOME = Scope("ana", "home")
 WORK = Scope("ana", "work")
@@ -160,7 +161,7 @@ def test_recording_never_waits_for_the_embedder_and_vectors_follow_in_the_backgr
 
 
 def test_memories_get_vectors_in_the_background_too(tmp_path: Path) -> None:
-    from memlikehuman import events, memories
+    from memlikehuman.archive import events, memories
     from memlikehuman.records import Candidate
 
     with ScriptedOpenAI() as api, Engine(openai_settings(tmp_path / "a.db", api.base_url, "m")) as engine:
@@ -241,7 +242,7 @@ def brute_force_coverage(engine: Engine, scope: Scope, model: str) -> tuple[int,
 def test_coverage_counts_stay_exact_through_recording_forgetting_state_changes_and_model_changes(
     tmp_path: Path,
 ) -> None:
-    from memlikehuman import events
+    from memlikehuman.archive import events
 
     db = tmp_path / "a.db"
     with ScriptedOpenAI() as api:

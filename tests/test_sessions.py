@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memlikehuman.db import Database
+from memlikehuman.archive.db import Database
 
 STATE = {"goal": "Ship the quarterly report", "completed": ["draft"], "pending": ["review"], "next_step": "mail Bo"}
 

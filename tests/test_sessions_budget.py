@@ -11,9 +11,10 @@ from conftest import make_settings
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memlikehuman import checkpoints, context, personas, tokens
+from memlikehuman.archive import checkpoints, personas
 from memlikehuman.engine import Engine
 from memlikehuman.records import Scope
+from memlikehuman.sessions import context, tokens
 
 SCOPE = Scope("ada", "report")
 PERSONA = "You are Ada, a meticulous research assistant. Cite sources; never guess dates."

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memlikehuman import tokens
 from memlikehuman.errors import InvalidArgument
+from memlikehuman.sessions import tokens
 
 tokenizers = pytest.importorskip("tokenizers")
 
@@ -255,9 +255,9 @@ def test_a_malformed_target_model_is_invalid(model):
 def test_session_resume_counts_with_the_configured_tokenizer_json(tmp_path):
     from conftest import make_settings
 
-    from memlikehuman import context
     from memlikehuman.engine import Engine
     from memlikehuman.records import Scope
+    from memlikehuman.sessions import context
 
     path = _byte_level_bpe(tmp_path, list(SAMPLES.values()), 300)
     settings = make_settings(tmp_path / "memory.sqlite3", MEMLIKEHUMAN_TOKENIZER_JSON=str(path))

@@ -19,7 +19,7 @@ import pytest
 from conftest import add_memory, make_settings
 from ui_support import running_ui
 
-from memlikehuman import personas
+from memlikehuman.archive import personas
 from memlikehuman.engine import Engine
 from memlikehuman.records import Scope
 

@@ -12,9 +12,10 @@ from cli_support import Populated, populate
 from conftest import add_memory, make_settings
 from ui_support import UI, running_ui, snapshot
 
-from memlikehuman import correct, forget, memories, personas
-from memlikehuman.db import Database
+from memlikehuman.archive import memories, personas
+from memlikehuman.archive.db import Database
 from memlikehuman.engine import Engine
+from memlikehuman.lifecycle import correct, forget
 from memlikehuman.records import Scope
 
 ALICE = Scope("alice", "garden")

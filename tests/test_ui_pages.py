@@ -12,10 +12,12 @@ from cli_support import Populated, populate
 from conftest import add_memory, make_settings
 from ui_support import UI, running_ui
 
-from memlikehuman import context, memories, stats
-from memlikehuman.db import Database
+from memlikehuman.admin import stats
+from memlikehuman.archive import memories
+from memlikehuman.archive.db import Database
 from memlikehuman.engine import Engine
 from memlikehuman.records import Scope
+from memlikehuman.sessions import context
 
 LONG = Scope("carol", "long")
 FILLER = "Plain filler words for a very long note. " * 1500  # 63,000 characters

@@ -12,7 +12,7 @@ import pytest
 from conftest import add_memory, make_settings
 from ui_support import UI, running_ui, snapshot
 
-from memlikehuman import personas
+from memlikehuman.archive import personas
 from memlikehuman.engine import Engine
 from memlikehuman.records import Scope
 

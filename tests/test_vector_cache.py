@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from conftest import make_settings
 
-from memlikehuman import vectors
 from memlikehuman.engine import Engine
+from memlikehuman.index import vectors
 from memlikehuman.records import Scope
 
 HOME = Scope("ana", "home")

@@ -15,7 +15,7 @@ from urllib.parse import urlencode, urlsplit
 
 from conftest import BASE_ENV
 
-from memlikehuman.db import Database
+from memlikehuman.archive.db import Database
 
 URL_RE = re.compile(r"http://127\.0\.0\.1:(\d+)/\?token=([A-Za-z0-9_\-]+)")
 

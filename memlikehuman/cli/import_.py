@@ -11,7 +11,7 @@ from typing import BinaryIO
 
 import click
 
-from .. import portability
+from ..admin import portability
 from ..engine import Engine
 from ..errors import InvalidArgument, MemLikeHumanError
 from . import history_import as history_cli

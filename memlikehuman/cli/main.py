@@ -15,7 +15,7 @@ import apsw
 import click
 
 from .. import config
-from ..db import unreadable
+from ..archive.db import unreadable
 from ..errors import MemLikeHumanError, NotFound, Unavailable
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from .. import clock
+from ..admin.history_store import Message, Report
 from ..errors import InvalidArgument, MemLikeHumanError
-from ..history_store import Message, Report
 from . import markers
 from . import transcript as transcripts
 from .hook import event_id as hook_event_id

@@ -7,9 +7,9 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
-from .. import stats
-from ..recall import DETAILS, MODES
+from ..admin import stats
 from ..records import Scope
+from ..retrieval.recall import DETAILS, MODES
 from . import counts as count
 from .common import (
     event_link,

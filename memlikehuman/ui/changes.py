@@ -13,7 +13,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
-from ..db import Database
+from ..archive.db import Database
 from ..engine import Preview
 from ..errors import Forbidden, InvalidArgument, LimitExceeded
 from ..records import Scope

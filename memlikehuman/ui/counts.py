@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..db import Database
+from ..admin.stats import ScopeStats
+from ..archive.db import Database
 from ..records import Scope
-from ..stats import ScopeStats
 
 _MEMORIES = """
 SELECT persona_id, project_id, count(*) - count(revoked_at) - count(CASE WHEN revoked_at IS NULL THEN valid_to END)

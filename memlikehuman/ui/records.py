@@ -5,8 +5,8 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
-from .. import memories
-from ..db import Database
+from ..archive import memories
+from ..archive.db import Database
 from ..errors import InvalidArgument
 from ..records import Event, Memory, Scope
 from . import highlight

@@ -5,8 +5,9 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
-from .. import checkpoints, context
+from ..archive import checkpoints
 from ..records import Scope
+from ..sessions import context
 from .common import csrf_of, event_link, html, number, param, scope_nav, scope_of
 from .html import Safe, el, join, table
 

@@ -16,9 +16,11 @@ from typing import Any
 
 import apsw
 
-from memlikehuman import checkpoints, config, correct, forget
+from memlikehuman import config
+from memlikehuman.archive import checkpoints
 from memlikehuman.engine import Engine
 from memlikehuman.errors import MemLikeHumanError
+from memlikehuman.lifecycle import correct, forget
 from memlikehuman.records import Scope
 
 TICK = 25  # SQLite virtual-machine instructions between two progress-handler calls

@@ -19,7 +19,7 @@ import apsw
 from conftest import BASE_ENV
 from openai_stub import Reply, extraction_reply, memory_item
 
-from memlikehuman.forget import FORGOTTEN_CORRECTION
+from memlikehuman.lifecycle.forget import FORGOTTEN_CORRECTION
 
 # -- figures ---------------------------------------------------------------------------------------
 

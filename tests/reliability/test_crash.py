@@ -28,8 +28,8 @@ from conftest import BASE_ENV
 from openai_stub import ScriptedOpenAI
 
 from memlikehuman import config
+from memlikehuman.archive.migrations import MIGRATIONS
 from memlikehuman.engine import Engine
-from memlikehuman.migrations import MIGRATIONS
 from memlikehuman.records import Scope
 
 from . import crash_worker
@@ -254,7 +254,7 @@ class Victim:
 def fork_context() -> Any:
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(
-        ["memlikehuman.engine", "memlikehuman.providers.openai_chat", "memlikehuman.forget", "openai"]
+        ["memlikehuman.engine", "memlikehuman.providers.openai_chat", "memlikehuman.lifecycle.forget", "openai"]
     )
     return ctx
 

@@ -1,0 +1,1 @@
+"""Operator functions: stats, doctor, export/import, history import."""

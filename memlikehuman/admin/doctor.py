@@ -1,0 +1,250 @@
+"""Health checks for `memlikehuman doctor`: configuration, archive, indexes and providers.
+
+Each check reports ``ok``, ``warn`` (works, but something deserves attention) or ``fail`` (a
+problem to fix), with a sentence saying what was found and what to do. The checks change nothing: the
+archive is not created or migrated (the FTS5 integrity check needs an empty write transaction, so an
+archive locked by another process's long write, such as an import, waits up to 30 s and then fails
+the archive check), and providers get one cheap request each, bounded by the
+configured timeout (``GET /models`` for OpenAI-compatible APIs, one short text for the local embedder).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import apsw
+
+from .. import config
+from ..archive import fulltext
+from ..archive.db import Database
+from ..archive.migrations import MIGRATIONS, schema_version
+from ..errors import MemLikeHumanError
+from ..providers.embedders import build_embedder
+from . import stats
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    status: str  # ok | warn | fail
+    detail: str
+
+
+def diagnose(db: Path | str | None = None, env: Mapping[str, str] | None = None) -> list[Check]:
+    """Run every check; a configuration that cannot be loaded is itself the (only) failed check."""
+    try:
+        settings = config.load(db, env)
+    except MemLikeHumanError as exc:
+        return [Check("configuration", "fail", exc.message)]
+    checks = [_configuration(settings)]
+    checks += _archive(settings)
+    checks.append(_extractor(settings))
+    checks.append(_embedder(settings))
+    checks += _hosts(settings)
+    return checks
+
+
+def _hosts(settings: config.Settings) -> list[Check]:
+    """One check per wired host (`memlikehuman install`): where it is wired and when its hooks last ran."""
+    from ..hosts.status import wired
+
+    checks = []
+    for host in wired(settings.db_path, Path.cwd()):
+        where = ", ".join(str(p) for p in host.files)
+        runs = "; ".join(f"{event} {stamp}" for event, stamp in sorted(host.last_runs.items()))
+        if not host.hooks:
+            detail, status = f"MCP server entry in {where} (this host has no hooks wired)", "ok"
+        elif runs:
+            detail, status = f"wired in {where}; hooks last ran: {runs}", "ok"
+        else:
+            detail, status = f"wired in {where}; its hooks have not run yet (start a session in the host)", "ok"
+        if host.last_failure:
+            detail, status = f"{detail}; last hook failure: {host.last_failure}", "warn"
+        checks.append(Check(f"host {host.host}", status, detail))
+    return checks
+
+
+def _configuration(settings: config.Settings) -> Check:
+    summary = (
+        f"archive {settings.db_path}; extractor {settings.extractor}; embedder {settings.embedder};"
+        f" timeout {settings.timeout:g} s"
+    )
+    if settings.tokenizer_json is not None and not settings.tokenizer_json.is_file():
+        return Check("configuration", "fail", f"MEMLIKEHUMAN_TOKENIZER_JSON={settings.tokenizer_json} does not exist")
+    return Check("configuration", "ok", summary)
+
+
+def _archive(settings: config.Settings) -> list[Check]:
+    if not settings.db_path.exists():
+        return [Check("archive", "warn", f"no archive at {settings.db_path} yet: it is created on first use")]
+    try:
+        db = Database(settings.db_path)
+    except MemLikeHumanError as exc:
+        return [Check("archive", "fail", exc.message)]
+    try:
+        schema = _schema(db)
+        checks = [schema, _integrity(db)]
+        if schema.status == "ok":
+            checks.append(_fulltext(db))
+            checks.append(_vectors(db, settings))
+        return checks
+    except apsw.Error as exc:
+        return [Check("archive", "fail", f"cannot read {settings.db_path} ({exc}): restore it from a backup")]
+    except MemLikeHumanError as exc:  # locked by another process's long write, such as an import
+        return [Check("archive", "fail", exc.message)]
+    finally:
+        db.close()
+
+
+def _schema(db: Database) -> Check:
+    version, latest = schema_version(db), len(MIGRATIONS)
+    if version == latest:
+        return Check("schema", "ok", f"version {version} (the latest)")
+    if version < latest:
+        return Check(
+            "schema",
+            "warn",
+            f"version {version} of {latest}: the missing migrations are applied when `serve` or another command"
+            " opens the archive",
+        )
+    return Check("schema", "fail", f"version {version}, newer than this memlikehuman ({latest}): upgrade memlikehuman")
+
+
+def _integrity(db: Database) -> Check:
+    rows = [str(next(iter(row.values()))) for row in db.query("PRAGMA integrity_check")]
+    if rows == ["ok"]:
+        return Check("integrity", "ok", "SQLite integrity_check found no problem")
+    shown = "; ".join(rows[:3]) + (f" (and {len(rows) - 3} more)" if len(rows) > 3 else "")
+    return Check(
+        "integrity",
+        "fail",
+        f"SQLite integrity_check: {shown}: restore from a backup, or `export` and `import` into a new archive",
+    )
+
+
+def _fulltext(db: Database) -> Check:
+    problems = []
+    for table in fulltext.ALL_TABLES:
+        try:
+            # FTS5 takes its integrity-check as an INSERT command, so it needs a write transaction; the
+            # command changes nothing and the transaction commits empty.
+            with db.write() as conn:
+                conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)")
+        except apsw.Error as exc:
+            problems.append(f"{table} is damaged ({exc})")
+    if problems:
+        return Check("full-text index", "fail", "; ".join(problems) + ": rebuild it with `memlikehuman reindex`")
+    events, memories = fulltext.count_missing(db)
+    orphans = fulltext.orphans(db)
+    if events or memories or orphans:
+        return Check(
+            "full-text index",
+            "fail",
+            f"{events} events and {memories} memories have no full-text row, {orphans} rows belong to nothing:"
+            " run `memlikehuman reindex --missing` (or `reindex` to rebuild it all)",
+        )
+    return Check("full-text index", "ok", "consistent with the events and memories")
+
+
+def _vectors(db: Database, settings: config.Settings) -> Check:
+    if settings.embedder == "none":
+        return Check("vectors", "ok", "no embedder configured: recall uses full-text search only")
+    try:
+        embedder = build_embedder(settings)
+    except MemLikeHumanError as exc:
+        return Check("vectors", "fail", exc.message)
+    model = embedder.model_id if embedder else None
+    missing = stats.collect(db, vector_model=model).totals().vectors_missing or 0
+    if missing:
+        return Check(
+            "vectors",
+            "warn",
+            f"{missing} events and memories have no {model} vector yet: a running server adds them;"
+            " `memlikehuman reindex --missing` does it now",
+        )
+    return Check("vectors", "ok", f"every event and memory has a {model} vector")
+
+
+def _extractor(settings: config.Settings) -> Check:
+    if settings.extractor == "none":
+        return Check(
+            "extractor", "ok", "none configured: events stay pending (MEMLIKEHUMAN_EXTRACTOR=openai enables it)"
+        )
+    return probe_openai(
+        "extractor",
+        settings.extractor_base_url,
+        settings.extractor_api_key,
+        settings.extractor_model,
+        settings.timeout,
+        "MEMLIKEHUMAN_EXTRACTOR",
+    )
+
+
+def _embedder(settings: config.Settings) -> Check:
+    if settings.embedder == "none":
+        return Check("embedder", "ok", "none configured: recall uses full-text search only")
+    if settings.embedder == "openai":
+        return probe_openai(
+            "embedder",
+            settings.embedder_base_url,
+            settings.embedder_api_key,
+            settings.embedder_model,
+            settings.timeout,
+            "MEMLIKEHUMAN_EMBEDDER",
+        )
+    started = time.monotonic()
+    try:
+        embedder = build_embedder(settings)
+        assert embedder is not None
+        dim = embedder.embed(["memlikehuman doctor"], "query").shape[1]
+    except MemLikeHumanError as exc:
+        return Check("embedder", "fail", exc.message)
+    return Check(
+        "embedder", "ok", f"{embedder.model_id} loaded and embedded a text ({dim} dimensions) in {_since(started)}"
+    )
+
+
+def probe_openai(
+    name: str, base_url: str | None, api_key: str | None, model: str | None, timeout: float, var: str
+) -> Check:
+    """One ``GET /models`` to an OpenAI-compatible API, within ``timeout`` seconds and without retries."""
+    import openai  # slow to import; only needed when a provider is configured
+
+    from ..providers.openai_chat import OPENAI_BASE_URL
+
+    if base_url is None and api_key is None:
+        return Check(
+            name, "fail", f"the OpenAI API needs a key: set {var}_API_KEY (or {var}_BASE_URL for a local server)"
+        )
+    url = base_url or OPENAI_BASE_URL
+    client = openai.OpenAI(base_url=url, api_key=api_key or "not-needed", max_retries=0, timeout=timeout)
+    started = time.monotonic()
+    try:
+        offered = [item.id for item in client.models.list().data]
+    except openai.APITimeoutError:
+        return Check(name, "fail", f"{url} did not answer within {timeout:g} s (MEMLIKEHUMAN_TIMEOUT): is it running?")
+    except openai.APIConnectionError as exc:
+        return Check(name, "fail", f"cannot reach {url} ({exc.__cause__ or exc}): check {var}_BASE_URL")
+    except openai.APIStatusError as exc:
+        return _status_check(name, url, exc.status_code, var, started)
+    finally:
+        client.close()
+    if model and offered and model not in offered:
+        return Check(name, "warn", f"{url} answered, but does not offer model {model!r}: check {var}_MODEL")
+    return Check(name, "ok", f"{url} answered in {_since(started)}")
+
+
+def _status_check(name: str, url: str, status: int, var: str, started: float) -> Check:
+    if status in (401, 403):
+        return Check(name, "fail", f"{url} refused the API key (HTTP {status}): check {var}_API_KEY")
+    if status in (404, 405, 501):
+        # Reachable; some OpenAI-compatible servers simply do not list their models.
+        return Check(name, "ok", f"{url} answered in {_since(started)} (it does not list models)")
+    return Check(name, "fail", f"{url} answered HTTP {status}: check the service and {var}_BASE_URL")
+
+
+def _since(started: float) -> str:
+    return f"{(time.monotonic() - started) * 1000:.0f} ms"

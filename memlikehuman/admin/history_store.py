@@ -1,0 +1,74 @@
+"""Storing the messages of a host's chat history as events (the readers live in hosts/history.py).
+
+The whole batch is checked first and written in one transaction: a message with a problem stores
+nothing. Event IDs are the readers' stable ones, so importing a file twice adds nothing.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..archive import events
+from ..archive.db import Database
+from ..errors import InvalidArgument, MemLikeHumanError
+from ..records import Scope
+
+
+@dataclass(frozen=True)
+class Message:
+    event_id: str
+    session_id: str
+    role: str
+    text: str
+    occurred_at: str | None
+    source: str
+    project: str | None = None  # Claude Code: the transcript's own project directory
+
+
+@dataclass
+class Report:
+    added: int = 0
+    unchanged: int = 0
+    conversations: int = 0
+    skipped: Counter[str] = field(default_factory=Counter)
+    dry_run: bool = False
+
+
+def store(
+    db: Database,
+    messages: list[Message],
+    report: Report,
+    persona: str,
+    project: str | None,
+    *,
+    dry_run: bool = False,
+    progress: Callable[[int], None] | None = None,
+) -> Report:
+    """Write the messages in one transaction (none on any failure); project None: each message's own."""
+    staged = []
+    for m in messages:
+        scope = Scope(persona, project or m.project or "default")
+        where = f"message {m.event_id}"
+        try:
+            staged.append(
+                events.new_event(
+                    scope, m.event_id, m.text, m.role, m.source, "conversation", m.session_id, m.occurred_at
+                )
+            )
+        except MemLikeHumanError as exc:
+            raise InvalidArgument(f"{where}: {exc.message}") from None
+    report.dry_run = dry_run
+    with db.write():
+        for event in staged:
+            if db.scalar("SELECT 1 FROM events WHERE event_id = ?", (event.event_id,)):
+                report.unchanged += 1
+            elif not dry_run:
+                events.insert(db, event)
+                report.added += 1
+            else:
+                report.added += 1
+            if progress:
+                progress(1)
+    return report

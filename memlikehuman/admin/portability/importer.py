@@ -1,0 +1,359 @@
+"""Import: validate each line, compare it with the archive, insert what is new; all or nothing."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ...archive import event_dates, fulltext, memories
+from ...archive.db import Database, Row
+from ...archive.events import NewEvent
+from ...errors import Conflict, InvalidArgument
+from ...records import Cue, Scope
+from .spec import (
+    BY_KIND,
+    DERIVED_FIELDS,
+    EVENT_BOOKKEEPING,
+    MAX_LISTED,
+    SPECS,
+    TYPES,
+    checked,
+    header,
+    parse,
+    to_record,
+)
+
+
+@dataclass(frozen=True)
+class ImportReport:
+    """What an import wrote (or, on a dry run or a conflict, would have written)."""
+
+    added: Mapping[str, int]
+    unchanged: Mapping[str, int]
+    conflicts: tuple[str, ...]  # the first MAX_LISTED, each "line N: ..."
+    conflict_count: int
+    dry_run: bool
+    written: bool
+
+
+class ImportConflicts(Conflict):
+    """Records of the file contradict the archive; nothing was written. ``report`` lists them."""
+
+    def __init__(self, report: ImportReport) -> None:
+        listed = "; ".join(report.conflicts[:3])
+        more = f" (and {report.conflict_count - 3} more)" if report.conflict_count > 3 else ""
+        super().__init__(
+            f"{report.conflict_count} record(s) of the file conflict with the archive, so nothing was imported:"
+            f" {listed}{more}. Import into another archive, or forget the conflicting records first"
+        )
+        self.report = report
+
+
+class _Rollback(Exception):
+    """Unwinds the import transaction after a dry run or a conflict."""
+
+
+_LINK_CHECK = """
+SELECT l.line, l.memory_id, l.target FROM (
+    SELECT line, memory_id, supersedes AS target FROM temp.import_links WHERE supersedes IS NOT NULL
+    UNION ALL SELECT line, memory_id, superseded_by FROM temp.import_links WHERE superseded_by IS NOT NULL
+    UNION ALL SELECT line, memory_id, replaced_by FROM temp.import_links WHERE replaced_by IS NOT NULL
+) l
+JOIN memories s ON s.memory_id = l.memory_id
+LEFT JOIN memories t ON t.memory_id = l.target AND t.persona_id = s.persona_id AND t.project_id = s.project_id
+WHERE t.id IS NULL ORDER BY l.line LIMIT 1
+"""
+_LINK_UPDATE = """
+UPDATE memories SET
+    supersedes = (SELECT t.id FROM memories t WHERE t.memory_id = l.supersedes),
+    superseded_by = (SELECT t.id FROM memories t WHERE t.memory_id = l.superseded_by),
+    replaced_by = (SELECT t.id FROM memories t WHERE t.memory_id = l.replaced_by)
+FROM temp.import_links l WHERE memories.memory_id = l.memory_id
+"""
+
+
+class _Importer:
+    """One import inside an open write transaction: compares, inserts, counts and collects conflicts."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+        self.seen: Counter[str] = Counter()
+        self.added: Counter[str] = Counter()
+        self.unchanged: Counter[str] = Counter()
+        self.conflicts: list[str] = []
+        self.conflict_count = 0
+        self.previous: Previous = {}
+
+    def run(self, lines: Iterable[bytes], progress: Callable[[int], None] | None) -> None:
+        # Memory links may point forward in the file: they are kept here and resolved at the end.
+        self.conn.execute(
+            "CREATE TEMP TABLE IF NOT EXISTS import_links"
+            " (memory_id TEXT PRIMARY KEY, line INTEGER, supersedes TEXT, superseded_by TEXT, replaced_by TEXT)"
+        )
+        iterator = iter(lines)
+        first = next(iterator, None)
+        if progress and first:
+            progress(len(first))
+        header(first)
+        end: dict[str, Any] | None = None
+        for number, raw in enumerate(iterator, start=2):
+            if progress:
+                progress(len(raw))
+            if not raw.strip():
+                continue
+            if end is not None:
+                raise InvalidArgument(f"line {number}: records after the end line: the file was altered")
+            record = parse(raw, number)
+            if record["type"] == "end":
+                end = record
+                continue
+            valid = checked(record, number)
+            self.seen[valid["type"]] += 1
+            self._apply(valid, number)
+        self._check_end(end)
+        if not self.conflict_count:  # with conflicts nothing is written: links to them cannot resolve
+            self._link_memories()
+        self.conn.execute("DROP TABLE temp.import_links")
+
+    def _check_end(self, end: dict[str, Any] | None) -> None:
+        if end is None:
+            raise InvalidArgument("the file has no end line: it is truncated (an interrupted export?); export it again")
+        seen = {kind: self.seen[kind] for kind in TYPES}
+        if end.get("records") != seen:
+            raise InvalidArgument(f"the end line announces {end.get('records')} records but the file holds {seen}")
+
+    def report(self, *, dry_run: bool) -> ImportReport:
+        return ImportReport(
+            added={kind: self.added[kind] for kind in TYPES},
+            unchanged={kind: self.unchanged[kind] for kind in TYPES},
+            conflicts=tuple(self.conflicts),
+            conflict_count=self.conflict_count,
+            dry_run=dry_run,
+            written=not dry_run and not self.conflict_count,
+        )
+
+    def _apply(self, record: dict[str, Any], number: int) -> None:
+        kind = record["type"]
+        section = BY_KIND[kind]
+        keys = (record["persona_id"], record["version"]) if kind == "persona_version" else (record[_ID_FIELD[kind]],)
+        row = self.conn.execute(f"{section.select} WHERE {section.key}", keys).fetchone()
+        if row is None:
+            self._insert(record, number)
+            return
+        local = to_record(kind, row)
+        ignored = EVENT_BOOKKEEPING if kind == "event" else DERIVED_FIELDS
+        differs = [field for field in SPECS[kind] if field not in ignored and local[field] != record[field]]
+        if not differs:
+            self.unchanged[kind] += 1
+            return
+        name = " v".join(str(key) for key in keys)
+        self._conflict(f"line {number}: {kind} {name!r} differs from the archive in {', '.join(differs)}")
+
+    def _insert(self, record: dict[str, Any], number: int) -> None:
+        try:
+            if record["type"] == "event":
+                _insert_event(self.conn, record, number, self.previous)
+            else:
+                _INSERT[record["type"]](self.conn, record, number)
+        except InvalidArgument as exc:
+            if not self.conflict_count:
+                raise
+            # A record that refers to a conflicting one cannot be placed either: list it with them.
+            self._conflict(f"{exc.message} (after the conflicts above)")
+            return
+        self.added[record["type"]] += 1
+
+    def _conflict(self, message: str) -> None:
+        self.conflict_count += 1
+        if len(self.conflicts) < MAX_LISTED:
+            self.conflicts.append(message)
+
+    def _link_memories(self) -> None:
+        bad = self.conn.execute(_LINK_CHECK).fetchone()
+        if bad is not None:
+            raise InvalidArgument(
+                f"line {bad['line']}: memory {bad['memory_id']!r} links to memory {bad['target']!r}, which is neither"
+                " in the file nor in the same scope of the archive"
+            )
+        self.conn.execute(_LINK_UPDATE)
+        memories.settle_known_from(self.conn)
+
+
+_ID_FIELD = {"event": "event_id", "memory": "memory_id", "correction": "event_id", "checkpoint": "checkpoint_id"}
+
+
+def _insert_persona_version(conn: Any, r: dict[str, Any], number: int) -> None:
+    conn.execute(
+        "INSERT INTO persona_versions (persona_id, version, text, created_at) VALUES (?, ?, ?, ?)",
+        (r["persona_id"], r["version"], r["text"], r["created_at"]),
+    )
+
+
+# The text of the last record event per (persona, project, session), as an import appends them: the
+# context of the next event's full-text row (fulltext.event_row), without three queries per event.
+Previous = dict[tuple[str, str, str], str | None]
+
+
+def _insert_event(conn: Any, r: dict[str, Any], number: int, previous: Previous | None = None) -> None:
+    cues = tuple(Cue(**cue) for cue in r["cues"])
+    scope = Scope(r["persona_id"], r["project_id"])
+    payload = NewEvent(
+        scope=scope,
+        event_id=r["event_id"],
+        text=r["text"],
+        role=r["role"],
+        source=r["source"],
+        category=r["category"],
+        session_id=r["session_id"],
+        occurred_at=None,  # not part of the payload hash
+        cues=cues,
+    )
+    conn.execute(
+        "INSERT INTO events (event_id, persona_id, project_id, session_id, role, source, category, kind, text,"
+        " occurred_at, occurred_at_given, recorded_at, payload_hash, extraction_state, extraction_error)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            *(r[f] for f in ("event_id", "persona_id", "project_id", "session_id", "role", "source", "category")),
+            *(r[f] for f in ("kind", "text", "occurred_at")),
+            int(r["occurred_at_given"]),
+            r["recorded_at"],
+            payload.payload_hash(),
+            r["extraction_state"],
+            r["extraction_error"],
+        ),
+    )
+    sequence = conn.last_insert_rowid()
+    event_dates.write(conn, sequence, r["text"], r["occurred_at"])
+    if cues:
+        conn.executemany(
+            "INSERT INTO cues (event_sequence, position, kind, key, label) VALUES (?, ?, ?, ?, ?)",
+            [(sequence, i, cue.kind, cue.key, cue.label) for i, cue in enumerate(cues)],
+        )
+    if previous is None:
+        fulltext.index_event(conn, sequence)
+        return
+    session = (r["persona_id"], r["project_id"], r["session_id"])
+    if session not in previous:
+        previous[session] = fulltext.previous_text(conn, *session, sequence)
+    fulltext.index_event(conn, sequence, fulltext.event_row(r["text"], r["source"], cues, previous[session]))
+    if r["kind"] == "record":
+        previous[session] = r["text"]
+
+
+def _event_in_scope(conn: Any, r: dict[str, Any], event_id: str, number: int, what: str) -> Row:
+    event = conn.execute(
+        "SELECT sequence, kind, persona_id, project_id FROM events WHERE event_id = ?", (event_id,)
+    ).fetchone()
+    if event is None:
+        raise InvalidArgument(
+            f"line {number}: {what} refers to event {event_id!r}, which is neither in the archive"
+            " nor earlier in the file"
+        )
+    if (event["persona_id"], event["project_id"]) != (r["persona_id"], r["project_id"]):
+        raise InvalidArgument(f"line {number}: {what} refers to event {event_id!r} of another persona or project")
+    return dict(event)
+
+
+def _insert_memory(conn: Any, r: dict[str, Any], number: int) -> None:
+    event = _event_in_scope(conn, r, r["event_id"], number, f"memory {r['memory_id']!r}")
+    conn.execute(
+        "INSERT INTO memories (memory_id, event_sequence, persona_id, project_id, session_id, content, quote, kind,"
+        " basis, category, subject, gist, valid_from, valid_to, recorded_at, revoked_at, revoke_reason)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            r["memory_id"],
+            event["sequence"],
+            *(r[f] for f in ("persona_id", "project_id", "session_id", "content", "quote", "kind", "basis")),
+            *(r[f] for f in ("category", "subject", "gist", "valid_from", "valid_to", "recorded_at")),
+            r["revoked_at"],
+            r["revoke_reason"],
+        ),
+    )
+    rowid = conn.last_insert_rowid()
+    links = (r["supersedes"], r["superseded_by"], r["replaced_by"])
+    if any(links):
+        conn.execute("INSERT INTO temp.import_links VALUES (?, ?, ?, ?, ?)", (r["memory_id"], number, *links))
+    fulltext.index_memory(conn, rowid)
+
+
+def _insert_correction(conn: Any, r: dict[str, Any], number: int) -> None:
+    event = conn.execute("SELECT sequence, kind FROM events WHERE event_id = ?", (r["event_id"],)).fetchone()
+    if event is None or event["kind"] != "correction":
+        raise InvalidArgument(f"line {number}: correction {r['event_id']!r} has no correction event before it")
+    original = conn.execute(
+        "SELECT m.id FROM memories m JOIN events e ON e.persona_id = m.persona_id AND e.project_id = m.project_id"
+        " WHERE m.memory_id = ? AND e.sequence = ?",
+        (r["original_memory_id"], event["sequence"]),
+    ).fetchone()
+    if original is None:
+        raise InvalidArgument(
+            f"line {number}: correction {r['event_id']!r} revokes memory {r['original_memory_id']!r}, which is not"
+            " in the same scope of the archive or earlier in the file"
+        )
+    conn.execute(
+        "INSERT INTO corrections (event_sequence, original_id, reason) VALUES (?, ?, ?)",
+        (event["sequence"], original["id"], r["reason"]),
+    )
+
+
+def _insert_checkpoint(conn: Any, r: dict[str, Any], number: int) -> None:
+    covered = conn.execute(
+        "SELECT sequence FROM events WHERE event_id = ? AND persona_id = ? AND project_id = ?",
+        (r["covered_event_id"], r["persona_id"], r["project_id"]),
+    ).fetchone()
+    if covered is None and r["invalidated_at"] is None:
+        raise InvalidArgument(
+            f"line {number}: checkpoint {r['checkpoint_id']!r} is valid but its covered event"
+            f" {r['covered_event_id']!r} is not in its scope"
+        )
+    conn.execute(
+        "INSERT INTO checkpoints (checkpoint_id, persona_id, project_id, session_id, covered_event_id,"
+        " covered_sequence, state, created_at, invalidated_at, invalidated_reason)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            *(r[f] for f in ("checkpoint_id", "persona_id", "project_id", "session_id", "covered_event_id")),
+            # A forgotten covered event leaves an invalidated checkpoint that nothing resumes from.
+            covered["sequence"] if covered else 0,
+            None if r["state"] is None else json.dumps(r["state"], ensure_ascii=False),
+            *(r[f] for f in ("created_at", "invalidated_at", "invalidated_reason")),
+        ),
+    )
+
+
+_INSERT: dict[str, Callable[[Any, dict[str, Any], int], None]] = {
+    "persona_version": _insert_persona_version,
+    "event": _insert_event,
+    "memory": _insert_memory,
+    "correction": _insert_correction,
+    "checkpoint": _insert_checkpoint,
+}
+
+
+def import_lines(
+    db: Database, lines: Iterable[bytes], *, dry_run: bool = False, progress: Callable[[int], None] | None = None
+) -> ImportReport:
+    """Import export lines (bytes, as read from the file) into the archive: all of them or nothing.
+
+    Records already present with identical content are skipped, so importing a file twice is
+    harmless. ``progress(n)`` is called with the size of each line read. With ``dry_run`` the
+    report says what would change and nothing is written. Raises InvalidArgument for a malformed
+    or truncated file (naming the line) and ImportConflicts when records contradict the archive;
+    in both cases nothing is written.
+    """
+    importer: _Importer | None = None
+    try:
+        with db.write() as conn:
+            importer = _Importer(conn)
+            importer.run(lines, progress)
+            if importer.conflict_count or dry_run:
+                raise _Rollback
+    except _Rollback:
+        pass
+    assert importer is not None
+    report = importer.report(dry_run=dry_run)
+    if report.conflict_count:
+        raise ImportConflicts(report)
+    return report

@@ -1,0 +1,261 @@
+"""The export format: the fields of each record type, their checks, and the SQL that reads them."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ... import clock, validate
+from ...archive import checkpoints, events, memories, personas
+from ...archive.db import Row
+from ...errors import InvalidArgument, MemLikeHumanError
+from ...lifecycle.correct import CORRECTION_PREFIX
+from ...records import BASES, CATEGORIES, MEMORY_KINDS, ROLES
+
+FORMAT = "memlikehuman-export"
+VERSION = 1
+TYPES = ("persona_version", "event", "memory", "correction", "checkpoint")
+MAX_LISTED = 50
+
+Check = Callable[[Any, str], Any]
+
+
+def _ident(max_len: int = 128) -> Check:
+    return lambda value, field: validate.identifier(value, field, max_len)
+
+
+def _text(max_len: int, *, allow_empty: bool = False) -> Check:
+    return lambda value, field: validate.text(value, field, max_len, allow_empty=allow_empty)
+
+
+def _one_of(options: tuple[str, ...]) -> Check:
+    return lambda value, field: validate.choice(value, field, options)
+
+
+def _optional(check: Check) -> Check:
+    return lambda value, field: None if value is None else check(value, field)
+
+
+def _stamp(value: Any, field: str) -> str:
+    return clock.stamp(value, field)
+
+
+def _flag(value: Any, field: str) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidArgument(f"{field} must be true or false")
+    return value
+
+
+def _version(value: Any, field: str) -> int:
+    return validate.int_range(value, field, 1, 2**62)
+
+
+def _persona(value: Any, field: str) -> str:
+    return validate.persona_id(value)
+
+
+def _cues(value: Any, field: str) -> list[dict[str, Any]]:
+    if not isinstance(value, list):
+        raise InvalidArgument(f"{field} must be a list of cue objects")
+    return [cue.as_dict() for cue in events.parse_cues(value)]
+
+
+def _state(value: Any, field: str) -> dict[str, Any] | None:
+    return None if value is None else checkpoints.parse_state(value).as_dict()
+
+
+ID, SCOPE = _ident(256), {"persona_id": _persona, "project_id": _ident(), "session_id": _ident()}
+LONG = _text(20_000, allow_empty=True)
+DERIVED = _text(validate.MAX_DERIVED_CHARS)
+
+# Field order here is the order of the keys in every exported line.
+SPECS: dict[str, dict[str, Check]] = {
+    "persona_version": {
+        "persona_id": _persona,
+        "version": _version,
+        "created_at": _stamp,
+        "text": _text(personas.MAX_PERSONA_CHARS),
+    },
+    "event": {
+        "event_id": ID,
+        **SCOPE,
+        "kind": _one_of(("record", "correction")),
+        "role": _one_of(ROLES),
+        "source": ID,
+        "category": _one_of(CATEGORIES),
+        "occurred_at": _stamp,
+        "occurred_at_given": _flag,
+        "recorded_at": _stamp,
+        "extraction_state": _one_of(("complete", "pending", "failed")),
+        "extraction_error": _optional(LONG),
+        "cues": _cues,
+        "text": _text(validate.MAX_EVENT_CHARS),
+    },
+    "memory": {
+        "memory_id": ID,
+        "event_id": ID,
+        **SCOPE,
+        "kind": _one_of(MEMORY_KINDS),
+        "basis": _one_of(BASES),
+        "category": _one_of(CATEGORIES),
+        "subject": _optional(DERIVED),
+        "status": _one_of(("current", "superseded", "revoked")),
+        "valid_from": _stamp,
+        "valid_to": _optional(_stamp),
+        "recorded_at": _stamp,
+        "supersedes": _optional(ID),
+        "superseded_by": _optional(ID),
+        "revoked_at": _optional(_stamp),
+        "revoke_reason": _optional(LONG),
+        "replaced_by": _optional(ID),
+        "content": DERIVED,
+        "quote": DERIVED,
+        "gist": _optional(_text(validate.MAX_DERIVED_CHARS, allow_empty=True)),
+    },
+    "correction": {"event_id": ID, "original_memory_id": ID, "reason": DERIVED},
+    "checkpoint": {
+        "checkpoint_id": ID,
+        **SCOPE,
+        "covered_event_id": ID,
+        "created_at": _stamp,
+        "invalidated_at": _optional(_stamp),
+        "invalidated_reason": _optional(LONG),
+        "state": _state,
+    },
+}
+# Fields that are local bookkeeping of an event, not its payload: an event already in the archive
+# is "the same" when everything else matches (as for a memory_record retry).
+EVENT_BOOKKEEPING = ("occurred_at_given", "recorded_at", "extraction_state", "extraction_error")
+DERIVED_FIELDS = ("status",)
+
+
+@dataclass(frozen=True)
+class Section:
+    kind: str
+    select: str  # SELECT ... FROM ..., the FROM clause using `alias`
+    source: str  # the FROM clause alone, for counting
+    alias: str  # whose persona_id/project_id a filter restricts
+    order: str
+    key: str  # the WHERE clause that finds one record by its ID(s)
+
+
+SECTIONS = (
+    Section(
+        "persona_version",
+        "SELECT persona_id, version, created_at, text FROM persona_versions p",
+        "FROM persona_versions p",
+        "p.",
+        "ORDER BY p.persona_id, p.version",
+        "p.persona_id = ? AND p.version = ?",
+    ),
+    Section(
+        "event",
+        "SELECT e.event_id, e.persona_id, e.project_id, e.session_id, e.kind, e.role, e.source, e.category,"
+        " e.occurred_at, e.occurred_at_given, e.recorded_at, e.extraction_state, e.extraction_error,"
+        " (SELECT json_group_array(json_object('kind', c.kind, 'key', c.key, 'label', c.label) ORDER BY c.position)"
+        " FROM cues c WHERE c.event_sequence = e.sequence) AS cues, e.text FROM events e",
+        "FROM events e",
+        "e.",
+        "ORDER BY e.sequence",
+        "e.event_id = ?",
+    ),
+    Section(
+        "memory",
+        memories.MEMORY_SELECT,
+        "FROM memories m",
+        "m.",
+        "ORDER BY m.id",
+        "m.memory_id = ?",
+    ),
+    Section(
+        "correction",
+        "SELECT e.event_id, m.memory_id AS original_memory_id, c.reason FROM corrections c"
+        " JOIN events e ON e.sequence = c.event_sequence JOIN memories m ON m.id = c.original_id",
+        "FROM corrections c JOIN events e ON e.sequence = c.event_sequence",
+        "e.",
+        "ORDER BY c.event_sequence",
+        "e.event_id = ?",
+    ),
+    Section(
+        "checkpoint",
+        f"SELECT {checkpoints.COLUMNS} FROM checkpoints k",
+        "FROM checkpoints k",
+        "k.",
+        "ORDER BY k.id",
+        "k.checkpoint_id = ?",
+    ),
+)
+BY_KIND = {section.kind: section for section in SECTIONS}
+
+
+def to_record(kind: str, row: Row) -> dict[str, Any]:
+    """A stored row as an export record, keys in SPECS order."""
+    values = dict(row)
+    if kind == "event":
+        values["cues"] = json.loads(values["cues"])
+        values["occurred_at_given"] = bool(values["occurred_at_given"])
+    elif kind == "memory":
+        values["status"] = "revoked" if values["revoked_at"] else "superseded" if values["valid_to"] else "current"
+    elif kind == "checkpoint":
+        values["state"] = None if values["state"] is None else json.loads(values["state"])
+    return {"type": kind, **{field: values[field] for field in SPECS[kind]}}
+
+
+def line(record: Mapping[str, Any]) -> str:
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+def parse(raw: bytes, number: int) -> dict[str, Any]:
+    try:
+        record = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise InvalidArgument(f"line {number} is not a JSON object in UTF-8 ({exc}): is this an export file?") from None
+    if not isinstance(record, dict) or not isinstance(record.get("type"), str):
+        raise InvalidArgument(f"line {number} has no 'type': is this a memlikehuman export file?")
+    return record
+
+
+def checked(record: dict[str, Any], number: int) -> dict[str, Any]:
+    """The record with every field validated and normalized; InvalidArgument naming the line otherwise."""
+    kind = record["type"]
+    spec = SPECS.get(kind)
+    if spec is None:
+        raise InvalidArgument(f"line {number}: unknown record type {kind!r:.60}; expected one of {', '.join(TYPES)}")
+    fields = set(record) - {"type"}
+    if fields != set(spec):
+        detail = (
+            f"missing {sorted(set(spec) - fields)}" if set(spec) - fields else f"unknown {sorted(fields - set(spec))}"
+        )
+        raise InvalidArgument(f"line {number}: {kind} record has wrong fields ({detail})")
+    try:
+        checked = {"type": kind, **{field: check(record[field], f"{kind}.{field}") for field, check in spec.items()}}
+        _check_ids(checked)
+    except MemLikeHumanError as exc:
+        raise InvalidArgument(f"line {number}: {exc.message}") from None
+    return checked
+
+
+def _check_ids(record: dict[str, Any]) -> None:
+    kind = record["type"]
+    if kind == "event" and record["kind"] == "record":
+        validate.event_id(record["event_id"])
+    if kind == "event" and record["kind"] == "correction" and not record["event_id"].startswith(CORRECTION_PREFIX):
+        raise InvalidArgument(f"a correction event's ID must start with {CORRECTION_PREFIX!r}")
+    for field, prefix in (("memory_id", memories.MEMORY_PREFIX), ("checkpoint_id", checkpoints.CHECKPOINT_PREFIX)):
+        if field in record and not record[field].startswith(prefix):
+            raise InvalidArgument(f"{kind}.{field} must start with {prefix!r}")
+
+
+def header(first: bytes | None) -> None:
+    if first is None:
+        raise InvalidArgument("the file is empty: expected a memlikehuman export (JSON Lines)")
+    header = parse(first, 1)
+    if header.get("type") != "header" or header.get("format") != FORMAT:
+        raise InvalidArgument(f"line 1 is not a {FORMAT} header: is this a memlikehuman export file?")
+    if header.get("version") != VERSION:
+        raise InvalidArgument(
+            f"the file is format version {header.get('version')!r}; this memlikehuman reads version {VERSION}:"
+            " upgrade memlikehuman to import it"
+        )

@@ -1,0 +1,217 @@
+"""Task checkpoints: validated state snapshots tied to the last event they cover.
+
+Limits of a state (documented in tools.md terms): ``goal`` 1-4,000 characters; ``completed``,
+``pending`` and ``constraints`` at most 100 items each, every item 1-4,000 characters; ``next_step``
+0-4,000 characters; the whole state at most 200,000 characters (the size of one event).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .. import clock, validate
+from ..errors import InvalidArgument, LimitExceeded
+from ..records import Scope
+from . import events
+from .db import Database, Row
+
+CHECKPOINT_PREFIX = "ckpt_"
+MAX_ITEMS = 100
+MAX_STATE_CHARS = 200_000
+LIST_FIELDS = ("completed", "pending", "constraints")
+STATE_FIELDS = ("goal", *LIST_FIELDS, "next_step")
+
+
+@dataclass(frozen=True)
+class TaskState:
+    goal: str
+    completed: tuple[str, ...] = ()
+    pending: tuple[str, ...] = ()
+    constraints: tuple[str, ...] = ()
+    next_step: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "goal": self.goal,
+            "completed": list(self.completed),
+            "pending": list(self.pending),
+            "constraints": list(self.constraints),
+            "next_step": self.next_step,
+        }
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    checkpoint_id: str
+    persona_id: str
+    project_id: str
+    session_id: str
+    covered_event_id: str
+    covered_sequence: int
+    created_at: str
+    state: TaskState | None
+    invalidated_at: str | None = None
+    invalidated_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The checkpoint session_resume uses (None: there is none) and why others were skipped."""
+
+    checkpoint: Checkpoint | None
+    warnings: tuple[str, ...] = ()
+
+
+def _items(value: Any, field: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list | tuple):
+        raise InvalidArgument(f"state.{field} is not a list: send a list of strings (or leave it out)")
+    if len(value) > MAX_ITEMS:
+        raise LimitExceeded(f"state.{field} has {len(value)} items; at most {MAX_ITEMS} are allowed: merge some")
+    return tuple(
+        validate.text(item, f"state.{field}[{index}]", validate.MAX_DERIVED_CHARS) for index, item in enumerate(value)
+    )
+
+
+def parse_state(raw: Mapping[str, Any]) -> TaskState:
+    """Validate a checkpoint state; raise InvalidArgument or LimitExceeded on the first problem."""
+    if not isinstance(raw, Mapping):
+        raise InvalidArgument(
+            'state is not an object: send {"goal": ..., "completed": [...], "pending": [...],'
+            ' "constraints": [...], "next_step": ...}'
+        )
+    unknown = sorted(set(raw) - set(STATE_FIELDS))
+    if unknown:
+        raise InvalidArgument(f"state has unknown fields {unknown}: use only {', '.join(STATE_FIELDS)}")
+    if raw.get("goal") is None:
+        raise InvalidArgument("state.goal is required: say in one or two sentences what the task is")
+    next_step = raw.get("next_step")
+    state = TaskState(
+        goal=validate.text(raw["goal"], "state.goal", validate.MAX_DERIVED_CHARS),
+        completed=_items(raw.get("completed"), "completed"),
+        pending=_items(raw.get("pending"), "pending"),
+        constraints=_items(raw.get("constraints"), "constraints"),
+        next_step="" if next_step is None else validate.text(next_step, "state.next_step", 4_000, allow_empty=True),
+    )
+    size = len(state.goal) + len(state.next_step) + sum(len(i) for f in LIST_FIELDS for i in getattr(state, f))
+    if size > MAX_STATE_CHARS:
+        raise LimitExceeded(f"the state has {size:,} characters; at most {MAX_STATE_CHARS:,}: summarize it")
+    return state
+
+
+def create(db: Database, scope: Scope, state: Mapping[str, Any], covered_event_id: str, session_id: str) -> Checkpoint:
+    """Store a new snapshot covering ``covered_event_id``.
+
+    Raises InvalidArgument/LimitExceeded for a bad state or a session mismatch, NotFound when the
+    event is not in this scope. Nothing is stored on failure.
+    """
+    scope = Scope(*validate.scope(scope.persona_id, scope.project_id))
+    validate.identifier(session_id, "session_id")
+    validate.identifier(covered_event_id, "covered_event_id", max_len=256)
+    task = parse_state(state)
+    with db.write() as conn:
+        event = events.find(db, scope, covered_event_id)
+        if event.session_id != session_id:
+            raise InvalidArgument(
+                f"covered_event_id {covered_event_id!r} belongs to session {event.session_id!r}, not {session_id!r}:"
+                " pass that session_id, or cover the last event of this session"
+            )
+        checkpoint = Checkpoint(
+            checkpoint_id=CHECKPOINT_PREFIX + uuid.uuid4().hex,
+            persona_id=scope.persona_id,
+            project_id=scope.project_id,
+            session_id=session_id,
+            covered_event_id=event.event_id,
+            covered_sequence=event.sequence,
+            created_at=clock.now_stamp(),
+            state=task,
+        )
+        conn.execute(
+            "INSERT INTO checkpoints (checkpoint_id, persona_id, project_id, session_id, covered_event_id,"
+            " covered_sequence, state, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                checkpoint.checkpoint_id,
+                scope.persona_id,
+                scope.project_id,
+                session_id,
+                event.event_id,
+                event.sequence,
+                json.dumps(task.as_dict(), ensure_ascii=False),
+                checkpoint.created_at,
+            ),
+        )
+    return checkpoint
+
+
+def _from_row(row: Row) -> Checkpoint:
+    state = None
+    if row["state"] is not None:
+        data = json.loads(row["state"])
+        state = TaskState(
+            goal=data["goal"],
+            completed=tuple(data.get("completed", ())),
+            pending=tuple(data.get("pending", ())),
+            constraints=tuple(data.get("constraints", ())),
+            next_step=data.get("next_step", ""),
+        )
+    return Checkpoint(
+        checkpoint_id=row["checkpoint_id"],
+        persona_id=row["persona_id"],
+        project_id=row["project_id"],
+        session_id=row["session_id"],
+        covered_event_id=row["covered_event_id"],
+        covered_sequence=row["covered_sequence"],
+        created_at=row["created_at"],
+        state=state,
+        invalidated_at=row["invalidated_at"],
+        invalidated_reason=row["invalidated_reason"],
+    )
+
+
+COLUMNS = (
+    "checkpoint_id, persona_id, project_id, session_id, covered_event_id, covered_sequence, state, created_at,"
+    " invalidated_at, invalidated_reason"
+)
+
+
+def select(db: Database, scope: Scope, session_id: str | None = None) -> Selection:
+    """The latest valid checkpoint of the project (or of one session); newer invalidated ones are named."""
+    where = "persona_id = ? AND project_id = ?"
+    params: tuple[Any, ...] = (scope.persona_id, scope.project_id)
+    if session_id is not None:
+        where += " AND session_id = ?"
+        params += (session_id,)
+    with db.read():
+        row = db.one(
+            f"SELECT id, {COLUMNS} FROM checkpoints WHERE {where} AND invalidated_at IS NULL AND state IS NOT NULL"
+            " ORDER BY id DESC LIMIT 1",
+            params,
+        )
+        newer = db.query(
+            f"SELECT {COLUMNS} FROM checkpoints WHERE {where} AND (invalidated_at IS NOT NULL OR state IS NULL)"
+            " AND id > ? ORDER BY id DESC",
+            (*params, row["id"] if row else 0),
+        )
+    chosen = _from_row(row) if row else None
+    return Selection(chosen, _skipped_warnings([_from_row(r) for r in newer], chosen, session_id))
+
+
+def _skipped_warnings(skipped: list[Checkpoint], chosen: Checkpoint | None, session_id: str | None) -> tuple[str, ...]:
+    if not skipped:
+        return ()
+    reasons = sorted({c.invalidated_reason or "invalidated" for c in skipped})
+    where = f"session {session_id!r}" if session_id is not None else "this project"
+    fallback = (
+        f"the older valid checkpoint {chosen.checkpoint_id} was used instead"
+        if chosen
+        else "no valid checkpoint remains, so no task state is included"
+    )
+    return (
+        f"skipped {len(skipped)} newer checkpoint(s) of {where} that were invalidated ({'; '.join(reasons)[:500]}):"
+        f" {fallback}; check the task state against recent events and save a new session_checkpoint",
+    )

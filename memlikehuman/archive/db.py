@@ -1,0 +1,160 @@
+"""The SQLite connection: bundled SQLite (apsw), pragmas, and transactions.
+
+One ``Database`` per process and archive file. apsw connections are safe to share between
+threads; the re-entrant lock keeps each transaction to one thread at a time, which is what the
+MCP SDK's worker threads need.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import apsw
+
+from ..errors import InvalidArgument, Unavailable
+
+BUSY_TIMEOUT_MS = 30_000
+Row = dict[str, Any]
+LOCKED = "the archive stayed locked by another process for 30 s: retry the call"
+PRAGMAS = (
+    "PRAGMA journal_mode=WAL",
+    "PRAGMA foreign_keys=ON",
+    # Freed pages are zeroed, so deleted text does not linger in the file.
+    "PRAGMA secure_delete=ON",
+    # FULL: a returned memory_record survives power loss, not only a crash.
+    "PRAGMA synchronous=FULL",
+)
+
+
+def unreadable(path: Path | None, exc: BaseException) -> str:
+    """The message for an archive file SQLite cannot read (not a database, or damaged)."""
+    where = "the archive" if path is None else f"the archive {path}"
+    return (
+        f"cannot read {where} ({type(exc).__name__}: {exc}): check --db or MEMLIKEHUMAN_DB;"
+        " if it is the right file, `memlikehuman doctor` checks it and a backup can replace it"
+    )
+
+
+def _dict_row(cursor: apsw.Cursor, row: tuple[Any, ...]) -> Row:
+    return {name: value for (name, _), value in zip(cursor.get_description(), row, strict=True)}
+
+
+def _plain_row(cursor: apsw.Cursor, row: tuple[Any, ...]) -> tuple[Any, ...]:
+    return row
+
+
+class _Rows:
+    """A cursor's row tracer that reads the column names once, not once per row (``Database.query``).
+
+    get_description() builds a new tuple of tuples on every call: per row that was about a tenth
+    of a fast recall's time at 100k events.
+    """
+
+    def __init__(self) -> None:
+        self.names: tuple[str, ...] | None = None
+
+    def __call__(self, cursor: apsw.Cursor, row: tuple[Any, ...]) -> Row:
+        if self.names is None or len(self.names) != len(row):
+            self.names = tuple(name for name, _ in cursor.get_description())
+        return dict(zip(self.names, row, strict=True))
+
+
+class Database:
+    """An open archive file with WAL, foreign keys, secure delete and a busy timeout."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        if str(path) != ":memory:":
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise InvalidArgument(f"cannot create the archive directory {self.path.parent}: {exc}") from None
+        try:
+            self.conn = apsw.Connection(str(self.path))
+        except apsw.Error as exc:
+            raise Unavailable(f"cannot open the archive {self.path}: {exc}") from None
+        self.conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+        self.conn.row_trace = _dict_row
+        self._lock = threading.RLock()
+        self._depth = 0
+        try:
+            for pragma in PRAGMAS:
+                self.conn.execute(pragma).fetchall()
+        except apsw.BusyError:
+            self.conn.close()
+            raise Unavailable(LOCKED) from None
+        except apsw.Error as exc:
+            self.conn.close()
+            raise Unavailable(unreadable(self.path, exc)) from None
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        with self._lock:
+            self.conn.close()
+
+    def query(self, sql: str, params: tuple[Any, ...] | dict[str, Any] = ()) -> list[Row]:
+        """Run a read statement and return all rows as dicts."""
+        with self._lock:
+            cursor = self.conn.cursor()
+            cursor.row_trace = _Rows()
+            return list(cursor.execute(sql, params))
+
+    def stream(self, sql: str, params: tuple[Any, ...] | dict[str, Any] = ()) -> Iterator[tuple[Any, ...]]:
+        """The rows of a read statement as plain tuples, one at a time (for scans too large for a list).
+
+        The connection stays locked until the iterator is exhausted or closed: consume it at once.
+        """
+        with self._lock:
+            cursor = self.conn.cursor()
+            cursor.row_trace = _plain_row
+            yield from cursor.execute(sql, params)
+
+    def one(self, sql: str, params: tuple[Any, ...] | dict[str, Any] = ()) -> Row | None:
+        """The first row of a read statement, or None."""
+        rows = self.query(sql, params)
+        return rows[0] if rows else None
+
+    def scalar(self, sql: str, params: tuple[Any, ...] | dict[str, Any] = ()) -> Any:
+        """The first column of the first row, or None."""
+        row = self.one(sql, params)
+        return None if row is None else next(iter(row.values()))
+
+    @contextmanager
+    def write(self) -> Iterator[Any]:
+        """A write transaction (BEGIN IMMEDIATE); nested calls join the outer one."""
+        with self._transaction("BEGIN IMMEDIATE") as conn:
+            yield conn
+
+    @contextmanager
+    def read(self) -> Iterator[Any]:
+        """A read transaction: every query inside sees one snapshot."""
+        with self._transaction("BEGIN DEFERRED") as conn:
+            yield conn
+
+    @contextmanager
+    def _transaction(self, begin: str) -> Iterator[Any]:
+        with self._lock:
+            if self._depth:
+                self._depth += 1
+                try:
+                    yield self.conn
+                finally:
+                    self._depth -= 1
+                return
+            try:
+                self.conn.execute(begin)
+            except apsw.BusyError:
+                raise Unavailable(LOCKED) from None
+            self._depth = 1
+            try:
+                yield self.conn
+            except BaseException:
+                self._depth = 0
+                self.conn.execute("ROLLBACK")
+                raise
+            self._depth = 0
+            self.conn.execute("COMMIT")

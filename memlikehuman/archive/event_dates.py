@@ -1,0 +1,36 @@
+"""The absolute dates that relative expressions in an event's text refer to (table event_dates, m008).
+
+Written with the event by every event writer (events.insert, the importer), from dates.relative_spans
+of the stored text against its occurred_at; read by recall to lift events whose resolved dates meet
+a date the query names. The text itself is never changed; the rows leave with their event (cascade).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..retrieval import dates
+from .db import Database
+
+
+def write(conn: Any, sequence: int, text: str, occurred_at: str) -> None:
+    """Store the resolved spans of one event's text (inside the writer's transaction)."""
+    spans = dates.relative_spans(text, occurred_at)
+    if spans:
+        conn.executemany(
+            "INSERT OR IGNORE INTO event_dates (event_sequence, day_from, day_to) VALUES (?, ?, ?)",
+            [(sequence, start, end) for start, end in spans],
+        )
+
+
+def spans_of(db: Database, sequences: Sequence[int]) -> dict[int, list[tuple[str, str]]]:
+    """The resolved spans of those events that have any, by sequence."""
+    found: dict[int, list[tuple[str, str]]] = {}
+    for begin in range(0, len(sequences), 500):
+        chunk = tuple(sequences[begin : begin + 500])
+        marks = ",".join("?" * len(chunk))
+        sql = f"SELECT event_sequence, day_from, day_to FROM event_dates WHERE event_sequence IN ({marks})"
+        for row in db.query(sql, chunk):
+            found.setdefault(row["event_sequence"], []).append((row["day_from"], row["day_to"]))
+    return found

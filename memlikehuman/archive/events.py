@@ -1,0 +1,269 @@
+"""Original events: validation, idempotent recording, loading and paginated text."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .. import clock, validate
+from ..errors import Conflict, InvalidArgument, NotFound
+from ..records import CATEGORIES, CUE_KINDS, ROLES, Cue, Event, Page, Scope
+from . import event_dates, fulltext
+from .db import Database, Row
+
+PENDING_UNCONFIGURED = (
+    "no extractor is configured (MEMLIKEHUMAN_EXTRACTOR=none): the raw text is durable and searchable"
+)
+
+
+@dataclass(frozen=True)
+class NewEvent:
+    """A validated memory_record payload."""
+
+    scope: Scope
+    event_id: str
+    text: str
+    role: str
+    source: str
+    category: str
+    session_id: str
+    occurred_at: str | None
+    cues: tuple[Cue, ...]
+
+    def payload_hash(self) -> str:
+        """Hash of every compared field; occurred_at is compared on its own (it may be defaulted)."""
+        payload = {
+            "persona_id": self.scope.persona_id,
+            "project_id": self.scope.project_id,
+            "event_id": self.event_id,
+            "text": self.text,
+            "role": self.role,
+            "source": self.source,
+            "category": self.category,
+            "session_id": self.session_id,
+            "cues": [cue.as_dict() for cue in self.cues],
+        }
+        return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+def parse_cues(raw: Sequence[Any] | None) -> tuple[Cue, ...]:
+    """Validate cue objects: at most 20 of {kind: text|photo, key, label?}."""
+    if raw is None:
+        return ()
+    if len(raw) > validate.MAX_CUES:
+        raise validate.LimitExceeded(
+            f"{len(raw)} cues given; at most {validate.MAX_CUES} are allowed: send the most telling ones"
+        )
+    cues = []
+    for index, item in enumerate(raw):
+        data = item if isinstance(item, dict) else getattr(item, "__dict__", None)
+        if not isinstance(data, dict):
+            raise InvalidArgument(
+                f'cues[{index}] is not an object: send {{"kind": "text" or "photo", "key": ..., "label": ...}}'
+            )
+        extra = set(data) - {"kind", "key", "label"}
+        if extra:
+            raise InvalidArgument(f"cues[{index}] has unknown fields {sorted(extra)}: use only kind, key and label")
+        kind = validate.choice(data.get("kind"), f"cues[{index}].kind", CUE_KINDS)  # type: ignore[arg-type]
+        key = validate.identifier(data.get("key"), f"cues[{index}].key")  # type: ignore[arg-type]
+        label = data.get("label")
+        if label is not None:
+            label = validate.text(label, f"cues[{index}].label", validate.MAX_LABEL_CHARS, allow_empty=True)
+        cues.append(Cue(kind, key, label))
+    return tuple(cues)
+
+
+def new_event(
+    scope: Scope,
+    event_id: str,
+    text: str,
+    role: str,
+    source: str,
+    category: str = "conversation",
+    session_id: str = "default",
+    occurred_at: str | None = None,
+    cues: Sequence[Any] | None = None,
+) -> NewEvent:
+    """Validate a memory_record payload; raise InvalidArgument/LimitExceeded on the first problem."""
+    return NewEvent(
+        scope=Scope(*validate.scope(scope.persona_id, scope.project_id)),
+        event_id=validate.event_id(event_id),
+        text=validate.text(text, "text", validate.MAX_EVENT_CHARS),
+        role=validate.choice(role, "role", ROLES),
+        source=validate.identifier(source, "source", max_len=256),
+        category=validate.choice(category, "category", CATEGORIES),
+        session_id=validate.identifier(session_id, "session_id"),
+        occurred_at=None if occurred_at is None else clock.stamp(occurred_at, "occurred_at"),
+        cues=parse_cues(cues),
+    )
+
+
+def insert(
+    db: Database, event: NewEvent, *, kind: str = "record", error: str | None = PENDING_UNCONFIGURED
+) -> tuple[int, bool]:
+    """Store the event unless this exact event exists; return (sequence, duplicate).
+
+    Raises Conflict when the event ID is taken by another payload or scope.
+    """
+    digest = event.payload_hash()
+    with db.write() as conn:
+        existing = conn.execute(
+            "SELECT sequence, persona_id, project_id, payload_hash, occurred_at FROM events WHERE event_id = ?",
+            (event.event_id,),
+        ).fetchone()
+        if existing is not None:
+            _check_same(event, digest, existing)
+            return int(existing["sequence"]), True
+        now = clock.now_stamp()
+        conn.execute(
+            "INSERT INTO events (event_id, persona_id, project_id, session_id, role, source, category, kind, text,"
+            " occurred_at, occurred_at_given, recorded_at, payload_hash, extraction_state, extraction_error)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?)",
+            (
+                event.event_id,
+                event.scope.persona_id,
+                event.scope.project_id,
+                event.session_id,
+                event.role,
+                event.source,
+                event.category,
+                kind,
+                event.text,
+                event.occurred_at or now,
+                int(event.occurred_at is not None),
+                now,
+                digest,
+                error,
+            ),
+        )
+        sequence = conn.last_insert_rowid()
+        conn.executemany(
+            "INSERT INTO cues (event_sequence, position, kind, key, label) VALUES (?, ?, ?, ?, ?)",
+            [(sequence, i, cue.kind, cue.key, cue.label) for i, cue in enumerate(event.cues)],
+        )
+        fulltext.index_event(conn, sequence)
+        event_dates.write(conn, sequence, event.text, event.occurred_at or now)
+    return sequence, False
+
+
+def _check_same(event: NewEvent, digest: str, existing: Row) -> None:
+    same_scope = (existing["persona_id"], existing["project_id"]) == (
+        event.scope.persona_id,
+        event.scope.project_id,
+    )
+    if not same_scope:
+        raise Conflict(f"event_id {event.event_id!r} is already used in another scope: choose a new unique ID")
+    if existing["payload_hash"] != digest or (event.occurred_at and event.occurred_at != existing["occurred_at"]):
+        raise Conflict(
+            f"event_id {event.event_id!r} was already recorded with a different payload: "
+            "reuse an ID only to retry the identical event, otherwise choose a new unique ID"
+        )
+
+
+def _event(row: Row, cues: tuple[Cue, ...], memory_ids: tuple[str, ...]) -> Event:
+    return Event(
+        sequence=row["sequence"],
+        event_id=row["event_id"],
+        persona_id=row["persona_id"],
+        project_id=row["project_id"],
+        session_id=row["session_id"],
+        role=row["role"],
+        source=row["source"],
+        category=row["category"],
+        kind=row["kind"],
+        text=row["text"],
+        occurred_at=row["occurred_at"],
+        recorded_at=row["recorded_at"],
+        extraction_state=row["extraction_state"],
+        extraction_error=row["extraction_error"],
+        cues=cues,
+        memory_ids=memory_ids,
+    )
+
+
+EVENT_COLUMNS = (
+    "sequence, event_id, persona_id, project_id, session_id, role, source, category, kind, text,"
+    " occurred_at, recorded_at, extraction_state, extraction_error"
+)
+
+
+def load(db: Database, sequence: int) -> Event:
+    """The event with this sequence, its cues and derived memory IDs."""
+    with db.read():
+        row = db.one(f"SELECT {EVENT_COLUMNS} FROM events WHERE sequence = ?", (sequence,))
+        if row is None:
+            raise NotFound(
+                f"event #{sequence} no longer exists (it was forgotten meanwhile): find the current records"
+                " with memory_recall"
+            )
+        cues = tuple(
+            Cue(r["kind"], r["key"], r["label"])
+            for r in db.query(
+                "SELECT kind, key, label FROM cues WHERE event_sequence = ? ORDER BY position", (sequence,)
+            )
+        )
+        memory_ids = tuple(
+            r["memory_id"]
+            for r in db.query("SELECT memory_id FROM memories WHERE event_sequence = ? ORDER BY id", (sequence,))
+        )
+    return _event(row, cues, memory_ids)
+
+
+def find(db: Database, scope: Scope, event_id: str) -> Event:
+    """The event with this ID in this scope; NotFound otherwise (also when it is in another scope)."""
+    sequence = db.scalar(
+        "SELECT sequence FROM events WHERE event_id = ? AND persona_id = ? AND project_id = ?",
+        (event_id, scope.persona_id, scope.project_id),
+    )
+    if sequence is None:
+        raise NotFound(
+            f"no event {event_id!r} in persona {scope.persona_id!r}, project {scope.project_id!r}: check the ID and the"
+            " persona_id/project_id, or find the event with memory_recall"
+        )
+    return load(db, int(sequence))
+
+
+def set_state(db: Database, sequence: int, state: str, error: str | None) -> None:
+    """Record the outcome of an extraction attempt."""
+    with db.write() as conn:
+        conn.execute(
+            "UPDATE events SET extraction_state = ?, extraction_error = ? WHERE sequence = ?",
+            (state, error, sequence),
+        )
+
+
+def page(text: str, offset: int, max_chars: int) -> Page:
+    """The window [offset, offset+max_chars) of text; next_offset is None at the end."""
+    if offset > len(text):
+        raise InvalidArgument(
+            f"offset {offset} is past the end of the text ({len(text)} characters): use 0..{len(text)}"
+        )
+    end = min(len(text), offset + max_chars)
+    return Page(
+        text=text[offset:end],
+        offset=offset,
+        next_offset=end if end < len(text) else None,
+        total_chars=len(text),
+    )
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One recorded turn of a session (no corrections): what a hook's checkpoint is cut from."""
+
+    event_id: str
+    role: str
+    text: str
+
+
+def session_turns(db: Database, scope: Scope, session_id: str) -> list[Turn]:
+    """The record events of one session in recording order."""
+    rows = db.query(
+        "SELECT event_id, role, text FROM events WHERE persona_id = ? AND project_id = ? AND session_id = ?"
+        " AND kind = 'record' ORDER BY sequence",
+        (scope.persona_id, scope.project_id, session_id),
+    )
+    return [Turn(str(r["event_id"]), str(r["role"]), str(r["text"])) for r in rows]

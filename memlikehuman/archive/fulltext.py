@@ -1,0 +1,269 @@
+"""Full-text rows built from what is stored, and rebuilding the indexes in committed batches.
+
+Two indexes, each a pair of tables (events, memories): the word index ``events_fts`` /
+``memories_fts`` and the n-gram index ``events_ngrams`` / ``memories_ngrams``, whose columns hold
+the character n-grams of the same values in scripts without spaces between words or with glued
+particles (memlikehuman/ngrams.py). All four are contentless FTS5 tables with secure-delete: the
+index keeps no copy of the text, so a row is (re)built from the ``events`` and ``memories`` tables,
+and removing one takes the exact values it was built from (the FTS5 'delete' command), which also
+purges its terms from the index b-tree. Every writer builds rows here: recording, extraction,
+correction, import, reindex and forgetting, so the values always match. Every event and memory has
+a row in every table (an empty one in the n-gram tables for Latin-only text), so a missing row is
+found the same way in all of them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..records import Cue
+from . import ngrams
+from .db import Database
+
+BATCH = 500
+Progress = Callable[[int, int], None]
+
+TABLES = {"event": "events_fts", "memory": "memories_fts"}
+NGRAM_TABLES = {"event": "events_ngrams", "memory": "memories_ngrams"}
+ALL_TABLES = (*TABLES.values(), *NGRAM_TABLES.values())
+_KIND = {table: kind for kinds in (TABLES, NGRAM_TABLES) for kind, table in kinds.items()}
+_COLUMNS = {"event": "text, attribution, context", "memory": "content, attribution"}
+_RECORDS = {"event": ("events", "sequence"), "memory": ("memories", "id")}
+
+
+def _missing_sql(kind: str, tables: Sequence[str]) -> str:
+    """Records of this kind above a bound that lack a row in any of the tables, in order."""
+    records, key = _RECORDS[kind]
+    absent = " OR ".join(f"NOT EXISTS (SELECT 1 FROM {t} f WHERE f.rowid = r.{key})" for t in tables)
+    return f"SELECT r.{key} AS id FROM {records} r WHERE r.{key} > ? AND ({absent}) ORDER BY r.{key} LIMIT ?"
+
+
+def _count_missing_sql(table: str) -> str:
+    records, key = _RECORDS[_KIND[table]]
+    return f"SELECT count(*) FROM {records} r WHERE NOT EXISTS (SELECT 1 FROM {table} f WHERE f.rowid = r.{key})"
+
+
+# How much of the session's previous event an event's full-text row carries as `context`.
+CONTEXT_CHARS = 1_000
+
+
+def attribution(source: str, cues: Sequence[Cue]) -> str:
+    """The searchable attribution of an event: who said it, and its cue keys and labels."""
+    parts = [source] + [part for cue in cues for part in (cue.key, cue.label or "")]
+    return " ".join(part for part in parts if part)
+
+
+def memory_attribution(source: str, subject: str | None, kind: str) -> str:
+    """The searchable attribution of a memory: its event's speaker, its subject slot and kind."""
+    return " ".join(filter(None, [source, subject, kind]))
+
+
+def event_values(conn: Any, sequence: int) -> tuple[str, str, str]:
+    """(text, attribution, context) of an event's full-text row, derived from what is stored now.
+
+    The context is the tail of the previous record event of the same session. Whoever changes
+    what these values derive from (forgetting the previous event) must unindex first, then reindex.
+    """
+    row = conn.execute(
+        "SELECT persona_id, project_id, session_id, source, text FROM events WHERE sequence = ?", (sequence,)
+    ).fetchone()
+    cues = [
+        Cue(r["kind"], r["key"], r["label"])
+        for r in conn.execute(
+            "SELECT kind, key, label FROM cues WHERE event_sequence = ? ORDER BY position", (sequence,)
+        )
+    ]
+    previous = previous_text(conn, row["persona_id"], row["project_id"], row["session_id"], sequence)
+    return event_row(row["text"], row["source"], cues, previous)
+
+
+def event_row(text: str, source: str, cues: Sequence[Cue], previous: str | None) -> tuple[str, str, str]:
+    """(text, attribution, context) from an event's fields and the text of the session's previous record event."""
+    return text, attribution(source, cues), previous[-CONTEXT_CHARS:] if previous else ""
+
+
+def previous_text(conn: Any, persona_id: str, project_id: str, session_id: str, sequence: int) -> str | None:
+    """The text of the record event of the session just before ``sequence`` (None: there is none)."""
+    row = conn.execute(
+        "SELECT text FROM events WHERE persona_id = ? AND project_id = ? AND session_id = ? AND sequence < ?"
+        " AND kind = 'record' ORDER BY sequence DESC LIMIT 1",
+        (persona_id, project_id, session_id, sequence),
+    ).fetchone()
+    return None if row is None else str(row["text"])
+
+
+def memory_values(conn: Any, rowid: int) -> tuple[str, str]:
+    """(content, attribution) of a memory's full-text row."""
+    row = conn.execute(
+        "SELECT m.content, m.subject, m.kind, e.source FROM memories m JOIN events e ON e.sequence = m.event_sequence"
+        " WHERE m.id = ?",
+        (rowid,),
+    ).fetchone()
+    return row["content"], memory_attribution(row["source"], row["subject"], row["kind"])
+
+
+def _values(conn: Any, kind: str, rowid: int) -> tuple[str, ...]:
+    return event_values(conn, rowid) if kind == "event" else memory_values(conn, rowid)
+
+
+def _write(conn: Any, table: str, rowid: int, values: tuple[str, ...], *, delete: bool = False) -> None:
+    """Insert (or 'delete') a row of a table from the record's word-index values."""
+    if table in NGRAM_TABLES.values():
+        values = tuple(ngrams.index_text(value) for value in values)
+    columns = _COLUMNS[_KIND[table]]
+    marks = ", ".join("?" * (len(values) + 1))
+    if delete:
+        conn.execute(f"INSERT INTO {table} ({table}, rowid, {columns}) VALUES ('delete', {marks})", (rowid, *values))
+    else:
+        conn.execute(f"INSERT INTO {table} (rowid, {columns}) VALUES ({marks})", (rowid, *values))
+
+
+def _tables(conn: Any, kind: str) -> tuple[str, ...]:
+    """The kind's word table, and its n-gram table once migration m006 has created it.
+
+    Migration m004 calls index_event/index_memory on archives older than m006 (issue 14 is to give
+    it a frozen copy instead); until then the n-gram tables may not exist while it runs.
+    """
+    ngram = NGRAM_TABLES[kind]
+    exists = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (ngram,)).fetchone()
+    return (TABLES[kind], ngram) if exists else (TABLES[kind],)
+
+
+def index_event(conn: Any, sequence: int, values: tuple[str, str, str] | None = None) -> None:
+    """Write the full-text rows (word and n-gram index) of a stored event (``values``: its event_row,
+    when the caller has it)."""
+    values = values or event_values(conn, sequence)
+    for table in _tables(conn, "event"):
+        _write(conn, table, sequence, values)
+
+
+def unindex_event(conn: Any, sequence: int) -> None:
+    """Remove an event's full-text rows, terms included (FTS5 'delete' with secure-delete on).
+
+    Call it while the event and its session's previous event are still stored: the 'delete'
+    command needs the exact values that were indexed.
+    """
+    values = _values(conn, "event", sequence)
+    for table in _tables(conn, "event"):
+        _write(conn, table, sequence, values, delete=True)
+
+
+def index_memory(conn: Any, rowid: int) -> None:
+    """Write the full-text rows (word and n-gram index) of a stored memory."""
+    values = _values(conn, "memory", rowid)
+    for table in _tables(conn, "memory"):
+        _write(conn, table, rowid, values)
+
+
+def unindex_memory(conn: Any, rowid: int) -> None:
+    """Remove a memory's full-text rows, terms included; call it while the memory is still stored."""
+    values = _values(conn, "memory", rowid)
+    for table in _tables(conn, "memory"):
+        _write(conn, table, rowid, values, delete=True)
+
+
+@dataclass(frozen=True)
+class RebuildResult:
+    """How many full-text rows a rebuild wrote (rows of the word and n-gram indexes counted once)."""
+
+    events: int
+    memories: int
+
+
+def count_missing(db: Database, tables: Sequence[str] = ALL_TABLES) -> tuple[int, int]:
+    """(events, memories) that lack a row in at least one of the tables (default: all four)."""
+    counts = {"event": 0, "memory": 0}
+    for table in tables:
+        kind = _KIND[table]
+        counts[kind] = max(counts[kind], int(db.scalar(_count_missing_sql(table)) or 0))
+    return counts["event"], counts["memory"]
+
+
+def orphans(db: Database) -> int:
+    """Full-text rows whose event or memory no longer exists (in any of the four tables)."""
+    found = 0
+    for table in ALL_TABLES:
+        records, key = _RECORDS[_KIND[table]]
+        found += int(db.scalar(f"SELECT count(*) FROM {table} WHERE rowid NOT IN (SELECT {key} FROM {records})") or 0)
+    return found
+
+
+def clear(db: Database) -> None:
+    """Empty every full-text index in one transaction (the start of a full rebuild)."""
+    with db.write() as conn:
+        for table in ALL_TABLES:
+            conn.execute(f"INSERT INTO {table}({table}) VALUES ('delete-all')")
+
+
+def fill_missing(
+    db: Database, progress: Progress | None = None, batch: int = BATCH, tables: Sequence[str] = ALL_TABLES
+) -> RebuildResult:
+    """Write every missing full-text row of the tables, ``batch`` records per transaction.
+
+    Each batch is committed before ``progress(done, total)`` is called, so an interruption loses
+    at most the batch in flight and a second call finishes the job. Rows added meanwhile by
+    another process are not missing, so they are never written twice. A record missing from
+    several tables counts once.
+    """
+    by_kind = {kind: [t for t in tables if _KIND[t] == kind] for kind in ("event", "memory")}
+    counts = {
+        kind: int(db.scalar(f"SELECT count(*) FROM ({_missing_sql(kind, ts)})", (0, -1)) or 0)
+        for kind, ts in by_kind.items()
+        if ts
+    }
+    total = sum(counts.values())
+    done = {"event": 0, "memory": 0}
+    if progress:
+        progress(0, total)
+    for kind, kind_tables in by_kind.items():
+        floor = 0
+        while kind_tables:
+            with db.write() as conn:
+                ids = [row["id"] for row in conn.execute(_missing_sql(kind, kind_tables), (floor, batch))]
+                for row_id in ids:
+                    for table in kind_tables:
+                        if not conn.execute(f"SELECT 1 FROM {table} WHERE rowid = ?", (row_id,)).fetchone():
+                            _write(conn, table, row_id, _values(conn, kind, row_id))
+            if not ids:
+                break
+            floor = ids[-1]
+            done[kind] += len(ids)
+            if progress:
+                written = done["event"] + done["memory"]
+                progress(written, max(total, written))
+    return RebuildResult(events=done["event"], memories=done["memory"])
+
+
+def ngrams_behind(db: Database) -> bool:
+    """Whether the n-gram index has fewer rows than there are events or memories (cheap counts).
+
+    m006 creates it empty: an archive older than that has its rows written by complete_ngrams.
+    """
+    events = int(db.scalar("SELECT count(*) FROM events") or 0)
+    memories = int(db.scalar("SELECT count(*) FROM memories") or 0)
+    indexed_events = int(db.scalar("SELECT count(*) FROM events_ngrams_docsize") or 0)
+    indexed_memories = int(db.scalar("SELECT count(*) FROM memories_ngrams_docsize") or 0)
+    return indexed_events < events or indexed_memories < memories
+
+
+def logged_progress(log: logging.Logger, label: str, steps: int = 10) -> Progress:
+    """A progress callback that logs (INFO, on stderr under the CLI) about every 1/steps of the work."""
+    shown = [-1]
+
+    def report(done: int, total: int) -> None:
+        step = done * steps // max(total, 1)
+        if total and step > shown[0]:
+            shown[0] = step
+            log.info("%s: %s of %s records indexed", label, f"{done:,}", f"{total:,}")
+
+    return report
+
+
+def complete_ngrams(db: Database, progress: Progress | None = None) -> RebuildResult:
+    """Write the n-gram rows an archive lacks (after m006 on an older archive), in committed batches."""
+    if not ngrams_behind(db):
+        return RebuildResult(0, 0)
+    return fill_missing(db, progress, tables=tuple(NGRAM_TABLES.values()))

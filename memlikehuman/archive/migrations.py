@@ -1,0 +1,402 @@
+"""The schema, as an append-only list of migrations with a ledger.
+
+Released migrations are never edited: a change is a new function appended to MIGRATIONS.
+Each migration runs in one transaction together with its ledger row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..clock import now_stamp
+from . import fulltext
+from .db import Database
+
+Migration = Callable[[Any], None]
+MIGRATIONS: list[Migration] = []
+
+
+def migration(fn: Migration) -> Migration:
+    """Register a migration; order of definition is order of application."""
+    MIGRATIONS.append(fn)
+    return fn
+
+
+@migration
+def m001_create_archive(conn: Any) -> None:
+    conn.execute(
+        """
+        -- sequence is the coverage sequence: AUTOINCREMENT never reuses a value, and a
+        -- write transaction assigns it, so it increases strictly in commit order.
+        CREATE TABLE events (
+            sequence          INTEGER PRIMARY KEY AUTOINCREMENT,
+            event_id          TEXT NOT NULL UNIQUE,
+            persona_id        TEXT NOT NULL,
+            project_id        TEXT NOT NULL,
+            session_id        TEXT NOT NULL,
+            role              TEXT NOT NULL,
+            source            TEXT NOT NULL,
+            category          TEXT NOT NULL,
+            kind              TEXT NOT NULL DEFAULT 'record',  -- record | correction
+            text              TEXT NOT NULL,
+            occurred_at       TEXT NOT NULL,
+            occurred_at_given INTEGER NOT NULL,
+            recorded_at       TEXT NOT NULL,
+            payload_hash      TEXT NOT NULL,
+            extraction_state  TEXT NOT NULL,                   -- complete | pending | failed
+            extraction_error  TEXT
+        );
+        CREATE INDEX events_by_scope ON events(persona_id, project_id, sequence);
+        CREATE INDEX events_by_session ON events(persona_id, project_id, session_id, sequence);
+        CREATE INDEX events_by_state ON events(extraction_state) WHERE extraction_state != 'complete';
+
+        CREATE TABLE cues (
+            event_sequence INTEGER NOT NULL REFERENCES events(sequence) ON DELETE CASCADE,
+            position       INTEGER NOT NULL,
+            kind           TEXT NOT NULL,                      -- text | photo
+            key            TEXT NOT NULL,
+            label          TEXT,
+            PRIMARY KEY (event_sequence, position)
+        );
+        CREATE INDEX cues_by_key ON cues(key);
+
+        -- Contentless: the text lives once, in events; secure-delete removes a deleted
+        -- row's terms from the index itself, so forgetting leaves no tokens behind.
+        CREATE VIRTUAL TABLE events_fts USING fts5(
+            text, attribution, context,
+            content='', contentless_delete=1,
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+        INSERT INTO events_fts(events_fts, rank) VALUES ('secure-delete', 1);
+
+        CREATE TABLE memories (
+            id              INTEGER PRIMARY KEY AUTOINCREMENT,
+            memory_id       TEXT NOT NULL UNIQUE,
+            event_sequence  INTEGER NOT NULL REFERENCES events(sequence) ON DELETE CASCADE,
+            persona_id      TEXT NOT NULL,
+            project_id      TEXT NOT NULL,
+            session_id      TEXT NOT NULL,
+            content         TEXT NOT NULL,
+            quote           TEXT NOT NULL,
+            kind            TEXT NOT NULL,   -- fact | preference | event | plan | emotion | persona | reference
+            basis           TEXT NOT NULL,   -- stated | inferred
+            category        TEXT NOT NULL,
+            subject         TEXT,
+            gist            TEXT,
+            valid_from      TEXT NOT NULL,
+            valid_to        TEXT,
+            recorded_at     TEXT NOT NULL,
+            supersedes      INTEGER REFERENCES memories(id) ON DELETE SET NULL,
+            superseded_by   INTEGER REFERENCES memories(id) ON DELETE SET NULL,
+            revoked_at      TEXT,
+            revoke_reason   TEXT,
+            replaced_by     INTEGER REFERENCES memories(id) ON DELETE SET NULL
+        );
+        CREATE INDEX memories_by_scope ON memories(persona_id, project_id, id);
+        CREATE INDEX memories_by_event ON memories(event_sequence);
+        CREATE INDEX memories_by_subject ON memories(persona_id, project_id, subject) WHERE subject IS NOT NULL;
+
+        CREATE VIRTUAL TABLE memories_fts USING fts5(
+            content, attribution,
+            content='', contentless_delete=1,
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+        INSERT INTO memories_fts(memories_fts, rank) VALUES ('secure-delete', 1);
+
+        -- A correction event (events.kind = 'correction') revokes one memory and derives its replacement.
+        CREATE TABLE corrections (
+            event_sequence  INTEGER PRIMARY KEY REFERENCES events(sequence) ON DELETE CASCADE,
+            original_id     INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+            reason          TEXT NOT NULL
+        );
+        CREATE INDEX corrections_by_original ON corrections(original_id);
+
+        CREATE TABLE event_vectors (
+            event_sequence INTEGER PRIMARY KEY REFERENCES events(sequence) ON DELETE CASCADE,
+            model          TEXT NOT NULL,
+            dim            INTEGER NOT NULL,
+            vector         BLOB NOT NULL
+        );
+        CREATE TABLE memory_vectors (
+            memory_rowid   INTEGER PRIMARY KEY REFERENCES memories(id) ON DELETE CASCADE,
+            model          TEXT NOT NULL,
+            dim            INTEGER NOT NULL,
+            vector         BLOB NOT NULL
+        );
+
+        CREATE TABLE checkpoints (
+            id               INTEGER PRIMARY KEY AUTOINCREMENT,
+            checkpoint_id    TEXT NOT NULL UNIQUE,
+            persona_id       TEXT NOT NULL,
+            project_id       TEXT NOT NULL,
+            session_id       TEXT NOT NULL,
+            covered_event_id TEXT NOT NULL,
+            covered_sequence INTEGER NOT NULL,
+            state            TEXT,            -- JSON; wiped when a forget invalidates it
+            created_at       TEXT NOT NULL,
+            invalidated_at   TEXT,
+            invalidated_reason TEXT
+        );
+        CREATE INDEX checkpoints_by_scope ON checkpoints(persona_id, project_id, session_id, id);
+
+        -- Core persona: each CLI edit is a new version; the newest is current.
+        CREATE TABLE persona_versions (
+            persona_id  TEXT NOT NULL,
+            version     INTEGER NOT NULL,
+            text        TEXT NOT NULL,
+            created_at  TEXT NOT NULL,
+            PRIMARY KEY (persona_id, version)
+        );
+        """
+    )
+
+
+@migration
+def m002_index_memory_links(conn: Any) -> None:
+    # Deleting a memory (memory_forget) makes SQLite look up every memory that links to it through
+    # these ON DELETE SET NULL keys, and forgetting re-links them: without an index each lookup scans
+    # all memories (measured 51 ms -> 4 ms per forgotten event at 10k memories). Partial: most are NULL.
+    conn.execute(
+        """
+        CREATE INDEX memories_by_supersedes ON memories(supersedes) WHERE supersedes IS NOT NULL;
+        CREATE INDEX memories_by_superseded_by ON memories(superseded_by) WHERE superseded_by IS NOT NULL;
+        CREATE INDEX memories_by_replaced_by ON memories(replaced_by) WHERE replaced_by IS NOT NULL;
+        """
+    )
+
+
+@migration
+def m003_count_events_per_scope(conn: Any) -> None:
+    # memory_recall reports coverage (events, pending, failed, without vectors) on every call.
+    # Counting them takes ~75 ms per recall at 70k events in a scope (the rows hold the text);
+    # triggers keep exact counts in the same transactions, so a recall reads two rows instead.
+    # Event deletion: SQLite deletes the event row before its cascaded vectors, so the event's
+    # BEFORE DELETE trigger counts its vectors out and the vector trigger skips orphans.
+    conn.execute(
+        """
+        CREATE TABLE scope_counts (
+            persona_id TEXT NOT NULL,
+            project_id TEXT NOT NULL,
+            events     INTEGER NOT NULL,
+            pending    INTEGER NOT NULL,
+            failed     INTEGER NOT NULL,
+            PRIMARY KEY (persona_id, project_id)
+        ) WITHOUT ROWID;
+        CREATE TABLE scope_vector_counts (
+            persona_id TEXT NOT NULL,
+            project_id TEXT NOT NULL,
+            model      TEXT NOT NULL,
+            events     INTEGER NOT NULL,   -- events of the scope with a vector of this model
+            PRIMARY KEY (persona_id, project_id, model)
+        ) WITHOUT ROWID;
+
+        INSERT INTO scope_counts
+            SELECT persona_id, project_id, count(*), total(extraction_state = 'pending'),
+                   total(extraction_state = 'failed')
+            FROM events GROUP BY persona_id, project_id;
+        INSERT INTO scope_vector_counts
+            SELECT e.persona_id, e.project_id, v.model, count(*)
+            FROM event_vectors v JOIN events e ON e.sequence = v.event_sequence
+            GROUP BY e.persona_id, e.project_id, v.model;
+
+        CREATE TRIGGER scope_counts_insert AFTER INSERT ON events BEGIN
+            INSERT INTO scope_counts VALUES (NEW.persona_id, NEW.project_id, 1,
+                NEW.extraction_state = 'pending', NEW.extraction_state = 'failed')
+            ON CONFLICT (persona_id, project_id) DO UPDATE SET events = events + 1,
+                pending = pending + excluded.pending, failed = failed + excluded.failed;
+        END;
+        CREATE TRIGGER scope_counts_state AFTER UPDATE OF extraction_state ON events
+        WHEN OLD.extraction_state IS NOT NEW.extraction_state BEGIN
+            UPDATE scope_counts
+            SET pending = pending + (NEW.extraction_state = 'pending') - (OLD.extraction_state = 'pending'),
+                failed = failed + (NEW.extraction_state = 'failed') - (OLD.extraction_state = 'failed')
+            WHERE persona_id = NEW.persona_id AND project_id = NEW.project_id;
+        END;
+        CREATE TRIGGER scope_counts_delete BEFORE DELETE ON events BEGIN
+            UPDATE scope_counts
+            SET events = events - 1, pending = pending - (OLD.extraction_state = 'pending'),
+                failed = failed - (OLD.extraction_state = 'failed')
+            WHERE persona_id = OLD.persona_id AND project_id = OLD.project_id;
+            UPDATE scope_vector_counts SET events = events - 1
+            WHERE persona_id = OLD.persona_id AND project_id = OLD.project_id
+              AND model IN (SELECT model FROM event_vectors WHERE event_sequence = OLD.sequence);
+        END;
+        CREATE TRIGGER scope_vector_counts_insert AFTER INSERT ON event_vectors BEGIN
+            INSERT INTO scope_vector_counts
+                SELECT persona_id, project_id, NEW.model, 1 FROM events WHERE sequence = NEW.event_sequence
+            ON CONFLICT (persona_id, project_id, model) DO UPDATE SET events = events + 1;
+        END;
+        CREATE TRIGGER scope_vector_counts_model AFTER UPDATE OF model ON event_vectors
+        WHEN OLD.model IS NOT NEW.model BEGIN
+            UPDATE scope_vector_counts SET events = events - 1
+            WHERE model = OLD.model AND (persona_id, project_id) =
+                (SELECT persona_id, project_id FROM events WHERE sequence = OLD.event_sequence);
+            INSERT INTO scope_vector_counts
+                SELECT persona_id, project_id, NEW.model, 1 FROM events WHERE sequence = NEW.event_sequence
+            ON CONFLICT (persona_id, project_id, model) DO UPDATE SET events = events + 1;
+        END;
+        CREATE TRIGGER scope_vector_counts_delete AFTER DELETE ON event_vectors BEGIN
+            UPDATE scope_vector_counts SET events = events - 1
+            WHERE model = OLD.model AND (persona_id, project_id) =
+                (SELECT persona_id, project_id FROM events WHERE sequence = OLD.event_sequence);
+        END;
+        """
+    )
+
+
+@migration
+def m004_purgeable_fulltext(conn: Any) -> None:
+    # m001's tables used contentless_delete=1, where a DELETE only writes a tombstone: a forgotten
+    # row's terms stayed readable in the index segments until an 'optimize' rewrote the whole
+    # index (~0.4-0.7 s per forget at 100k events). Plain contentless tables delete with the FTS5
+    # 'delete' command and the row's exact values (fulltext.unindex_*), and with secure-delete the
+    # terms leave the b-tree at once. The rows are rebuilt from the stored records.
+    conn.execute(
+        """
+        DROP TABLE events_fts;
+        DROP TABLE memories_fts;
+        CREATE VIRTUAL TABLE events_fts USING fts5(
+            text, attribution, context,
+            content='',
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+        INSERT INTO events_fts(events_fts, rank) VALUES ('secure-delete', 1);
+        CREATE VIRTUAL TABLE memories_fts USING fts5(
+            content, attribution,
+            content='',
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+        INSERT INTO memories_fts(memories_fts, rank) VALUES ('secure-delete', 1);
+        """
+    )
+    for row in conn.execute("SELECT sequence FROM events ORDER BY sequence").fetchall():
+        fulltext.index_event(conn, row["sequence"])
+    for row in conn.execute("SELECT id FROM memories ORDER BY id").fetchall():
+        fulltext.index_memory(conn, row["id"])
+
+
+@migration
+def m005_known_from_and_event_times(conn: Any) -> None:
+    # known_from: since when a memory is known, for memory_recall's as_of. It is its event's time,
+    # except for the replacement a correction stores: a correction says the original was wrong, so
+    # the replacement takes the original's place in time (before, a correction was known only from
+    # its own date, and as_of before it found neither version). The value is derived, never exported.
+    # events_by_time: recall's coverage counts the events of a scope that occurred after as_of
+    # (an occurred_at ahead of the clock hides an event; the count says so).
+    conn.execute(
+        """
+        ALTER TABLE memories ADD COLUMN known_from TEXT;
+        UPDATE memories SET known_from = (SELECT occurred_at FROM events WHERE sequence = memories.event_sequence);
+        CREATE INDEX events_by_time ON events(persona_id, project_id, occurred_at);
+        """
+    )
+    # A frozen copy of memories.settle_known_from: a chain of corrections is followed one step per pass.
+    for _ in range(1_000):
+        conn.execute(
+            "UPDATE memories SET known_from = (SELECT o.known_from FROM corrections c JOIN memories o"
+            " ON o.id = c.original_id WHERE c.event_sequence = memories.event_sequence)"
+            " WHERE event_sequence IN (SELECT event_sequence FROM corrections) AND known_from IS NOT"
+            " (SELECT o.known_from FROM corrections c JOIN memories o ON o.id = c.original_id"
+            "  WHERE c.event_sequence = memories.event_sequence)"
+        )
+        if not conn.changes():
+            break
+
+
+@migration
+def m006_ngram_fulltext(conn: Any) -> None:
+    # The word index finds nothing inside Chinese, Japanese or Thai text (no spaces: a sentence is
+    # one token) nor a Korean, Russian or Arabic word with a glued particle or ending (issue 21).
+    # These tables hold character n-grams of the same values (memlikehuman/ngrams.py). The
+    # 'ascii' tokenizer splits only at ASCII spaces and punctuation, so each n-gram is one term.
+    # Only the tables are created here: the rows of an existing archive are written afterwards by
+    # fulltext.complete_ngrams (live code, in committed batches with progress) when the archive is
+    # opened, so that the values indexed are always the ones today's 'delete' recomputes.
+    conn.execute(
+        """
+        CREATE VIRTUAL TABLE events_ngrams USING fts5(
+            text, attribution, context,
+            content='',
+            tokenize='ascii'
+        );
+        INSERT INTO events_ngrams(events_ngrams, rank) VALUES ('secure-delete', 1);
+        CREATE VIRTUAL TABLE memories_ngrams USING fts5(
+            content, attribution,
+            content='',
+            tokenize='ascii'
+        );
+        INSERT INTO memories_ngrams(memories_ngrams, rank) VALUES ('secure-delete', 1);
+        """
+    )
+
+
+@migration
+def m007_extraction_claims(conn: Any) -> None:
+    # Background extraction (issue 15): a worker claims a pending event for a lease before it asks
+    # the model, so several processes on one archive never extract the same event at once, and a
+    # claim of a killed process expires (claimed_until) and is picked up again. attempts/retry_at
+    # hold the bounded backoff of transient provider failures. Rows hold no text; forgetting an
+    # event deletes its row with it. The scope columns let recall count in-flight events cheaply.
+    conn.execute(
+        """
+        CREATE TABLE extraction_claims (
+            event_sequence  INTEGER PRIMARY KEY REFERENCES events(sequence) ON DELETE CASCADE,
+            persona_id      TEXT NOT NULL,
+            project_id      TEXT NOT NULL,
+            claimed_by      TEXT,              -- host:pid:token of the worker; NULL when not claimed
+            claimed_until   REAL,              -- unix seconds the lease ends; NULL when not claimed
+            attempts        INTEGER NOT NULL DEFAULT 0,
+            retry_at        REAL               -- not before this (backoff); NULL = at once
+        );
+        CREATE INDEX extraction_claims_by_scope ON extraction_claims(persona_id, project_id);
+        """
+    )
+
+
+@migration
+def m008_event_dates(conn: Any) -> None:
+    # Relative dates in an event's text ("yesterday", "last Friday", "next month") resolved against
+    # its occurred_at when it is recorded (memlikehuman/dates.py relative_spans), so that a query
+    # naming the absolute date finds it (issue 20). Only the spans are stored, never the text; the
+    # rows go with their event (ON DELETE CASCADE: forget, and nothing else deletes events).
+    # Events recorded before this migration have no rows (their text is unchanged and still found).
+    conn.execute(
+        """
+        CREATE TABLE event_dates (
+            event_sequence INTEGER NOT NULL REFERENCES events(sequence) ON DELETE CASCADE,
+            day_from       TEXT NOT NULL,  -- ISO date, inclusive
+            day_to         TEXT NOT NULL,  -- ISO date, exclusive
+            PRIMARY KEY (event_sequence, day_from, day_to)
+        ) WITHOUT ROWID;
+        CREATE INDEX event_dates_by_day ON event_dates (day_from);
+        """
+    )
+
+
+def schema_version(db: Database) -> int:
+    """How many migrations the archive has applied (0 for a new file)."""
+    exists = db.scalar("SELECT count(*) FROM sqlite_master WHERE name = 'schema_migrations'")
+    if not exists:
+        return 0
+    return int(db.scalar("SELECT count(*) FROM schema_migrations") or 0)
+
+
+def migrate(db: Database) -> int:
+    """Apply pending migrations, each in its own transaction; return the schema version."""
+    with db.write() as conn:
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations"
+            " (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+        )
+    for number, fn in enumerate(MIGRATIONS, start=1):
+        with db.write() as conn:
+            # Re-checked inside the write lock: another process may have just applied it.
+            if db.scalar("SELECT 1 FROM schema_migrations WHERE id = ?", (number,)):
+                continue
+            fn(conn)
+            conn.execute(
+                "INSERT INTO schema_migrations (id, name, applied_at) VALUES (?, ?, ?)",
+                (number, fn.__name__, now_stamp()),
+            )
+    return schema_version(db)

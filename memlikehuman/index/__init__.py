@@ -1,0 +1,1 @@
+"""Vectors: the cache, the background indexer and rebuilding the derived indexes."""

@@ -1,0 +1,299 @@
+"""Embedding events and memories after they are committed, off the caller's critical path.
+
+`Indexer` is the engine's background thread: `memory_record` only wakes it, so recording never
+waits for an embedder. It embeds items that have no vector at all, newest first. Items whose
+vector was made by another model are left to `index_pending` (the `reindex` command), because
+re-embedding a whole archive is a deliberate, long job. Recall counts both as missing.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..archive.db import Row
+from ..errors import InvalidArgument, MemLikeHumanError
+from ..providers.base import Embedder
+from ..records import Scope
+from . import vectors
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ..archive.db import Database
+    from ..config import Settings
+    from .vectors import VectorCache
+else:
+    from ..lazy_numpy import np  # numpy stays unimported on the hooks' path
+
+log = logging.getLogger("memlikehuman.indexer")
+
+BACKGROUND_BATCH = 16
+SYNC_BATCH = 64
+SCAN_CHUNK = 5_000
+SLICE_PAUSE = 0.001
+# The tail of the previous event of the session that goes into an event's passage: replies
+# ("Yes, last Friday!") carry their subject in the turn before.
+CONTEXT_CHARS = 150
+RETRY_SECONDS = 60.0
+# How often the background thread looks below its floors again (vectors deleted by other code,
+# e.g. when forgetting changes a neighbour's context, are then re-made).
+RESCAN_SECONDS = 600.0
+# The background thread's nice value (Linux: per thread, inherited by the OpenMP workers it starts).
+# Embedding then takes only CPU that nothing else wants: with it at the same priority, memory_record
+# over stdio took 13 ms p50 instead of 5 while the indexer embedded on 2 shared cores.
+BACKGROUND_NICE = 10
+Progress = Callable[[int, int], None]
+
+_EVENTS_SQL = """
+SELECT e.sequence AS id, e.persona_id, e.project_id, e.source, e.text,
+       (SELECT group_concat(c.label, '; ') FROM cues c WHERE c.event_sequence = e.sequence) AS labels,
+       (SELECT p.source || ': ' || substr(p.text, -{context}) FROM events p
+         WHERE p.persona_id = e.persona_id AND p.project_id = e.project_id AND p.session_id = e.session_id
+           AND p.sequence < e.sequence AND p.kind = 'record' ORDER BY p.sequence DESC LIMIT 1) AS previous
+FROM events e LEFT JOIN event_vectors v ON v.event_sequence = e.sequence
+WHERE {missing} AND e.sequence > ? AND e.sequence <= ? ORDER BY e.sequence DESC LIMIT ?
+""".replace("{context}", str(CONTEXT_CHARS))
+
+_MEMORIES_SQL = """
+SELECT m.id AS id, m.persona_id, m.project_id, e.source, m.content AS text, NULL AS labels, NULL AS previous
+FROM memories m JOIN events e ON e.sequence = m.event_sequence
+LEFT JOIN memory_vectors v ON v.memory_rowid = m.id
+WHERE {missing} AND m.id > ? AND m.id <= ? ORDER BY m.id DESC LIMIT ?
+"""
+
+# An upsert, not INSERT OR REPLACE: REPLACE's implicit delete would bypass the delete trigger
+# that keeps scope_vector_counts exact (migration m003).
+_WRITE_SQL = {
+    "event": "INSERT INTO event_vectors (event_sequence, model, dim, vector)"
+    " SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM events WHERE sequence = ?)"
+    " ON CONFLICT (event_sequence) DO UPDATE SET model = excluded.model, dim = excluded.dim, vector = excluded.vector",
+    "memory": "INSERT INTO memory_vectors (memory_rowid, model, dim, vector)"
+    " SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM memories WHERE id = ?)"
+    " ON CONFLICT (memory_rowid) DO UPDATE SET model = excluded.model, dim = excluded.dim, vector = excluded.vector",
+}
+
+_COUNT_SQL = {
+    "event": "SELECT count(*) FROM events e LEFT JOIN event_vectors v ON v.event_sequence = e.sequence"
+    " WHERE v.event_sequence IS NULL OR v.model != ?",
+    "memory": "SELECT count(*) FROM memories m LEFT JOIN memory_vectors v ON v.memory_rowid = m.id"
+    " WHERE v.memory_rowid IS NULL OR v.model != ?",
+}
+
+
+def event_passage(source: str, text: str, labels: str | None, previous: str | None) -> str:
+    """What is embedded for an event: the previous turn's tail, the speaker, the text, photo labels."""
+    parts = [previous] if previous else []
+    parts.append(f"{source}: {text}")
+    if labels:
+        parts.append(f"[{labels}]")
+    return "\n".join(parts)
+
+
+def _passage(kind: str, row: Row) -> str:
+    if kind == "memory":
+        return str(row["text"])
+    return event_passage(row["source"], row["text"], row["labels"], row["previous"])
+
+
+@dataclass(frozen=True)
+class _Batch:
+    kind: str
+    rows: list[Row]
+
+
+def _select(db: Database, kind: str, model: str, floor: int, ceiling: int, limit: int, *, any_model: bool) -> _Batch:
+    """Up to `limit` items in (floor, ceiling], newest first, lacking a vector (of this model, if not any_model)."""
+    column = "v.event_sequence" if kind == "event" else "v.memory_rowid"
+    missing = f"{column} IS NULL" if any_model else f"({column} IS NULL OR v.model != ?)"
+    sql = (_EVENTS_SQL if kind == "event" else _MEMORIES_SQL).replace("{missing}", missing)
+    bounds = (floor, ceiling, limit)
+    params: tuple[Any, ...] = bounds if any_model else (model, *bounds)
+    return _Batch(kind, db.query(sql, params))
+
+
+def _store(db: Database, cache: VectorCache, embedder: Embedder, batch: _Batch) -> int:
+    """Embed a batch (outside any transaction), write it, and tell the vector cache."""
+    rows = embedder.embed([_passage(batch.kind, row) for row in batch.rows], "passage")
+    if rows.shape[0] != len(batch.rows):
+        raise MemLikeHumanError(f"the embedder returned {rows.shape[0]} vectors for {len(batch.rows)} texts")
+    model, dim = embedder.model_id, int(rows.shape[1])
+    with db.write() as conn:
+        for row, vector in zip(batch.rows, rows, strict=True):
+            conn.execute(_WRITE_SQL[batch.kind], (row["id"], model, dim, vectors.encode(vector), row["id"]))
+    by_scope: dict[Scope, list[int]] = {}
+    for i, row in enumerate(batch.rows):
+        by_scope.setdefault(Scope(row["persona_id"], row["project_id"]), []).append(i)
+    for scope, positions in by_scope.items():
+        ids = [batch.rows[i]["id"] for i in positions]
+        cache.add(batch.kind, model, scope, ids, rows[np.asarray(positions)])
+    return len(batch.rows)
+
+
+def _top(db: Database, kind: str) -> int:
+    """The newest event sequence or memory rowid (0 when there is none)."""
+    sql = "SELECT max(sequence) FROM events" if kind == "event" else "SELECT max(id) FROM memories"
+    return int(db.scalar(sql) or 0)
+
+
+def _events_without_vectors(db: Database) -> int:
+    """Events of every scope without a vector of any model (from the trigger-kept counts, m003)."""
+    sql = "SELECT (SELECT total(events) FROM scope_counts) - (SELECT total(events) FROM scope_vector_counts)"
+    return int(db.scalar(sql) or 0)
+
+
+def count_missing(db: Database, model: str) -> int:
+    """Events and memories of every scope without a vector of `model`."""
+    return sum(int(db.scalar(_COUNT_SQL[kind], (model,)) or 0) for kind in ("event", "memory"))
+
+
+def index_pending(indexer: Indexer, progress: Progress | None = None) -> int:
+    """Embed every event and memory lacking a vector of the configured model; return how many.
+
+    Synchronous (for `reindex` and benchmarks). Vectors of another model are replaced.
+    Raises InvalidArgument when no embedder is configured, Unavailable when it fails.
+    """
+    db = indexer.db
+    embedder = indexer.embedder()
+    if embedder is None:
+        raise InvalidArgument("no embedder is configured (MEMLIKEHUMAN_EMBEDDER=none): set it to local or openai")
+    total = count_missing(db, embedder.model_id)
+    done = 0
+    if progress:
+        progress(done, total)
+    for kind in ("event", "memory"):
+        while True:
+            with indexer.lock:
+                batch = _select(db, kind, embedder.model_id, 0, _top(db, kind), SYNC_BATCH, any_model=False)
+                if not batch.rows:
+                    break
+                done += _store(db, indexer.cache, embedder, batch)
+            if progress:
+                progress(done, max(total, done))
+    return done
+
+
+def _lower_priority() -> None:
+    """Lower the calling thread's CPU priority by BACKGROUND_NICE (Linux only: elsewhere the call
+    would address a process, not a thread); a refusal only costs latency, so it is logged and ignored."""
+    if sys.platform != "linux":
+        return
+    try:
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + BACKGROUND_NICE))
+    except OSError as exc:
+        log.info("could not lower the indexer thread's priority: %s", exc)
+
+
+class Indexer:
+    """The background thread that embeds new events and memories after their commit.
+
+    Built from the pieces it needs: the archive, the vector cache it keeps current, the settings and
+    a function returning the process's one embedder (None when none is configured).
+    """
+
+    def __init__(
+        self, db: Database, cache: VectorCache, settings: Settings, embedder: Callable[[], Embedder | None]
+    ) -> None:
+        self.db, self.cache, self.settings, self.embedder = db, cache, settings, embedder
+        #: held while one batch is selected, embedded and written: no item is embedded twice
+        self.lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stopping = False
+        self._thread: threading.Thread | None = None
+        # Everything at or below a floor has a vector: later scans start above it.
+        self._floors = {"event": 0, "memory": 0}
+        self._rescan_at = 0.0
+        self._failing = False
+        self._done = threading.Condition()
+        self._requested = 0
+        self._completed = 0
+
+    def notify(self) -> None:
+        """Ask for new items to be embedded soon; returns at once."""
+        if self.settings.embedder == "none" or self._stopping:
+            return
+        with self._done:
+            self._requested += 1
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="memlikehuman-indexer", daemon=True)
+                self._thread.start()
+        self._wake.set()
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait until every notify so far has been worked off (or has failed); False on timeout."""
+        with self._done:
+            target = self._requested
+            return self._done.wait_for(lambda: self._completed >= target, timeout)
+
+    def close(self) -> None:
+        """Stop the thread after its current batch."""
+        self._stopping = True
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=self.settings.timeout + 5)
+
+    def _run(self) -> None:
+        _lower_priority()
+        while not self._stopping:
+            self._wake.wait(timeout=RETRY_SECONDS if self._failing else None)
+            self._wake.clear()
+            if self._stopping:
+                return
+            with self._done:
+                target = self._requested
+            try:
+                self._drain()
+                self._failing = False
+            except Exception as exc:  # the thread's top level: log, retry later, never crash the server
+                if not self._failing:
+                    log.warning("embedding new events failed, retrying every %ds: %s", RETRY_SECONDS, exc)
+                self._failing = True
+            with self._done:
+                self._completed = max(self._completed, target)
+                self._done.notify_all()
+
+    def _drain(self) -> None:
+        # The engine's embedder, shared with queries: one model per process (the local one
+        # interleaves a waiting query between short slices of a batch, see providers/local.py).
+        embedder = self.embedder()
+        if embedder is None:
+            return
+        if time.monotonic() >= self._rescan_at:
+            self._floors = {"event": 0, "memory": 0}
+            self._rescan_at = time.monotonic() + RESCAN_SECONDS
+        for kind in ("event", "memory"):
+            self._drain_kind(embedder, kind)
+
+    def _drain_kind(self, embedder: Embedder, kind: str) -> None:
+        """Embed what lacks a vector between the floor and the newest item, newest first.
+
+        The range is walked in SCAN_CHUNK slices: one query over 100k embedded events with nothing
+        to find took 6 s on a cold cache, holding the archive (every write waited); a slice takes ms.
+        Event counts kept by triggers say how many lack a vector: the walk stops once they are found
+        (new events sit at the top, so a million older ones are not read for nothing).
+        """
+        floor = self._floors[kind]
+        with self.db.read():  # one snapshot: the count is of events up to top
+            top = _top(self.db, kind)
+            remaining = _events_without_vectors(self.db) if kind == "event" else None
+        ceiling = top
+        while ceiling > floor and remaining != 0 and not self._stopping:
+            low = max(floor, ceiling - SCAN_CHUNK)
+            with self.lock:
+                batch = _select(self.db, kind, embedder.model_id, low, ceiling, BACKGROUND_BATCH, any_model=True)
+                if batch.rows:
+                    _store(self.db, self.cache, embedder, batch)
+            if remaining is not None:
+                remaining = max(0, remaining - len(batch.rows))
+            # A full batch may have more below it in the slice; a short one emptied the slice.
+            ceiling = min(row["id"] for row in batch.rows) - 1 if len(batch.rows) == BACKGROUND_BATCH else low
+            time.sleep(SLICE_PAUSE)  # Python locks are not fair: let a waiting memory_record in
+        if not self._stopping:
+            self._floors[kind] = max(self._floors[kind], top)

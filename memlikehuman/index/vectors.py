@@ -1,0 +1,224 @@
+"""Vectors: float32 BLOB encoding and exact top-k over in-memory matrices.
+
+Brute-force cosine over a numpy matrix is exact and fast far beyond a personal archive
+(100k x 384 in a few milliseconds), so there is no approximate index to keep consistent.
+One matrix per (table, model, scope) is loaded from SQLite on first use and then kept current
+in place: the indexer adds what it writes, forgotten rows are dropped when recall meets them,
+and a commit by another process (seen through `PRAGMA data_version`) empties the cache.
+Vectors of another model are never loaded: they count as missing.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..archive.db import Database
+from ..records import Scope
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    from ..lazy_numpy import np  # numpy stays unimported on the hooks' path
+
+Kind = str  # "event" | "memory"
+
+# {what} is "<id>, <vector>" or "v.dim, count(*)"; only BLOBs that hold `dim` float32 values count.
+_LOAD_SQL = {
+    "event": (
+        "SELECT {what} FROM events e JOIN event_vectors v ON v.event_sequence = e.sequence"
+        " WHERE e.persona_id = ? AND e.project_id = ? AND v.model = ? AND length(v.vector) = 4 * v.dim {rest}"
+    ),
+    "memory": (
+        "SELECT {what} FROM memories m JOIN memory_vectors v ON v.memory_rowid = m.id"
+        " WHERE m.persona_id = ? AND m.project_id = ? AND v.model = ? AND length(v.vector) = 4 * v.dim {rest}"
+    ),
+}
+_LOAD_ROWS = {"event": "e.sequence, v.vector", "memory": "m.id, v.vector"}
+_LOAD_ORDER = {"event": "ORDER BY e.sequence", "memory": "ORDER BY m.id"}
+
+
+def encode(vector: np.ndarray) -> bytes:
+    """A vector as a little-endian float32 BLOB."""
+    return np.ascontiguousarray(vector, dtype="<f4").tobytes()
+
+
+def decode(blob: bytes, dim: int) -> np.ndarray:
+    """The float32 vector stored in a BLOB; ValueError when its size does not match dim."""
+    if len(blob) != 4 * dim:
+        raise ValueError(f"vector BLOB of {len(blob)} bytes does not hold {dim} float32 values")
+    return np.frombuffer(blob, dtype="<f4").astype(np.float32)
+
+
+@dataclass(frozen=True)
+class Hits:
+    """Top-k of one scan: row IDs and cosine scores, best first."""
+
+    ids: np.ndarray
+    scores: np.ndarray
+    scanned: int
+    skipped: int = 0  # older rows outside the window
+
+
+class _Matrix:
+    """The vectors of one (kind, model, scope): IDs ascending, rows in a growable buffer."""
+
+    def __init__(self, ids: np.ndarray, rows: np.ndarray) -> None:
+        self.ids = ids.astype(np.int64)
+        self.rows = rows.astype(np.float32, copy=False)
+        self.n = len(self.ids)
+        self.sorted = bool(self.n < 2 or (np.diff(self.ids) > 0).all())
+
+    def add(self, ids: np.ndarray, rows: np.ndarray) -> None:
+        known = np.isin(ids, self.ids[: self.n])
+        if known.any():
+            self._overwrite(ids[known], rows[known])
+            ids, rows = ids[~known], rows[~known]
+        if not len(ids) or (self.n and rows.shape[1] != self.rows.shape[1]):
+            return
+        if self.n + len(ids) > len(self.ids) or rows.shape[1] != self.rows.shape[1]:
+            self._grow(self.n + len(ids), rows.shape[1])
+        if self.n and ids.min() <= self.ids[self.n - 1]:
+            self.sorted = False
+        self.ids[self.n : self.n + len(ids)] = ids
+        self.rows[self.n : self.n + len(ids)] = rows
+        self.n += len(ids)
+        if not self.sorted:
+            self._sort()
+
+    def discard(self, ids: Sequence[int]) -> None:
+        keep = ~np.isin(self.ids[: self.n], np.asarray(ids, dtype=np.int64))
+        self.ids = self.ids[: self.n][keep].copy()
+        self.rows = self.rows[: self.n][keep].copy()
+        self.n = len(self.ids)
+
+    def view(self, window: int | None) -> tuple[np.ndarray, np.ndarray]:
+        """The (ids, rows) of the whole matrix, or of its `window` highest IDs (the most recent)."""
+        start = 0 if window is None else max(0, self.n - window)
+        return self.ids[start : self.n], self.rows[start : self.n]
+
+    def _overwrite(self, ids: np.ndarray, rows: np.ndarray) -> None:
+        position = {int(v): i for i, v in enumerate(self.ids[: self.n])}
+        for row_id, row in zip(ids, rows, strict=True):
+            self.rows[position[int(row_id)]] = row
+
+    def _grow(self, needed: int, dim: int) -> None:
+        capacity = max(needed, int(len(self.ids) * 1.5) + 16)
+        ids = np.zeros(capacity, dtype=np.int64)
+        rows = np.zeros((capacity, dim), dtype=np.float32)
+        ids[: self.n] = self.ids[: self.n]
+        if self.n:
+            rows[: self.n] = self.rows[: self.n]
+        self.ids, self.rows = ids, rows
+
+    def _sort(self) -> None:
+        # New arrays, not an in-place shuffle: a concurrent search may be reading the old ones.
+        order = np.argsort(self.ids[: self.n], kind="stable")
+        self.ids = self.ids[: self.n][order]
+        self.rows = self.rows[: self.n][order]
+        self.sorted = True
+
+
+class VectorCache:
+    """In-memory matrices per (kind, model, scope), shared by the server's worker threads."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._matrices: dict[tuple[Kind, str, Scope], _Matrix] = {}
+        self._outside_version: int | None = None
+
+    def search(
+        self,
+        db: Database,
+        kind: Kind,
+        model: str,
+        scope: Scope,
+        query: np.ndarray,
+        k: int,
+        *,
+        window: int | None = None,
+        allowed: np.ndarray | None = None,
+    ) -> Hits:
+        """The k rows most similar to the unit vector `query` (cosine), best first.
+
+        `window` limits the scan to the most recent rows; `allowed` to the given IDs.
+        """
+        ids, rows, older = self._snapshot(db, kind, model, scope, window)
+        skipped = len(older)
+        if allowed is not None:
+            # Counted among what the filter admits: a session's 5 events are not "20,000 skipped".
+            skipped = int(np.isin(older, allowed).sum()) if len(older) else 0
+            mask = np.isin(ids, allowed) if len(ids) else np.zeros(0, dtype=bool)
+            ids, rows = ids[mask], rows[mask]
+        if not len(ids) or rows.shape[1] != query.shape[0]:
+            return Hits(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32), 0, skipped)
+        scores = rows @ query.astype(np.float32)
+        top = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
+        top = top[np.argsort(-scores[top], kind="stable")]
+        return Hits(ids[top], scores[top], len(ids), skipped)
+
+    def add(self, kind: Kind, model: str, scope: Scope, ids: Sequence[int], rows: np.ndarray) -> None:
+        """Record vectors just written by this process (a matrix not loaded yet loads them later)."""
+        with self._lock:
+            matrix = self._matrices.get((kind, model, scope))
+            if matrix is not None:
+                matrix.add(np.asarray(ids, dtype=np.int64), np.asarray(rows, dtype=np.float32))
+
+    def discard(self, kind: Kind, scope: Scope, ids: Sequence[int]) -> None:
+        """Drop rows whose records no longer exist (forgotten), from every model's matrix."""
+        with self._lock:
+            for (k, _, s), matrix in self._matrices.items():
+                if k == kind and s == scope:
+                    matrix.discard(ids)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._matrices.clear()
+
+    def _snapshot(
+        self, db: Database, kind: Kind, model: str, scope: Scope, window: int | None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The (ids, rows) inside the window, and the IDs of the older rows outside it."""
+        self._check_outside_writes(db)
+        key = (kind, model, scope)
+        with self._lock:
+            matrix = self._matrices.get(key)
+            if matrix is None:
+                matrix = self._matrices[key] = _load(db, kind, model, scope)
+            # Views stay valid: add() writes past n or into rows already scored (same values then).
+            ids, rows = matrix.view(window)
+            return ids, rows, matrix.ids[: matrix.n - len(ids)]
+
+    def _check_outside_writes(self, db: Database) -> None:
+        # PRAGMA data_version changes only when another connection commits.
+        version = int(db.scalar("PRAGMA data_version"))
+        with self._lock:
+            if self._outside_version is not None and version != self._outside_version:
+                self._matrices.clear()
+            self._outside_version = version
+
+
+def _load(db: Database, kind: Kind, model: str, scope: Scope) -> _Matrix:
+    """The scope's vectors of `model`, streamed into one preallocated matrix (ascending IDs).
+
+    Rows are read as tuples straight into the matrix: building a dict per row and joining all
+    BLOBs first held three copies at once (3.4 GB peak at 1M events instead of the matrix's 1 GB).
+    """
+    key = (scope.persona_id, scope.project_id, model)
+    with db.read():
+        dims = db.query(_LOAD_SQL[kind].format(what="v.dim AS dim, count(*) AS n", rest="GROUP BY v.dim"), key)
+        if not dims:
+            return _Matrix(np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32))
+        # A model ID reused with another dimension: keep the most common one.
+        common = max(dims, key=lambda r: (r["n"], r["dim"]))
+        dim, n = int(common["dim"]), int(common["n"])
+        ids = np.empty(n, dtype=np.int64)
+        rows = np.empty((n, dim), dtype=np.float32)
+        sql = _LOAD_SQL[kind].format(what=_LOAD_ROWS[kind], rest="AND v.dim = ? " + _LOAD_ORDER[kind])
+        count = 0
+        for count, (row_id, blob) in enumerate(db.stream(sql, (*key, dim)), start=1):
+            ids[count - 1] = row_id
+            rows[count - 1] = np.frombuffer(blob, dtype="<f4")
+    return _Matrix(ids[:count], rows[:count])

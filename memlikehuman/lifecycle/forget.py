@@ -1,0 +1,345 @@
+"""memory_forget: delete an event and everything derived from it, leaving no readable trace.
+
+What goes, in one write transaction: the source event; every memory derived from it; every
+correction event of those memories and what it derived, recursively; their cues, full-text rows
+and vectors (vectors and cues by ON DELETE CASCADE, the FTS5 rows explicitly, terms included).
+What changes: surviving memories are re-linked (an original whose correction is forgotten stays
+revoked, and the version before it stays closed; a version whose successor is forgotten is valid
+again until the next surviving version, or open-ended);
+the next events of the session are re-indexed, because their full-text ``context`` column holds the
+tail of the forgotten text; every checkpoint of the scope is invalidated and loses its saved state.
+
+Then the write-ahead log is checkpointed with TRUNCATE, so the old page images that still hold the
+text leave the -wal file (see ``scrub`` for what happens when another process blocks that).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import apsw
+
+from .. import validate
+from ..archive import fulltext, memories
+from ..archive.db import Database
+from ..errors import Conflict, NotFound
+from ..records import Scope
+from .correct import invalidate_checkpoints
+
+log = logging.getLogger("memlikehuman")
+
+# How long the WAL truncation waits for other connections' read transactions to end.
+SCRUB_TIMEOUT_MS = 5_000
+
+
+NOT_SCRUBBED = (
+    "another process kept the write-ahead log busy: old page images of the deleted text stay in the"
+    " -wal file until its next checkpoint (the next forget, or when the last connection closes)"
+)
+
+
+@dataclass(frozen=True)
+class ForgetResult:
+    deleted_event_ids: tuple[str, ...]
+    deleted_memory_ids: tuple[str, ...]
+    invalidated_checkpoints: int
+    # Internal row IDs, for in-memory caches: deleted events and memories, and surviving events
+    # whose vector was dropped because it embedded the forgotten text as context.
+    event_sequences: tuple[int, ...] = ()
+    memory_rowids: tuple[int, ...] = ()
+    reembed_sequences: tuple[int, ...] = ()
+    # False when another connection kept the WAL from being truncated within SCRUB_TIMEOUT_MS.
+    scrubbed: bool = True
+
+    @property
+    def warnings(self) -> list[str]:
+        """What the caller must be told: old page images left in the WAL when it was not scrubbed."""
+        return [] if self.scrubbed else [NOT_SCRUBBED]
+
+
+@dataclass(frozen=True)
+class Preview:
+    """What ``forget`` would delete now, and how many checkpoints it would invalidate."""
+
+    record_id: str
+    event_ids: tuple[str, ...]
+    memory_ids: tuple[str, ...]
+    checkpoint_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class _Plan:
+    events: dict[int, str]  # sequence -> event_id, in the order they were reached
+    memories: dict[int, str]  # rowid -> memory_id
+
+
+def preview(db: Database, scope: Scope, record_id: str) -> Preview:
+    """What ``forget(db, scope, record_id)`` would delete, read in one snapshot; changes nothing.
+
+    Raises InvalidArgument for a bad ID and NotFound when the record is not in this scope.
+    """
+    scope = Scope(*validate.scope(scope.persona_id, scope.project_id))
+    validate.identifier(record_id, "record_id", max_len=256)
+    with db.read() as conn:
+        plan = _plan(conn, _root(db, scope, record_id))
+        checkpoints = db.query(
+            "SELECT checkpoint_id FROM checkpoints WHERE persona_id = ? AND project_id = ? AND invalidated_at IS NULL"
+            " ORDER BY id",
+            (scope.persona_id, scope.project_id),
+        )
+    return Preview(
+        record_id=record_id,
+        event_ids=tuple(plan.events.values()),
+        memory_ids=tuple(plan.memories[rowid] for rowid in sorted(plan.memories)),
+        checkpoint_ids=tuple(row["checkpoint_id"] for row in checkpoints),
+    )
+
+
+def forget(db: Database, scope: Scope, record_id: str, *, expected: Preview | None = None) -> ForgetResult:
+    """Delete the record's source event and everything connected to it; then scrub the WAL.
+
+    With ``expected``, deletes only if the same events and memories would go (else Conflict).
+    Raises InvalidArgument for a bad ID and NotFound when the record is not (or no longer) in this scope.
+    """
+    scope = Scope(*validate.scope(scope.persona_id, scope.project_id))
+    validate.identifier(record_id, "record_id", max_len=256)
+    with db.write() as conn:
+        plan = _plan(conn, _root(db, scope, record_id))
+        if expected is not None:
+            _check_expected(plan, expected)
+        dependents = _context_dependents(conn, plan)
+        # Full-text rows go first, while the values they were built from are all still stored.
+        _unindex(conn, plan, dependents)
+        held = _release_originals(conn, plan)
+        for rowid in plan.memories:
+            _unlink(conn, rowid, plan.memories, keep_closed=rowid in held)
+        _delete(conn, plan)
+        for sequence in dependents:
+            fulltext.index_event(conn, sequence)
+        # Their vectors embedded the forgotten text as context too; the indexer makes new ones.
+        conn.execute(f"DELETE FROM event_vectors WHERE event_sequence IN ({_marks(dependents)})", dependents)
+        invalidated = invalidate_checkpoints(conn, scope, "records were forgotten (memory_forget)", wipe_state=True)
+    return ForgetResult(
+        deleted_event_ids=tuple(plan.events.values()),
+        deleted_memory_ids=tuple(plan.memories[rowid] for rowid in sorted(plan.memories)),
+        invalidated_checkpoints=invalidated,
+        event_sequences=tuple(plan.events),
+        memory_rowids=tuple(sorted(plan.memories)),
+        reembed_sequences=tuple(dependents),
+        scrubbed=scrub(db),
+    )
+
+
+def _check_expected(plan: _Plan, expected: Preview) -> None:
+    if set(plan.events.values()) != set(expected.event_ids) or set(plan.memories.values()) != set(expected.memory_ids):
+        raise Conflict(
+            f"what forgetting {expected.record_id} deletes changed since its preview (a correction or a new memory"
+            " arrived): nothing was deleted; look at the new preview and confirm again"
+        )
+
+
+def _root(db: Database, scope: Scope, record_id: str) -> int:
+    if record_id.startswith(memories.MEMORY_PREFIX):
+        try:
+            return memories.find(db, scope, record_id).event_sequence
+        except NotFound:
+            raise NotFound(
+                f"no memory {record_id!r} in persona {scope.persona_id!r}, project {scope.project_id!r}:"
+                " it may have been forgotten already; check the ID and the scope"
+            ) from None
+    sequence = db.scalar(
+        "SELECT sequence FROM events WHERE event_id = ? AND persona_id = ? AND project_id = ?",
+        (record_id, scope.persona_id, scope.project_id),
+    )
+    if sequence is None:
+        raise NotFound(
+            f"no event {record_id!r} in persona {scope.persona_id!r}, project {scope.project_id!r}:"
+            " it may have been forgotten already; check the ID and the scope"
+        )
+    return int(sequence)
+
+
+def _plan(conn: Any, root: int) -> _Plan:
+    """The closure: events, their memories, the corrections of those memories, and so on."""
+    found_events: dict[int, str] = {}
+    found_memories: dict[int, str] = {}
+    frontier = [root]
+    while frontier:
+        marks = _marks(frontier)
+        for row in conn.execute(f"SELECT sequence, event_id FROM events WHERE sequence IN ({marks})", frontier):
+            found_events.setdefault(row["sequence"], row["event_id"])
+        new_memories = {
+            row["id"]: row["memory_id"]
+            for row in conn.execute(
+                f"SELECT id, memory_id FROM memories WHERE event_sequence IN ({marks}) ORDER BY id", frontier
+            )
+        }
+        found_memories.update(new_memories)
+        ids = list(new_memories)
+        frontier = [
+            row["event_sequence"]
+            for row in conn.execute(
+                f"SELECT event_sequence FROM corrections WHERE original_id IN ({_marks(ids)}) ORDER BY event_sequence",
+                ids,
+            )
+            if row["event_sequence"] not in found_events
+        ]
+    return _Plan(found_events, found_memories)
+
+
+def _marks(values: Iterable[Any]) -> str:
+    return ",".join("?" for _ in values)
+
+
+FORGOTTEN_CORRECTION = (
+    "its correction was forgotten with memory_forget; it stays revoked (the user said it was wrong):"
+    " record the right statement again if it still matters"
+)
+
+
+def _release_originals(conn: Any, plan: _Plan) -> set[int]:
+    """Surviving originals whose correction goes stay revoked; return the places their replacements held.
+
+    An original is not made current again: the user said it was wrong, and forgetting the
+    correction's text does not make it right (recall never shows a revoked memory). Like every
+    revoked memory it holds no timeline links. The correction's reason is part of what is
+    forgotten, so a fixed sentence replaces it. The memories that held those places are returned,
+    so that unlinking them leaves the version before them closed where the user's statement closed it.
+    """
+    deleted = list(plan.memories)
+    rows = conn.execute(
+        f"SELECT id, replaced_by FROM memories WHERE replaced_by IN ({_marks(deleted)})", deleted
+    ).fetchall()
+    places: set[int] = set()
+    for row in rows:
+        if row["id"] in plan.memories:
+            continue
+        places.add(_place_holder(conn, row["replaced_by"]))
+        conn.execute(
+            "UPDATE memories SET revoke_reason = ?, replaced_by = NULL WHERE id = ?", (FORGOTTEN_CORRECTION, row["id"])
+        )
+    return places
+
+
+def _place_holder(conn: Any, rowid: int) -> int:
+    """The memory that now stands in the timeline for ``rowid``: follow replacements to the live one."""
+    seen = {rowid}
+    while True:
+        row = conn.execute("SELECT replaced_by FROM memories WHERE id = ?", (rowid,)).fetchone()
+        if row is None or row["replaced_by"] is None or row["replaced_by"] in seen:
+            return rowid
+        rowid = row["replaced_by"]
+        seen.add(rowid)
+
+
+def _unlink(conn: Any, rowid: int, deleted: dict[int, str], keep_closed: bool = False) -> None:
+    """Take a memory out of its timeline: its neighbours close on the nearest surviving versions.
+
+    With nothing after it, the version before becomes open-ended again, unless ``keep_closed``
+    (the memory stood in for a revoked original): then it stays closed where it was.
+    """
+    after = _nearest(conn, rowid, "superseded_by", deleted)
+    before = _nearest(conn, rowid, "supersedes", deleted)
+    if after is None and keep_closed:
+        conn.execute("UPDATE memories SET superseded_by = NULL WHERE superseded_by = ?", (rowid,))
+    elif after is None:
+        conn.execute("UPDATE memories SET superseded_by = NULL, valid_to = NULL WHERE superseded_by = ?", (rowid,))
+    else:
+        conn.execute(
+            "UPDATE memories SET superseded_by = ?, valid_to = (SELECT valid_from FROM memories WHERE id = ?)"
+            " WHERE superseded_by = ?",
+            (after, after, rowid),
+        )
+    conn.execute("UPDATE memories SET supersedes = ? WHERE supersedes = ?", (before, rowid))
+    conn.execute("UPDATE memories SET supersedes = NULL, superseded_by = NULL WHERE id = ?", (rowid,))
+
+
+def _nearest(conn: Any, rowid: int, link: str, deleted: dict[int, str]) -> int | None:
+    """Follow ``link`` (supersedes or superseded_by) past memories being deleted."""
+    seen = {rowid}
+    current: int | None = rowid
+    while current is not None:
+        row = conn.execute(f"SELECT {link} AS next FROM memories WHERE id = ?", (current,)).fetchone()
+        current = None if row is None else row["next"]
+        if current is None or current in seen:
+            return None
+        if current not in deleted:
+            return current
+        seen.add(current)
+    return None
+
+
+def _context_dependents(conn: Any, plan: _Plan) -> list[int]:
+    """Surviving events whose full-text ``context`` holds the tail of a forgotten record event.
+
+    An event's context is the previous record event of its session, so after a forgotten record
+    event that is every later event up to and including the next surviving record event.
+    """
+    gone = list(plan.events)
+    forgotten = conn.execute(
+        f"SELECT sequence, persona_id, project_id, session_id FROM events WHERE kind = 'record'"
+        f" AND sequence IN ({_marks(gone)})",
+        gone,
+    ).fetchall()
+    dependents: set[int] = set()
+    for row in forgotten:
+        where = (
+            "persona_id = ? AND project_id = ? AND session_id = ? AND sequence > ?"
+            f" AND sequence NOT IN ({_marks(gone)})"
+        )
+        params = (row["persona_id"], row["project_id"], row["session_id"], row["sequence"], *gone)
+        bound = conn.execute(f"SELECT min(sequence) AS s FROM events WHERE {where} AND kind = 'record'", params)
+        limit = bound.fetchone()["s"]
+        later = conn.execute(
+            f"SELECT sequence FROM events WHERE {where}" + ("" if limit is None else " AND sequence <= ?"),
+            params if limit is None else (*params, limit),
+        )
+        dependents.update(r["sequence"] for r in later)
+    return sorted(dependents)
+
+
+def _unindex(conn: Any, plan: _Plan, dependents: list[int]) -> None:
+    """Remove the full-text rows of what goes, and of the dependents whose context changes.
+
+    FTS5 rows are not reached by foreign keys. The 'delete' command with secure-delete on takes
+    each row's terms out of the index b-tree at once (see docs/design.md, "Forgetting").
+    """
+    for rowid in plan.memories:
+        fulltext.unindex_memory(conn, rowid)
+    for sequence in [*plan.events, *dependents]:
+        fulltext.unindex_event(conn, sequence)
+
+
+def _delete(conn: Any, plan: _Plan) -> None:
+    seqs, rowids = list(plan.events), list(plan.memories)
+    # Memories of other events first, then the events (cues, corrections, vectors cascade).
+    conn.execute(f"DELETE FROM memories WHERE id IN ({_marks(rowids)})", rowids)
+    conn.execute(f"DELETE FROM events WHERE sequence IN ({_marks(seqs)})", seqs)
+
+
+def scrub(db: Database, timeout_ms: int = SCRUB_TIMEOUT_MS) -> bool:
+    """Checkpoint the WAL into the database file and truncate it to zero bytes.
+
+    Old page images holding deleted text live on in the -wal file until it is truncated. A
+    separate short-lived connection does it, so its own busy timeout (``timeout_ms``) bounds the
+    wait for other connections' read transactions. Returns False when they outlast it: the old
+    images then stay until the next successful checkpoint (the next forget, or when the last
+    connection closes and SQLite checkpoints and deletes the WAL itself).
+    """
+    if str(db.path) == ":memory:":
+        return True
+    conn = apsw.Connection(str(db.path))
+    try:
+        conn.set_busy_timeout(timeout_ms)
+        row = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        busy = 1 if row is None else int(row[0])
+    except apsw.BusyError:
+        busy = 1
+    finally:
+        conn.close()
+    if busy:
+        log.warning("memory_forget: another connection kept the WAL from being truncated; retried at the next forget")
+    return not busy

@@ -1,0 +1,1 @@
+"""Read-only search and recall: queries, scoring as pure functions, dates, phrasings, overviews."""

@@ -1,0 +1,109 @@
+"""Several phrasings of one recall: checking the `alternatives` and fusing their rankings.
+
+A question names a category ("dishes") where the remembered turn names an instance ("I made soup");
+the agent that calls memory_recall can supply the missing words as further phrasings. Each phrasing
+is ranked on its own (recall.py), and the rankings are fused here. Two fusions are offered:
+
+- `rrf` (the default): reciprocal-rank fusion, sum of 1 / (RRF_K + rank) over the phrasings that
+  found a record;
+- `max`: score fusion, each ranking scaled by its best score, a record keeping its best scaled
+  score plus a small share (`MAX_AGREEMENT`) of the mean of its scaled scores in the other rankings.
+
+Both then lift each phrasing's best record level with the overall best (`lift_winners`), so records
+that every phrasing finds cannot crowd out what one phrasing alone finds.
+
+docs/design.md ("Several phrasings per recall") has the measurements that chose the default.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .. import validate
+from ..errors import InvalidArgument, LimitExceeded
+
+MAX_ALTERNATIVES = 8
+FUSIONS = ("rrf", "max")
+RRF_K = 60
+MAX_AGREEMENT = 0.1
+
+
+def check(alternatives: Sequence[str] | None) -> list[str]:
+    """The alternatives as given, validated; [] for None. Raises InvalidArgument or LimitExceeded."""
+    if alternatives is None:
+        return []
+    if isinstance(alternatives, str) or not isinstance(alternatives, Sequence):
+        raise InvalidArgument("alternatives is not a list: send a JSON list of strings, or null")
+    if len(alternatives) > MAX_ALTERNATIVES:
+        raise LimitExceeded(
+            f"alternatives has {len(alternatives)} phrasings; the limit is {MAX_ALTERNATIVES}:"
+            " keep the most different ones, or make a second recall call"
+        )
+    checked = []
+    for n, text in enumerate(alternatives):
+        field = f"alternatives[{n}]"
+        validate.text(text, field, validate.MAX_QUERY_CHARS)
+        if not text.strip():
+            raise InvalidArgument(f"{field} is blank: leave it out or give words to search for")
+        checked.append(text)
+    return checked
+
+
+def distinct(texts: Sequence[str]) -> list[str]:
+    """The texts without repeats (ignoring case and runs of whitespace), first occurrence kept."""
+    seen: dict[str, str] = {}
+    for text in texts:
+        seen.setdefault(" ".join(text.lower().split()), text)
+    return list(seen.values())
+
+
+def fuse(rankings: Sequence[dict[int, float]], method: str) -> dict[int, float]:
+    """One ranking from several rankings of the same kind of record (higher score = better)."""
+    rankings = [r for r in rankings if r]
+    if len(rankings) <= 1:
+        return dict(rankings[0]) if rankings else {}
+    if method == "rrf":
+        return lift_winners(reciprocal_ranks(rankings), rankings)
+    if method == "max":
+        return lift_winners(best_scores(rankings), rankings)
+    raise ValueError(f"unknown fusion {method!r}")
+
+
+def reciprocal_ranks(rankings: Sequence[dict[int, float]]) -> dict[int, float]:
+    """Sum over the rankings of 1 / (RRF_K + rank); rank 1 is a ranking's best."""
+    fused: dict[int, float] = {}
+    for ranking in rankings:
+        for rank, key in enumerate(sorted(ranking, key=lambda k: (-ranking[k], -k))):
+            fused[key] = fused.get(key, 0.0) + 1.0 / (RRF_K + rank + 1)
+    return fused
+
+
+def best_scores(rankings: Sequence[dict[int, float]]) -> dict[int, float]:
+    """Each record's best score scaled by its ranking's best, plus a share of its other scaled scores."""
+    rankings = [r for r in rankings if max(r.values()) > 0]
+    if not rankings:
+        return {}
+    best: dict[int, float] = {}
+    total: dict[int, float] = {}
+    for ranking in rankings:
+        top = max(ranking.values())
+        for key, score in ranking.items():
+            scaled = score / top
+            best[key] = max(best.get(key, 0.0), scaled)
+            total[key] = total.get(key, 0.0) + scaled
+    others = max(len(rankings) - 1, 1)
+    return {key: value + MAX_AGREEMENT * (total[key] - value) / others for key, value in best.items()}
+
+
+def lift_winners(fused: dict[int, float], rankings: Sequence[dict[int, float]]) -> dict[int, float]:
+    """Each phrasing's best record lifted level with the overall best.
+
+    Records that every phrasing finds (near-copies of the query find the same ones) add up across
+    rankings; without this they push what one phrasing alone finds out of the first results.
+    """
+    top = max(fused.values(), default=0.0)
+    for ranking in rankings:
+        winner = max(ranking, key=lambda k: (ranking[k], k))
+        if winner in fused:
+            fused[winner] = max(fused[winner], top)
+    return fused

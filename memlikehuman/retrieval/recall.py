@@ -1,0 +1,555 @@
+"""memory_recall: ranking over memories and raw events, validity, detail levels, raw fallback.
+
+Ranking, per kind of record (memories; raw events not covered by memories):
+1. lexical candidates: FTS5 bm25 over the text, the attribution (speaker, cue keys and labels) and,
+   for events, the previous turn of the session (search.lexical);
+2. in `semantic`/`deep` mode, dense candidates: cosine between the query (speaker names taken out)
+   and stored vectors; `semantic` scans the most recent `Settings.semantic_window` items, `deep` all;
+3. fusion of the normalized scores; then, for events, each gains part of the best score of its
+   session, strong hits lend part of theirs to the turns before and after them (an answer sits next
+   to its question), and a speaker or a date named in the query lifts matching events;
+4. with `alternatives`, steps 1-3 run for every phrasing (all embedded in one embedder call) and the
+   rankings are fused (phrasings.py).
+docs/design.md ("Embedder and retrieval in detail") has the measurements behind each step.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import TYPE_CHECKING, Protocol
+
+from .. import clock, validate
+from ..archive import claims, event_dates, events, memories, ngrams
+from ..errors import InvalidArgument, MemLikeHumanError
+from ..records import Coverage, Memory, MemoryHit, RawHit, RecallResult, Scope
+from . import gaps, gist, phrasings, search
+from .dates import date_windows, in_windows, spans_meet
+from .search import Filters
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ..archive.db import Database
+    from ..config import Settings
+    from ..index.vectors import VectorCache
+    from ..providers.base import Embedder
+else:
+    from ..lazy_numpy import np  # numpy stays unimported on the hooks' path
+
+MODES = ("fast", "semantic", "deep")
+# Raw candidates are checked for memory coverage this many at a time.
+RAW_PAGE = 50
+DETAILS = ("auto", "gist", "detailed")
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """The ranking's constants (measured on LoCoMo; see bench/conversation_recall.py)."""
+
+    lexical_pool: int = 300
+    dense_pool: int = 300
+    event_weights: tuple[float, float, float] = (1.0, 1.0, 0.5)  # text, attribution, context
+    memory_weights: tuple[float, float] = (1.0, 0.3)  # content, attribution
+    lexical: float = 1.0
+    dense: float = 1.5
+    # a strong hit lends this share of its score to the events before and after it in its session
+    neighbour: float = 0.5
+    neighbour_pool: int = 100
+    # each event gains this share of the best score in its session
+    session: float = 0.8
+    # factors for events whose speaker the query names, and that occurred on a date it names
+    speaker: float = 0.6
+    date: float = 1.0
+    # ... also for events whose relative dates ("yesterday", "last Friday") resolve into a named date
+    relative_dates: bool = True
+    # speaker names are left out of the text embedded for the query
+    strip_speakers: bool = True
+    # queries with runs in CJK, Thai, Cyrillic, Arabic, ... also search the n-gram index (ngrams.py)
+    ngram: bool = True
+    # how the rankings of several phrasings (query + alternatives) become one (phrasings.FUSIONS)
+    fusion: str = "rrf"
+
+
+DEFAULT_TUNING = Tuning()
+
+
+class Sources(Protocol):
+    """What recall reads: the archive, the vector cache, the settings and the query embedder."""
+
+    @property
+    def db(self) -> Database: ...
+    @property
+    def vectors(self) -> VectorCache: ...
+    @property
+    def settings(self) -> Settings: ...
+    @property
+    def embedder(self) -> Embedder | None: ...
+
+
+@dataclass(frozen=True)
+class Upkeep:
+    """What a recall noticed for its caller to act on; recall itself writes nothing.
+
+    `stale_events`: cached vectors (in `scope`) of events deleted since the cache loaded them;
+    `unindexed`: events in scope lack a vector of the query's model.
+    """
+
+    scope: Scope
+    stale_events: tuple[int, ...] = ()
+    unindexed: bool = False
+
+
+def recall(
+    sources: Sources,
+    scope: Scope,
+    query: str,
+    *,
+    limit: int = 10,
+    as_of: str | None = None,
+    include_history: bool = False,
+    detail: str = "auto",
+    search_mode: str = "fast",
+    cue_key: str | None = None,
+    session_id: str | None = None,
+    alternatives: Sequence[str] | None = None,
+    tuning: Tuning = DEFAULT_TUNING,
+    upkeep: Callable[[Upkeep], None] | None = None,
+) -> RecallResult:
+    """Attributed memories and raw-event excerpts for a query, best first, as known at `as_of`.
+
+    Recall writes nothing: what it notices about the vector index goes to `upkeep` (the facade
+    drops stale cached vectors and wakes the indexer).
+
+    `alternatives` are further phrasings of the same need (at most 8): each is searched like the
+    query and the rankings are fused. Raises InvalidArgument (bad input) or LimitExceeded (query or
+    an alternative over 4,000 characters, more than 8 alternatives). An embedder that is missing or
+    fails degrades the search to `fast`, with a warning.
+    """
+    scope = Scope(*validate.scope(scope.persona_id, scope.project_id))
+    query = validate.text(query, "query", validate.MAX_QUERY_CHARS, allow_empty=True)
+    validate.int_range(limit, "limit", 1, 100)
+    validate.choice(detail, "detail", DETAILS)
+    validate.choice(search_mode, "search_mode", MODES)
+    if cue_key is not None:
+        validate.identifier(cue_key, "cue_key")
+    if session_id is not None:
+        validate.identifier(session_id, "session_id")
+    others = phrasings.check(alternatives)
+    if not query.strip() and cue_key is None:
+        raise InvalidArgument("query is empty: give words to search for, or a cue_key to look up")
+    stamp = clock.now_stamp() if as_of is None else clock.stamp(as_of, "as_of")
+    filters = Filters(scope, stamp, session_id, cue_key, include_history)
+    found = _Recall(sources, filters, query, limit, detail, search_mode, tuning, others)
+    found.as_of_given = as_of is not None
+    result = found.run()
+    if upkeep is not None and (found.stale or found.unindexed):
+        upkeep(Upkeep(scope, tuple(found.stale), found.unindexed))
+    return result
+
+
+@dataclass
+class _Phrasing:
+    """One phrasing of the need (the query or an alternative): its text, words and query vector."""
+
+    text: str
+    words: list[str]
+    qvec: np.ndarray | None = None
+
+
+class _Recall:
+    """One recall call: holds its inputs while the steps run."""
+
+    def __init__(
+        self,
+        sources: Sources,
+        filters: Filters,
+        query: str,
+        limit: int,
+        detail: str,
+        mode: str,
+        tuning: Tuning,
+        alternatives: Sequence[str] = (),
+    ) -> None:
+        self.sources, self.db, self.filters = sources, sources.db, filters
+        self.query, self.limit, self.detail, self.mode, self.tuning = query, limit, detail, mode, tuning
+        texts = phrasings.distinct([query, *alternatives])
+        self.phrasings = [_Phrasing(text, search.terms(text)) for text in texts]
+        self.phrasings = [p for p in self.phrasings if p.words] or self.phrasings[:1]
+        # All words of all phrasings: they centre excerpts and find the uncovered gaps of events.
+        self.words = list(dict.fromkeys(w for p in self.phrasings for w in p.words))
+        self.warnings: list[str] = []
+        self.model: str | None = None
+        self.as_of_given = False
+        # Phrasings of one need find mostly the same events: their neighbours are looked up once.
+        self.links: dict[int, tuple[int | None, int | None]] = {}
+        self.stale: list[int] = []
+        self.unindexed = False
+
+    def run(self) -> RecallResult:
+        mode = self._prepare_dense()
+        if not self.words and self.query.strip():
+            self.warnings.append("the query has no words to search for (only punctuation or symbols): use words")
+        short = ngrams.short_warning(self.query)
+        if short:
+            self.warnings.append(short)
+        with self.db.read():
+            coverage = self._coverage()
+            memory_scores = self._rank("memory")
+            event_scores = self._rank("event")
+            memory_hits = self._memory_hits(memory_scores)
+            raw_hits = self._raw_hits(event_scores)
+        self._coverage_warnings(coverage, mode)
+        if any(hit.detail == "overview" for hit in memory_hits):
+            self.warnings.append(
+                "some memories are shown as overviews without exact details: call memory_read with their"
+                " memory_id before relying on specifics"
+            )
+        if any(hit.truncated for hit in raw_hits):
+            self.warnings.append(
+                "some raw excerpts are truncated (truncated=true): call memory_read with the event_id for the full text"
+            )
+        return RecallResult(
+            memories=tuple(memory_hits),
+            raw_fallback=tuple(raw_hits),
+            search_mode=mode,
+            as_of=self.filters.as_of,
+            coverage=coverage,
+            warnings=tuple(dict.fromkeys(self.warnings)),
+        )
+
+    # -- embedding the query -----------------------------------------------------------------
+
+    def _prepare_dense(self) -> str:
+        """Embed every phrasing (one call) for semantic/deep; on any provider failure fall back to fast."""
+        try:
+            embedder = self.sources.embedder
+        except MemLikeHumanError as exc:
+            embedder = None
+            reason = f"the embedder cannot be set up ({exc.message})"
+        else:
+            reason = "no embedder is configured (MEMLIKEHUMAN_EMBEDDER=none)"
+        if embedder is not None:
+            self.model = embedder.model_id
+        if self.mode == "fast" or not self.words:
+            return self.mode if self.mode == "fast" or embedder is not None else self._degrade(reason)
+        if embedder is None:
+            return self._degrade(reason)
+        # Speakers named in the query are matched as metadata (attribution, speaker factor); left in
+        # the embedded text they pull in every turn that merely addresses that person (LoCoMo:
+        # semantic recall@10 0.79 -> 0.81, dense-only 0.71 -> 0.79).
+        texts = [p.text for p in self.phrasings]
+        if self.tuning.strip_speakers:
+            speakers = search.speaker_words(self.db, self.filters.scope)
+            texts = [search.without_words(text, speakers) for text in texts]
+        try:
+            vectors = np.asarray(embedder.embed(texts, "query"), dtype=np.float32)
+        except MemLikeHumanError as exc:
+            return self._degrade(f"the embedder failed ({exc.message})")
+        for phrasing, vector in zip(self.phrasings, vectors, strict=True):
+            phrasing.qvec = vector
+        return self.mode
+
+    def _degrade(self, reason: str) -> str:
+        self.warnings.append(f"search_mode {self.mode} was not possible: {reason}; used fast (lexical) search instead")
+        return "fast"
+
+    # -- ranking ---------------------------------------------------------------------------------
+
+    def _rank(self, kind: str) -> dict[int, float]:
+        """Fused scores of eligible records of this kind (memory rowids or event sequences)."""
+        if not self.words:
+            if self.filters.cue_key is None:
+                return {}
+            recent = search.recent_events if kind == "event" else search.recent_memories
+            ids = recent(self.db, self.filters, self.limit)
+            return {i: 1.0 - n / (len(ids) + 1) for n, i in enumerate(ids)}
+        rankings = [self._rank_one(kind, p) for p in self.phrasings if p.words]
+        return phrasings.fuse(rankings, self.tuning.fusion)
+
+    def _rank_one(self, kind: str, phrasing: _Phrasing) -> dict[int, float]:
+        t = self.tuning
+        weights = t.event_weights if kind == "event" else t.memory_weights
+        text = phrasing.text if t.ngram else ""
+        lexical = search.lexical(self.db, kind, phrasing.words, self.filters, t.lexical_pool, weights, text)
+        info = {hit.id: hit for hit in lexical}
+        return self._fuse(kind, lexical, info, phrasing)
+
+    def _fuse(
+        self, kind: str, lexical: list[search.Hit], info: dict[int, search.Hit], phrasing: _Phrasing
+    ) -> dict[int, float]:
+        t = self.tuning
+        scores = _normalized([(hit.id, hit.score) for hit in lexical], t.lexical)
+        for key, value in _normalized(self._dense(kind, info, phrasing.qvec), t.dense, floor=True).items():
+            scores[key] = scores.get(key, 0.0) + value
+        if kind == "event" and scores:
+            scores = self._event_context(scores, info, phrasing)
+        return scores
+
+    def _dense(self, kind: str, info: dict[int, search.Hit], qvec: np.ndarray | None) -> list[tuple[int, float]]:
+        """Cosine candidates that are eligible; adds what is known about new events to info."""
+        if qvec is None or self.model is None:
+            return []
+        allowed = None
+        if self.filters.session_id is not None or self.filters.cue_key is not None:
+            allowed = np.asarray(search.filtered_ids(self.db, kind, self.filters), dtype=np.int64)
+        window = None if self.mode == "deep" else self.sources.settings.semantic_window
+        hits = self.sources.vectors.search(
+            self.db,
+            kind,
+            self.model,
+            self.filters.scope,
+            qvec,
+            self.tuning.dense_pool,
+            window=window,
+            allowed=allowed,
+        )
+        if hits.skipped:
+            among = " of those the session_id/cue_key filter admits" if allowed is not None else ""
+            self.warnings.append(
+                f"semantic search scanned the {hits.scanned:,} most recent {kind}s with vectors{among} and skipped"
+                f" {hits.skipped:,} older ones: use search_mode deep to search all of them"
+            )
+        pairs = list(zip(hits.ids.tolist(), hits.scores.tolist(), strict=True))
+        ids = [i for i, _ in pairs if i not in info]
+        if kind == "event":
+            found = search.eligible_events(self.db, ids, self.filters)
+            info.update(found)
+            self._forget_stale([i for i in ids if i not in found])
+            eligible = set(info)
+        else:
+            eligible = set(info) | search.eligible_memories(self.db, ids, self.filters)
+        return [(i, s) for i, s in pairs if i in eligible]
+
+    def _forget_stale(self, missing: Sequence[int]) -> None:
+        """Note cached vectors of events deleted since they were loaded (the caller drops them)."""
+        if not missing:
+            return
+        marks = ",".join("?" * len(missing))
+        rows = self.db.query(f"SELECT sequence FROM events WHERE sequence IN ({marks})", tuple(missing))
+        alive = {r["sequence"] for r in rows}
+        self.stale.extend(i for i in missing if i not in alive)
+
+    def _event_context(
+        self, scores: dict[int, float], info: dict[int, search.Hit], phrasing: _Phrasing
+    ) -> dict[int, float]:
+        """Session, neighbour, speaker and date adjustments of event scores."""
+        t = self.tuning
+        windows = date_windows(phrasing.text) if t.date else []
+        out = dict(scores)
+        if t.session:
+            best: dict[str, float] = {}
+            for key, value in scores.items():
+                session = info[key].session_id
+                best[session] = max(best.get(session, 0.0), value)
+            for key in out:
+                out[key] += t.session * best[info[key].session_id]
+        if t.neighbour:
+            # Each strong hit lends part of its score to the turns before and after it (also when
+            # those matched nothing: an answer like "Yes, last Friday!" has no words of the question).
+            links = self._neighbours(_top(scores, t.neighbour_pool))
+            unknown = {n for pair in links.values() for n in pair if n is not None and n not in info}
+            info.update(search.eligible_events(self.db, sorted(unknown), self.filters))
+            lent: dict[int, float] = {}
+            for seq, pair in links.items():
+                for other in pair:
+                    if other is not None and other in info:
+                        lent[other] = max(lent.get(other, 0.0), scores[seq])
+            for other, value in lent.items():
+                out[other] = out.get(other, 0.0) + t.neighbour * value
+        words = set(phrasing.words)
+        named = {source for source in {hit.source for hit in info.values()} if words.intersection(search.terms(source))}
+        resolved = event_dates.spans_of(self.db, list(out)) if windows and t.relative_dates else {}
+        for seq, hit in info.items():
+            if seq not in out:
+                continue
+            factor = 1.0
+            if t.speaker and hit.source in named:
+                factor += t.speaker
+            if windows and (in_windows(hit.occurred_at, windows) or spans_meet(resolved.get(seq, ()), windows)):
+                factor += t.date
+            out[seq] *= factor
+        return out
+
+    def _neighbours(self, sequences: Sequence[int]) -> dict[int, tuple[int | None, int | None]]:
+        missing = [seq for seq in sequences if seq not in self.links]
+        if missing:
+            self.links.update(search.neighbours(self.db, missing))
+        return {seq: self.links[seq] for seq in sequences if seq in self.links}
+
+    # -- results -------------------------------------------------------------------------------
+
+    def _memory_hits(self, scores: dict[int, float]) -> list[MemoryHit]:
+        ranked = _top(scores, self.limit)
+        loaded = memories.by_rowids(self.db, ranked)
+        closed = search.closed_by_as_of(self.db, ranked, self.filters.as_of)
+        hits = []
+        for rowid in ranked:
+            memory = loaded.get(rowid)
+            if memory is None:
+                continue
+            status = "superseded" if rowid in closed else "current"
+            if status == "current" and memory.valid_to is not None:
+                # closed later than as_of, or by a version not known at as_of: shown as then
+                memory = dataclasses.replace(memory, valid_to=None, superseded_by=None)
+            hits.append(MemoryHit(memory, round(scores[rowid], 6), self._detail_of(memory), status))
+        return hits
+
+    def _detail_of(self, memory: Memory) -> str:
+        if self.detail == "gist":
+            return "overview"
+        if self.detail == "detailed" or memory.kind not in gist.EPISODIC_KINDS:
+            return "full"
+        age = clock.parse(self.filters.as_of, "as_of") - clock.parse(memory.valid_from, "valid_from")
+        return "overview" if age > timedelta(days=self.sources.settings.gist_after_days) else "full"
+
+    def _raw_hits(self, scores: dict[int, float]) -> list[RawHit]:
+        """The best events as excerpts; an event with memories only where the query falls in a gap."""
+        hits: list[RawHit] = []
+        ranked = _top(scores, len(scores))
+        for start in range(0, len(ranked), RAW_PAGE):
+            page = ranked[start : start + RAW_PAGE]
+            quotes = search.memory_quotes(self.db, page)
+            for sequence in page:
+                event = events.load(self.db, sequence)
+                text, whole = event.text, True
+                if sequence in quotes:
+                    found = gaps.uncovered_text(text, quotes[sequence], self.words) if self.words else None
+                    if found is None:
+                        continue  # what matched is covered by the event's memories
+                    text, whole = found, False
+                shown, truncated = excerpt(text, self.words)
+                hits.append(RawHit(event, shown, truncated or not whole, round(scores[sequence], 6)))
+                if len(hits) == self.limit:
+                    return hits
+        return hits
+
+    # -- coverage ----------------------------------------------------------------------------------
+
+    def _coverage(self) -> Coverage:
+        # Exact counts kept by triggers (migration m003): two primary-key reads.
+        scope = self.filters.scope
+        row = self.db.one(
+            "SELECT events, pending, failed FROM scope_counts WHERE persona_id = ? AND project_id = ?",
+            (scope.persona_id, scope.project_id),
+        )
+        total, pending, failed = (row["events"], row["pending"], row["failed"]) if row else (0, 0, 0)
+        with_vectors = 0
+        if self.model is not None:
+            with_vectors = (
+                self.db.scalar(
+                    "SELECT events FROM scope_vector_counts WHERE persona_id = ? AND project_id = ? AND model = ?",
+                    (scope.persona_id, scope.project_id, self.model),
+                )
+                or 0
+            )
+        later = self.db.scalar(
+            "SELECT count(*) FROM events WHERE persona_id = ? AND project_id = ? AND occurred_at > ?",
+            (scope.persona_id, scope.project_id, self.filters.as_of),
+        )
+        in_flight = claims.in_flight(self.db, scope) if pending else 0
+        return Coverage(
+            int(total), int(pending), int(failed), int(total) - int(with_vectors), int(later or 0), in_flight
+        )
+
+    def _coverage_warnings(self, coverage: Coverage, mode: str) -> None:
+        if coverage.events_pending:
+            self.warnings.append(
+                f"{_events(coverage.events_pending)} pending extraction: results may be incomplete"
+                " (their original text is searched and shown in raw_fallback"
+                + (f"; {coverage.events_in_flight} being extracted now)" if coverage.events_in_flight else ")")
+            )
+        if coverage.events_failed:
+            self.warnings.append(
+                f"{_events(coverage.events_failed, 'has', 'have')} failed extraction: results may be incomplete"
+                " (their original text is searched and shown in raw_fallback; `memlikehuman retry` tries again)"
+            )
+        if coverage.events_after_as_of:
+            later = _events(coverage.events_after_as_of, "occurred", "occurred")
+            if self.as_of_given:
+                self.warnings.append(f"{later} after as_of and were not searched: use a later as_of to include them")
+            else:
+                self.warnings.append(
+                    f"{later} after now (dated in the future) and were not searched: check the clock and the UTC"
+                    " offset of the host that recorded them; they are found once their time has come"
+                )
+        if mode != "fast" and coverage.events_without_vectors:
+            self.warnings.append(
+                f"{_events(coverage.events_without_vectors, 'has', 'have')} no vector of {self.model} yet:"
+                " semantic matching misses them (lexical matching still finds them); new events are embedded"
+                " in the background, `memlikehuman reindex` embeds all"
+            )
+            self.unindexed = True
+
+
+def _events(count: int, singular: str = "is", plural: str = "are") -> str:
+    """'1 event in scope is', '3 events in scope are': a count of events with its verb in the right number."""
+    return f"{count} event in scope {singular}" if count == 1 else f"{count} events in scope {plural}"
+
+
+def _normalized(pairs: Iterable[tuple[int, float]], weight: float, *, floor: bool = False) -> dict[int, float]:
+    """Scores scaled to [0, weight] by the best one, so lexical and dense scores can be added.
+
+    With `floor`, the worst score of the pool maps to 0: cosine similarities of one embedder
+    crowd into a narrow band, and only their spread within the pool says anything.
+    """
+    pairs = list(pairs)
+    if not pairs or weight == 0:
+        return {}
+    best = max(score for _, score in pairs)
+    low = min(score for _, score in pairs) if floor and len(pairs) > 1 else 0.0
+    if best <= low:
+        return {key: weight for key, _ in pairs} if floor else {}
+    return {key: weight * max(score - low, 0.0) / (best - low) for key, score in pairs}
+
+
+EXCERPT_CHARS = 2_000
+_SNAP = 40
+
+
+def excerpt(text: str, words: Sequence[str], cap: int = EXCERPT_CHARS) -> tuple[str, bool]:
+    """At most `cap` characters of text, centred on where the query words occur; (excerpt, truncated)."""
+    if len(text) <= cap:
+        return text, False
+    positions = _match_positions(text, words)
+    centre = _densest(positions, cap // 2) if positions else 0
+    start = max(0, min(len(text) - cap, centre - cap // 2))
+    end = start + cap
+    # Start and end on word boundaries when one is near, so no word is cut in half.
+    if start > 0:
+        space = text.find(" ", start, start + _SNAP)
+        start = space + 1 if space != -1 else start
+    if end < len(text):
+        space = text.rfind(" ", end - _SNAP, end)
+        end = space if space > start else end
+    return text[start:end], True
+
+
+def _match_positions(text: str, words: Sequence[str]) -> list[int]:
+    lowered = text.lower()
+    positions: list[int] = []
+    for word in words:
+        stem = word if len(word) <= 4 else word[: max(4, len(word) - 2)]
+        positions.extend(m.start() for m in re.finditer(r"\b" + re.escape(stem), lowered))
+        # Inside unsegmented text there is no word boundary: its n-grams are found anywhere.
+        for gram in ngrams.query(word).grams:
+            positions.extend(m.start() for m in re.finditer(re.escape(gram), lowered))
+    return sorted(positions)
+
+
+def _densest(positions: Sequence[int], span: int) -> int:
+    """The centre of the span-long stretch that holds the most positions."""
+    best, best_count, j = positions[0], 0, 0
+    for i, start in enumerate(positions):
+        while positions[j] < start - span:
+            j += 1
+        if i - j + 1 > best_count:
+            best_count, best = i - j + 1, (positions[j] + start) // 2
+    return best
+
+
+def _top(scores: dict[int, float], limit: int) -> list[int]:
+    return [key for key, _ in sorted(scores.items(), key=lambda kv: (-kv[1], -kv[0]))[:limit]]

@@ -1,0 +1,1 @@
+"""session_resume: the budgeted context string and token counting."""

@@ -1,0 +1,172 @@
+"""The layout's rules, executed: which part of the package may import or write what.
+
+The core is everything but the edges (server/, cli/, hosts/, ui/). Data flows one way: the edges
+call the facade (engine.py), the facade calls the core's folders, and only archive/ and index/
+write tables. docs/design.md ("The house") draws the map these tests hold.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "memlikehuman"
+EDGES = ("server", "cli", "hosts", "ui")
+FRAMEWORKS = {"mcp", "click", "starlette", "uvicorn"}
+# What an edge may import from the core: the facade, the records, the errors and the settings,
+# and two small rule modules every edge needs to read its input (validate, clock).
+EDGE_MAY_IMPORT = {"engine", "records", "errors", "config", "validate", "clock", "__init__"}
+# The browser UI still reads the archive for its list pages (timeline, checkpoints, counts): read-only
+# SQL through these modules. Tables are written only through the facade (tests below).
+UI_READS = {"archive.db", "archive.memories", "archive.checkpoints", "admin.stats", "sessions.context", "retrieval.recall"}
+WRITERS = ("archive", "index")
+MAX_LINES = 400
+# The schema history is append-only: it grows with every new migration and is never split.
+LONG_BY_DESIGN = {"archive/migrations.py"}
+_WRITE_SQL = re.compile(
+    r"\b(INSERT\s+(OR\s+\w+\s+)?INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM|REPLACE\s+INTO|DROP\s+TABLE|CREATE\s+(TABLE|INDEX|TRIGGER|VIRTUAL))\b",
+    re.IGNORECASE,
+)
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(PACKAGE).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        found[".".join(parts)] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _imports(name: str) -> set[str]:
+    """Every module `name` imports (also inside functions and TYPE_CHECKING), as package-relative names,
+    plus third-party top-level names prefixed with '!'."""
+    path = MODULES[name]
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                top = alias.name.split(".")
+                out.add(".".join(top[1:]) if top[0] == "memlikehuman" else "!" + top[0])
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                target = [*base, *(node.module.split(".") if node.module else [])]
+            elif node.module and node.module.split(".")[0] == "memlikehuman":
+                target = node.module.split(".")[1:]
+            else:
+                out.add("!" + (node.module or "").split(".")[0])
+                continue
+            for alias in node.names:
+                sub = ".".join([*target, alias.name])
+                out.add(sub if sub in MODULES else ".".join(target))
+    out.discard(name)
+    return out
+
+
+def _part(name: str) -> str:
+    return name.split(".")[0]
+
+
+def _core() -> list[str]:
+    return [name for name in MODULES if name and _part(name) not in EDGES]
+
+
+def test_the_core_imports_no_edge_and_no_protocol_or_cli_framework():
+    offenders = {
+        name: sorted(i for i in _imports(name) if _part(i) in EDGES or i.lstrip("!") in FRAMEWORKS and i[0] == "!")
+        for name in _core()
+    }
+    assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def test_the_edges_call_only_the_facade_records_errors_and_settings():
+    offenders = {}
+    for name in MODULES:
+        if _part(name) not in EDGES:
+            continue
+        allowed = EDGE_MAY_IMPORT | (UI_READS if _part(name) == "ui" else set())
+        core = {i for i in _imports(name) if not i.startswith("!") and i and _part(i) not in EDGES}
+        if bad := sorted(core - allowed):
+            offenders[name] = bad
+    assert offenders == {}
+
+
+def test_the_cli_imports_the_server_only_to_serve():
+    offenders = {
+        name: sorted(i for i in _imports(name) if _part(i) == "server")
+        for name in MODULES
+        if _part(name) == "cli" and name != "cli.serve"
+    }
+    assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def _sql_strings(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef))
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    return [
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+    ]
+
+
+def test_only_the_archive_and_the_index_write_tables():
+    offenders = {}
+    for name, path in MODULES.items():
+        if not name or _part(name) in WRITERS:
+            continue
+        writes = [s.strip()[:60] for s in _sql_strings(path) if _WRITE_SQL.search(s)]
+        if writes:
+            offenders[name] = writes
+    assert offenders == {}
+
+
+def test_there_are_no_import_cycles_among_core_modules():
+    graph = {name: {i for i in _imports(name) if i in MODULES and i} for name in _core()}
+    cycles = []
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                cycles.append([*path[path.index(nxt) :], nxt])
+            elif nxt not in state:
+                visit(nxt, [*path, nxt])
+        state[node] = 2
+
+    for start in sorted(graph):
+        if start not in state:
+            visit(start, [start])
+    assert cycles == []
+
+
+def test_no_module_is_longer_than_about_four_hundred_lines():
+    long = {
+        str(path.relative_to(PACKAGE)): n
+        for path in MODULES.values()
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+        and str(path.relative_to(PACKAGE)) not in LONG_BY_DESIGN
+    }
+    assert long == {}
+
+
+def test_the_write_rule_sees_a_write_outside_the_archive():
+    # The checks above must be able to fail: the SQL pattern catches each kind of write.
+    for sql in ("INSERT INTO events VALUES (1)", "UPDATE memories SET x = 1", "DELETE FROM checkpoints"):
+        assert _WRITE_SQL.search(sql)
+    assert not _WRITE_SQL.search("SELECT sequence FROM events WHERE kind = 'record'")
