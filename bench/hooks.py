@@ -71,7 +71,11 @@ def main() -> None:
             ("floor: python -c pass", [sys.executable, "-c", "pass"], lambda _: None),
             (
                 "import only: the core modules the prompt hook loads",
-                [sys.executable, "-c", "import memlikehuman.hosts.hook, memlikehuman.engine, memlikehuman.retrieval.recall"],
+                [
+                    sys.executable,
+                    "-c",
+                    "import memlikehuman.hosts.hook, memlikehuman.engine, memlikehuman.retrieval.recall",
+                ],
                 lambda _: None,
             ),
             (

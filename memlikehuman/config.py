@@ -138,7 +138,7 @@ def _project(raw: str | None) -> str:
     if raw is None or raw == "":
         return "default"
     if raw.strip().lower() == "auto":
-        from .hosts.scope import project_name
+        from .projects import project_name
 
         return project_name(Path.cwd())
     return raw

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
-from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
 from . import clock, validate
-from .archive import checkpoints, claims, events, fulltext, memories, personas
+from .admin.operations import Operations, diagnose, open_archive
+from .archive import checkpoints, claims, events, fulltext, memories
 from .archive.db import Database
 from .archive.migrations import migrate
 from .archive.personas import PersonaVersion
@@ -38,18 +38,15 @@ from .lifecycle.forget import ForgetResult, Preview
 from .lifecycle.worker import Worker
 from .providers.base import Embedder, Extractor
 from .providers.embedders import build_embedder
-from .records import Memory, ReadResult, RecallResult, RecordResult, Scope
-from .shapes import memory_shape, recall_shape
+from .records import ReadResult, RecallResult, RecordResult, Scope
+from .shapes import data_line, memory_shape, recall_shape
 
 if TYPE_CHECKING:
-    from .admin import stats as archive_stats
-    from .admin.doctor import Check
-    from .admin.history_store import Message, Report
-    from .admin.portability import ImportReport
-    from .archive.fulltext import Progress, RebuildResult
     from .retrieval.recall import Upkeep
     from .sessions.context import ResumeResult
 
+# The facade's surface (pinned by tests/test_surface.py): the Engine, the functions that need no open
+# archive, the result types its methods return, and the JSON shapes every edge shows.
 __all__ = [
     "CorrectionResult",
     "Engine",
@@ -57,6 +54,7 @@ __all__ = [
     "Outcome",
     "PersonaVersion",
     "Preview",
+    "data_line",
     "diagnose",
     "memory_shape",
     "open_archive",
@@ -96,7 +94,7 @@ def _duration(span: timedelta) -> str:
     return f"{hours} hours" if hours < 48 else f"{hours // 24} days"
 
 
-class Engine:
+class Engine(Operations):
     """Owns the open archive and the configured providers."""
 
     def __init__(self, settings: Settings) -> None:
@@ -344,124 +342,6 @@ class Engine:
             upkeep=self._upkeep,
         )
 
-    # -- personas --------------------------------------------------------------------------------
-
-    def persona(self, persona_id: str) -> personas.PersonaVersion | None:
-        """The current core persona, or None when none is set."""
-        return personas.current(self.db, persona_id)
-
-    def persona_history(self, persona_id: str) -> list[personas.PersonaVersion]:
-        """Every version of the core persona, oldest first."""
-        return personas.history(self.db, persona_id)
-
-    def set_persona(self, persona_id: str, text: str) -> tuple[personas.PersonaVersion, bool]:
-        """Store a new version of the core persona unless it equals the current one; (version, changed)."""
-        return personas.set_text(self.db, persona_id, text)
-
-    def persona_with_memories(self, persona_id: str) -> tuple[personas.PersonaVersion | None, list[Memory]]:
-        """The core persona and the persona memories (newest first), read in one snapshot."""
-        with self.db.read():
-            return personas.current(self.db, persona_id), personas.persona_memories(self.db, persona_id)
-
-    # -- administration: stats, export/import, reindex, extraction --------------------------------
-
-    def stats(self, persona_id: str | None = None, project_id: str | None = None) -> archive_stats.ArchiveStats:
-        """Counts per scope (stats.collect) with the configured embedder's vector count."""
-        from .admin import stats as archive_stats
-
-        embedder = self.embedder
-        return archive_stats.collect(
-            self.db, vector_model=embedder.model_id if embedder else None, persona_id=persona_id, project_id=project_id
-        )
-
-    def count_records(self, persona_id: str | None, project_id: str | None) -> dict[str, int]:
-        """How many records of each type an export of this filter would write."""
-        from .admin import portability
-
-        return portability.count_records(self.db, persona_id, project_id)
-
-    def export_lines(self, persona_id: str | None, project_id: str | None) -> Iterator[str]:
-        """The export, one JSON line at a time (portability.export_lines)."""
-        from .admin import portability
-
-        return portability.export_lines(self.db, persona_id, project_id)
-
-    def import_lines(
-        self, stream: IO[bytes], *, dry_run: bool = False, progress: Callable[[int], None] | None = None
-    ) -> ImportReport:
-        """Import an export file in one transaction (portability.import_lines); then embed what came in."""
-        from .admin import portability
-
-        report = portability.import_lines(self.db, stream, dry_run=dry_run, progress=progress)
-        self.indexer.notify()
-        return report
-
-    def import_history(
-        self,
-        messages: list[Message],
-        report: Report,
-        persona: str,
-        project: str | None,
-        *,
-        dry_run: bool = False,
-        progress: Callable[[int], None] | None = None,
-    ) -> Report:
-        """Store messages read from a host's history in one transaction (history_store.store)."""
-        from .admin import history_store
-
-        return history_store.store(self.db, messages, report, persona, project, dry_run=dry_run, progress=progress)
-
-    def reindex_fulltext(self, *, missing_only: bool, progress: Progress | None = None) -> RebuildResult:
-        """Write the full-text rows again (reindex.rebuild_fulltext)."""
-        from .index import reindex
-
-        return reindex.rebuild_fulltext(self.db, missing_only=missing_only, progress=progress)
-
-    def reindex_vectors(self, *, missing_only: bool, progress: Progress | None = None) -> int:
-        """Embed again every item (or those lacking a vector of the configured model); return how many."""
-        from .index import reindex
-
-        return reindex.rebuild_vectors(self.indexer, missing_only=missing_only, progress=progress)
-
-    def embed_missing(self, progress: Progress | None = None) -> int:
-        """Embed, synchronously, every item lacking a vector of the configured model (indexer.index_pending)."""
-        return indexing.index_pending(self.indexer, progress)
-
-    def retry_queue(self, persona_id: str | None = None, project_id: str | None = None) -> list[int]:
-        """Sequences of the pending and failed events of a scope (None: all), in recording order."""
-        return extract.retry_queue(self.db, persona_id, project_id)
-
-    def requeue(self, sequences: Sequence[int]) -> None:
-        """Make these events eligible for extraction at once (their backoff and attempts reset)."""
-        claims.requeue(self.db, sequences)
-
-    def drain(
-        self,
-        scope: Scope | None,
-        report: Callable[[extract.Outcome], bool],
-        *,
-        follow: bool = False,
-        patient: bool = True,
-    ) -> None:
-        """Run the extraction worker over the pending events of a scope (None: all); see Worker.drain."""
-        self.worker.drain(scope, report, follow=follow, patient=patient)
-
     def forget_preview(self, scope: Scope, record_id: str) -> forgetting.Preview:
         """What forget would delete, without deleting anything (forget.preview)."""
         return forgetting.preview(self.db, scope, record_id)
-
-
-def open_archive(settings: Settings) -> int:
-    """Create or upgrade the archive at settings.db_path and close it again; return its schema version."""
-    db = Database(settings.db_path)
-    try:
-        return migrate(db)
-    finally:
-        db.close()
-
-
-def diagnose(db: Path | str | None = None, env: Mapping[str, str] | None = None) -> list[Check]:
-    """The doctor's checks (doctor.diagnose): nothing is written and no archive is created."""
-    from .admin.doctor import diagnose as checks
-
-    return checks(db, env)

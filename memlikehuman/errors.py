@@ -7,6 +7,7 @@ codes fixed in tools.md. The edges (MCP server, CLI) turn them into ``code: mess
      +-- InvalidArgument         invalid_argument  bad input; nothing was changed
      +-- NotFound                not_found         no such record in this scope
      +-- Conflict                conflict          an ID is taken by a different payload or scope
+          +-- ImportConflicts    conflict          records of an import file contradict the archive
      +-- LimitExceeded           limit_exceeded    input over a documented limit
      +-- Forbidden               forbidden         the operation is not allowed on this record
      +-- Unavailable             unavailable       a provider or the database is out of reach
@@ -17,6 +18,12 @@ Messages say what was wrong and what to do, in one sentence.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .records import ImportReport
 
 
 class MemLikeHumanError(Exception):
@@ -73,3 +80,25 @@ CODES = (
     "unavailable",
     "internal",
 )
+
+
+class ImportConflicts(Conflict):
+    """Records of the file contradict the archive; nothing was written. ``report`` lists them."""
+
+    def __init__(self, report: ImportReport) -> None:
+        listed = "; ".join(report.conflicts[:3])
+        more = f" (and {report.conflict_count - 3} more)" if report.conflict_count > 3 else ""
+        super().__init__(
+            f"{report.conflict_count} record(s) of the file conflict with the archive, so nothing was imported:"
+            f" {listed}{more}. Import into another archive, or forget the conflicting records first"
+        )
+        self.report = report
+
+
+def unreadable(path: Path | None, exc: BaseException) -> str:
+    """The message for an archive file SQLite cannot read (not a database, or damaged)."""
+    where = "the archive" if path is None else f"the archive {path}"
+    return (
+        f"cannot read {where} ({type(exc).__name__}: {exc}): check --db or MEMLIKEHUMAN_DB;"
+        " if it is the right file, `memlikehuman doctor` checks it and a backup can replace it"
+    )

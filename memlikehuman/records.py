@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -182,3 +184,42 @@ class RecallResult:
     as_of: str
     coverage: Coverage
     warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ImportReport:
+    """What an import wrote (or, on a dry run or a conflict, would have written)."""
+
+    added: Mapping[str, int]
+    unchanged: Mapping[str, int]
+    conflicts: tuple[str, ...]  # the first MAX_LISTED, each "line N: ..."
+    conflict_count: int
+    dry_run: bool
+    written: bool
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    status: str  # ok | warn | fail
+    detail: str
+
+
+@dataclass(frozen=True)
+class HistoryMessage:
+    event_id: str
+    session_id: str
+    role: str
+    text: str
+    occurred_at: str | None
+    source: str
+    project: str | None = None  # Claude Code: the transcript's own project directory
+
+
+@dataclass
+class HistoryReport:
+    added: int = 0
+    unchanged: int = 0
+    conversations: int = 0
+    skipped: Counter[str] = field(default_factory=Counter)
+    dry_run: bool = False

@@ -6,10 +6,20 @@ output schemas); the CLI prints them as they are (`recall --json`), so both show
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from .records import Memory, MemoryHit, RawHit, RecallResult
 from .retrieval import gist
+
+_ESCAPES = {"«": "\\u00ab", "»": "\\u00bb", "\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"}
+_ESCAPE_TABLE = str.maketrans(_ESCAPES)
+
+
+def data_line(record: dict[str, Any]) -> str:
+    """One JSON object on one line, with nothing inside that can pass for a marker or a line break
+    (the data blocks of session_resume and of the persona resource)."""
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":")).translate(_ESCAPE_TABLE)
 
 
 def memory_shape(

@@ -8,7 +8,7 @@ import pytest
 from conftest import connected, make_settings
 from hook_support import run_hook
 
-from memlikehuman.hosts.scope import project_name
+from memlikehuman.projects import project_name
 from memlikehuman.server import build_server
 
 

@@ -11,8 +11,7 @@ configured timeout (``GET /models`` for OpenAI-compatible APIs, one short text f
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import apsw
@@ -23,18 +22,17 @@ from ..archive.db import Database
 from ..archive.migrations import MIGRATIONS, schema_version
 from ..errors import MemLikeHumanError
 from ..providers.embedders import build_embedder
+from ..records import Check
 from . import stats
 
 
-@dataclass(frozen=True)
-class Check:
-    name: str
-    status: str  # ok | warn | fail
-    detail: str
-
-
-def diagnose(db: Path | str | None = None, env: Mapping[str, str] | None = None) -> list[Check]:
-    """Run every check; a configuration that cannot be loaded is itself the (only) failed check."""
+def diagnose(
+    db: Path | str | None = None,
+    env: Mapping[str, str] | None = None,
+    more: Callable[[config.Settings], list[Check]] | None = None,
+) -> list[Check]:
+    """Run every check, then `more` (the edge's: wired hosts); a configuration that cannot be loaded is
+    itself the (only) failed check."""
     try:
         settings = config.load(db, env)
     except MemLikeHumanError as exc:
@@ -43,27 +41,8 @@ def diagnose(db: Path | str | None = None, env: Mapping[str, str] | None = None)
     checks += _archive(settings)
     checks.append(_extractor(settings))
     checks.append(_embedder(settings))
-    checks += _hosts(settings)
-    return checks
-
-
-def _hosts(settings: config.Settings) -> list[Check]:
-    """One check per wired host (`memlikehuman install`): where it is wired and when its hooks last ran."""
-    from ..hosts.status import wired
-
-    checks = []
-    for host in wired(settings.db_path, Path.cwd()):
-        where = ", ".join(str(p) for p in host.files)
-        runs = "; ".join(f"{event} {stamp}" for event, stamp in sorted(host.last_runs.items()))
-        if not host.hooks:
-            detail, status = f"MCP server entry in {where} (this host has no hooks wired)", "ok"
-        elif runs:
-            detail, status = f"wired in {where}; hooks last ran: {runs}", "ok"
-        else:
-            detail, status = f"wired in {where}; its hooks have not run yet (start a session in the host)", "ok"
-        if host.last_failure:
-            detail, status = f"{detail}; last hook failure: {host.last_failure}", "warn"
-        checks.append(Check(f"host {host.host}", status, detail))
+    if more is not None:
+        checks += more(settings)
     return checks
 
 
@@ -129,10 +108,7 @@ def _fulltext(db: Database) -> Check:
     problems = []
     for table in fulltext.ALL_TABLES:
         try:
-            # FTS5 takes its integrity-check as an INSERT command, so it needs a write transaction; the
-            # command changes nothing and the transaction commits empty.
-            with db.write() as conn:
-                conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)")
+            fulltext.integrity_check(db, table)
         except apsw.Error as exc:
             problems.append(f"{table} is damaged ({exc})")
     if problems:

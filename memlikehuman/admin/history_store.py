@@ -6,46 +6,24 @@ nothing. Event IDs are the readers' stable ones, so importing a file twice adds 
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from ..archive import events
 from ..archive.db import Database
 from ..errors import InvalidArgument, MemLikeHumanError
-from ..records import Scope
-
-
-@dataclass(frozen=True)
-class Message:
-    event_id: str
-    session_id: str
-    role: str
-    text: str
-    occurred_at: str | None
-    source: str
-    project: str | None = None  # Claude Code: the transcript's own project directory
-
-
-@dataclass
-class Report:
-    added: int = 0
-    unchanged: int = 0
-    conversations: int = 0
-    skipped: Counter[str] = field(default_factory=Counter)
-    dry_run: bool = False
+from ..records import HistoryMessage, HistoryReport, Scope
 
 
 def store(
     db: Database,
-    messages: list[Message],
-    report: Report,
+    messages: list[HistoryMessage],
+    report: HistoryReport,
     persona: str,
     project: str | None,
     *,
     dry_run: bool = False,
     progress: Callable[[int], None] | None = None,
-) -> Report:
+) -> HistoryReport:
     """Write the messages in one transaction (none on any failure); project None: each message's own."""
     staged = []
     for m in messages:

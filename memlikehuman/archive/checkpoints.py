@@ -131,21 +131,52 @@ def create(db: Database, scope: Scope, state: Mapping[str, Any], covered_event_i
             created_at=clock.now_stamp(),
             state=task,
         )
-        conn.execute(
-            "INSERT INTO checkpoints (checkpoint_id, persona_id, project_id, session_id, covered_event_id,"
-            " covered_sequence, state, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                checkpoint.checkpoint_id,
-                scope.persona_id,
-                scope.project_id,
-                session_id,
-                event.event_id,
-                event.sequence,
-                json.dumps(task.as_dict(), ensure_ascii=False),
-                checkpoint.created_at,
-            ),
+        write(
+            conn,
+            {
+                "checkpoint_id": checkpoint.checkpoint_id,
+                "persona_id": scope.persona_id,
+                "project_id": scope.project_id,
+                "session_id": session_id,
+                "covered_event_id": event.event_id,
+                "covered_sequence": event.sequence,
+                "state": json.dumps(task.as_dict(), ensure_ascii=False),
+                "created_at": checkpoint.created_at,
+            },
         )
     return checkpoint
+
+
+def write(conn: Any, values: Mapping[str, Any]) -> None:
+    """The one INSERT of a checkpoint row (session_checkpoint, import)."""
+    names = [c for c in _NAMES if c in values]
+    if len(names) != len(values):
+        raise ValueError(f"not checkpoint columns: {sorted(set(values) - set(_NAMES))}")
+    conn.execute(
+        f"INSERT INTO checkpoints ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
+        [values[c] for c in names],
+    )
+
+
+def invalidate(conn: Any, scope: Scope, reason: str, *, wipe_state: bool) -> int:
+    """Invalidate every still-valid checkpoint of the scope; return how many were.
+
+    With ``wipe_state`` the saved task state of every invalidated checkpoint of the scope is
+    erased too (a forget must not leave the deleted text in a summary).
+    """
+    now = clock.now_stamp()
+    conn.execute(
+        "UPDATE checkpoints SET invalidated_at = ?, invalidated_reason = ?"
+        " WHERE persona_id = ? AND project_id = ? AND invalidated_at IS NULL",
+        (now, reason, scope.persona_id, scope.project_id),
+    )
+    count = int(conn.changes())
+    if wipe_state:
+        conn.execute(
+            "UPDATE checkpoints SET state = NULL WHERE persona_id = ? AND project_id = ? AND state IS NOT NULL",
+            (scope.persona_id, scope.project_id),
+        )
+    return count
 
 
 def _from_row(row: Row) -> Checkpoint:
@@ -177,6 +208,7 @@ COLUMNS = (
     "checkpoint_id, persona_id, project_id, session_id, covered_event_id, covered_sequence, state, created_at,"
     " invalidated_at, invalidated_reason"
 )
+_NAMES = tuple(name.strip() for name in COLUMNS.split(","))
 
 
 def select(db: Database, scope: Scope, session_id: str | None = None) -> Selection:

@@ -15,7 +15,7 @@ from typing import Any
 
 import apsw
 
-from ..errors import InvalidArgument, Unavailable
+from ..errors import InvalidArgument, Unavailable, unreadable
 
 BUSY_TIMEOUT_MS = 30_000
 Row = dict[str, Any]
@@ -28,15 +28,6 @@ PRAGMAS = (
     # FULL: a returned memory_record survives power loss, not only a crash.
     "PRAGMA synchronous=FULL",
 )
-
-
-def unreadable(path: Path | None, exc: BaseException) -> str:
-    """The message for an archive file SQLite cannot read (not a database, or damaged)."""
-    where = "the archive" if path is None else f"the archive {path}"
-    return (
-        f"cannot read {where} ({type(exc).__name__}: {exc}): check --db or MEMLIKEHUMAN_DB;"
-        " if it is the right file, `memlikehuman doctor` checks it and a backup can replace it"
-    )
 
 
 def _dict_row(cursor: apsw.Cursor, row: tuple[Any, ...]) -> Row:

@@ -118,10 +118,8 @@ def insert(
             _check_same(event, digest, existing)
             return int(existing["sequence"]), True
         now = clock.now_stamp()
-        conn.execute(
-            "INSERT INTO events (event_id, persona_id, project_id, session_id, role, source, category, kind, text,"
-            " occurred_at, occurred_at_given, recorded_at, payload_hash, extraction_state, extraction_error)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?)",
+        sequence = write(
+            conn,
             (
                 event.event_id,
                 event.scope.persona_id,
@@ -136,17 +134,42 @@ def insert(
                 int(event.occurred_at is not None),
                 now,
                 digest,
+                "pending",
                 error,
             ),
-        )
-        sequence = conn.last_insert_rowid()
-        conn.executemany(
-            "INSERT INTO cues (event_sequence, position, kind, key, label) VALUES (?, ?, ?, ?, ?)",
-            [(sequence, i, cue.kind, cue.key, cue.label) for i, cue in enumerate(event.cues)],
+            event.cues,
         )
         fulltext.index_event(conn, sequence)
-        event_dates.write(conn, sequence, event.text, event.occurred_at or now)
     return sequence, False
+
+
+# The columns of an event row, in the order write() takes them.
+COLUMNS = (
+    "event_id", "persona_id", "project_id", "session_id", "role", "source", "category", "kind", "text",
+    "occurred_at", "occurred_at_given", "recorded_at", "payload_hash", "extraction_state", "extraction_error",
+)  # fmt: skip
+
+
+def write(conn: Any, values: Sequence[Any], cues: Sequence[Cue]) -> int:
+    """The one INSERT of an event row (memory_record, corrections, import), with its cues and resolved
+    relative dates; returns its sequence. The caller writes the full-text row (fulltext.index_event)."""
+    conn.execute(
+        f"INSERT INTO events ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})", tuple(values)
+    )
+    sequence = int(conn.last_insert_rowid())
+    if cues:
+        conn.executemany(
+            "INSERT INTO cues (event_sequence, position, kind, key, label) VALUES (?, ?, ?, ?, ?)",
+            [(sequence, i, cue.kind, cue.key, cue.label) for i, cue in enumerate(cues)],
+        )
+    event_dates.write(conn, sequence, values[COLUMNS.index("text")], values[COLUMNS.index("occurred_at")])
+    return sequence
+
+
+def delete(conn: Any, sequences: Sequence[int]) -> None:
+    """Delete event rows (memory_forget): cues, corrections, claims, dates and vectors cascade.
+    Their memories and full-text rows go first, by the caller."""
+    conn.execute(f"DELETE FROM events WHERE sequence IN ({','.join('?' * len(sequences))})", list(sequences))
 
 
 def _check_same(event: NewEvent, digest: str, existing: Row) -> None:

@@ -267,3 +267,13 @@ def complete_ngrams(db: Database, progress: Progress | None = None) -> RebuildRe
     if not ngrams_behind(db):
         return RebuildResult(0, 0)
     return fill_missing(db, progress, tables=tuple(NGRAM_TABLES.values()))
+
+
+def integrity_check(db: Database, table: str) -> None:
+    """FTS5's integrity-check of one full-text table; raises apsw.Error when it is damaged.
+
+    FTS5 takes the check as an INSERT command, so it needs a write transaction; the command changes
+    nothing and the transaction commits empty.
+    """
+    with db.write() as conn:
+        conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)")

@@ -1,15 +1,17 @@
-"""Derived memories: storing checked candidates with supersession, and loading them."""
+"""Derived memories: the one writer of memory rows, storing checked candidates, and loading them.
+
+The links between versions of a fact are set by timeline.py."""
 
 from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import NotFound
 from ..records import Candidate, Event, Memory, Scope
-from . import fulltext
+from . import fulltext, timeline
 from .db import Database, Row
 
 MEMORY_PREFIX = "mem_"
@@ -90,27 +92,6 @@ def by_rowids(db: Database, rowids: Sequence[int]) -> dict[int, Memory]:
     return {row["id"]: from_row(row) for row in rows}
 
 
-def settle_known_from(conn: Any) -> None:
-    """Fill ``known_from`` where it is missing (imported rows): the event's time, and for a correction's
-    replacement the time its original became known (a correction takes the original's place in time).
-    A chain of corrections is followed one step per pass."""
-    conn.execute(
-        "UPDATE memories SET known_from = (SELECT occurred_at FROM events WHERE sequence = memories.event_sequence)"
-        " WHERE known_from IS NULL"
-    )
-    original = (
-        "(SELECT o.known_from FROM corrections c JOIN memories o ON o.id = c.original_id"
-        " WHERE c.event_sequence = memories.event_sequence)"
-    )
-    while True:
-        conn.execute(
-            f"UPDATE memories SET known_from = {original} WHERE event_sequence IN"
-            f" (SELECT event_sequence FROM corrections) AND known_from IS NOT {original}"
-        )
-        if not conn.changes():
-            return
-
-
 def normalized(text: str) -> str:
     """Case- and whitespace-insensitive form used for duplicate checks."""
     return re.sub(r"\s+", " ", text).strip().casefold()
@@ -126,79 +107,56 @@ def current(db: Database, scope: Scope, limit: int = 200) -> list[Memory]:
     return [from_row(row) for row in rows]
 
 
-def _insert(conn: Any, event: Event, item: Candidate, recorded_at: str) -> int:
+# The columns a writer may set; the rest keep their defaults (NULL) until the timeline links them.
+COLUMNS = (
+    "memory_id", "event_sequence", "persona_id", "project_id", "session_id", "content", "quote", "kind", "basis",
+    "category", "subject", "gist", "valid_from", "valid_to", "recorded_at", "revoked_at", "revoke_reason", "known_from",
+)  # fmt: skip
+
+
+def write(conn: Any, values: Mapping[str, Any]) -> int:
+    """The one INSERT of a memory row (extraction, correction, import), with its full-text row; returns its rowid.
+
+    Timeline links are set afterwards by archive/timeline.py.
+    """
+    unknown = set(values) - set(COLUMNS)
+    if unknown:
+        raise ValueError(f"not memory columns: {sorted(unknown)}")
+    names = [c for c in COLUMNS if c in values]
     conn.execute(
-        "INSERT INTO memories (memory_id, event_sequence, persona_id, project_id, session_id, content, quote, kind,"
-        " basis, category, subject, gist, valid_from, recorded_at, known_from)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            new_memory_id(),
-            event.sequence,
-            event.persona_id,
-            event.project_id,
-            event.session_id,
-            item.content,
-            item.quote,
-            item.kind,
-            item.basis,
-            event.category,
-            item.subject,
-            item.gist,
-            item.valid_from,
-            recorded_at,
-            event.occurred_at,
-        ),
+        f"INSERT INTO memories ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})", [values[c] for c in names]
     )
     rowid = int(conn.last_insert_rowid())
     fulltext.index_memory(conn, rowid)
     return rowid
 
 
-def _versions(conn: Any, event: Event, rowid: int, subject: str) -> list[Row]:
-    """The other live versions of a subject: same scope, same category, oldest first."""
-    return list(
-        conn.execute(
-            "SELECT id, valid_from FROM memories WHERE persona_id = ? AND project_id = ? AND category = ?"
-            " AND subject = ? AND id != ? AND revoked_at IS NULL ORDER BY valid_from, id",
-            (event.persona_id, event.project_id, event.category, subject, rowid),
-        )
+def _insert(conn: Any, event: Event, item: Candidate, recorded_at: str) -> int:
+    return write(
+        conn,
+        {
+            "memory_id": new_memory_id(),
+            "event_sequence": event.sequence,
+            "persona_id": event.persona_id,
+            "project_id": event.project_id,
+            "session_id": event.session_id,
+            "content": item.content,
+            "quote": item.quote,
+            "kind": item.kind,
+            "basis": item.basis,
+            "category": event.category,
+            "subject": item.subject,
+            "gist": item.gist,
+            "valid_from": item.valid_from,
+            "recorded_at": recorded_at,
+            "known_from": event.occurred_at,
+        },
     )
 
 
-def _close(conn: Any, older: int, newer: int, at: str) -> None:
-    """End `older`'s validity at `at`, when `newer` takes over; link the two both ways."""
-    conn.execute("UPDATE memories SET valid_to = ?, superseded_by = ? WHERE id = ?", (at, newer, older))
-    conn.execute("UPDATE memories SET supersedes = ? WHERE id = ?", (older, newer))
-
-
-def _supersede(conn: Any, event: Event, rowid: int, item: Candidate) -> None:
-    """Insert the new memory into the timeline of its subject, closing validity windows.
-
-    The timeline is ordered by valid_from (ties: the later recording wins). The version before the
-    new one ends where the new one starts; a version after it (the new fact dates from earlier than
-    what is known) ends the new one's window. Category is part of the key: a quoted document never
-    supersedes what a user said, and conversation never rewrites a persona definition.
-    """
-    if item.subject is None:
-        return
-    versions = _versions(conn, event, rowid, item.subject)
-    before = [row for row in versions if row["valid_from"] <= item.valid_from]
-    after = [row for row in versions if row["valid_from"] > item.valid_from]
-    if before:
-        _close(conn, before[-1]["id"], rowid, item.valid_from)
-    if after:
-        _close(conn, rowid, after[0]["id"], after[0]["valid_from"])
-
-
-def _replace_target(conn: Any, event: Event, rowid: int, target: int, valid_from: str) -> None:
-    """Close a memory the extractor named (by alias) as updated by the new one, if still open."""
-    conn.execute(
-        "UPDATE memories SET valid_to = ?, superseded_by = ? WHERE id = ? AND persona_id = ? AND project_id = ?"
-        " AND category = ? AND valid_to IS NULL AND revoked_at IS NULL AND valid_from <= ?",
-        (valid_from, rowid, target, event.persona_id, event.project_id, event.category, valid_from),
-    )
-    if conn.changes():
-        conn.execute("UPDATE memories SET supersedes = coalesce(supersedes, ?) WHERE id = ?", (target, rowid))
+def delete(conn: Any, rowids: Sequence[int]) -> None:
+    """Delete memory rows (memory_forget; their vectors cascade). Full-text rows go first, by the caller."""
+    conn.execute(f"DELETE FROM memories WHERE id IN ({','.join('?' * len(rowids))})", list(rowids))
 
 
 def _repeats_current(db: Database, scope: Scope, content: str) -> bool:
@@ -247,8 +205,8 @@ def store(
             seen.add(key)
             rowid = _insert(conn, event, item, recorded_at)
             if item.subject:
-                _supersede(conn, event, rowid, item)
+                timeline.insert_version(conn, event, rowid, item)
             if target is not None:
-                _replace_target(conn, event, rowid, target, item.valid_from)
+                timeline.close_target(conn, event, rowid, target, item.valid_from)
             rowids.append(rowid)
     return rowids, skipped

@@ -7,6 +7,7 @@ No MCP tool writes here; ``set_text`` is called by ``memlikehuman persona set|ed
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from .. import clock, validate
 from ..records import Memory
@@ -62,11 +63,16 @@ def set_text(db: Database, persona_id: str, text: str) -> tuple[PersonaVersion, 
         if latest is not None and latest.text == cleaned:
             return latest, False
         version = PersonaVersion(persona_id, (latest.version if latest else 0) + 1, cleaned, clock.now_stamp())
-        conn.execute(
-            "INSERT INTO persona_versions (persona_id, version, text, created_at) VALUES (?, ?, ?, ?)",
-            (version.persona_id, version.version, version.text, version.created_at),
-        )
+        write_version(conn, version)
     return version, True
+
+
+def write_version(conn: Any, version: PersonaVersion) -> None:
+    """The one INSERT of a core persona version (persona set, import)."""
+    conn.execute(
+        "INSERT INTO persona_versions (persona_id, version, text, created_at) VALUES (?, ?, ?, ?)",
+        (version.persona_id, version.version, version.text, version.created_at),
+    )
 
 
 def persona_memories(db: Database, persona_id: str, limit: int = 100) -> list[Memory]:

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from ..engine import diagnose
+from ..hosts.status import checks as host_checks
 from .main import EXIT_PROBLEM, db_option, echo_json, echo_table
 
 MARKS = {"ok": "ok", "warn": "WARN", "fail": "FAIL"}
@@ -31,7 +32,7 @@ def doctor(ctx: click.Context, db: Path | None, as_json: bool) -> None:
     Exit status: 0 when nothing failed (warnings allowed), 3 when a check failed.
     """
     chosen = db or (ctx.obj or {}).get("db")
-    results = diagnose(chosen)
+    results = diagnose(chosen, more=host_checks)
     failed = [check for check in results if check.status == "fail"]
     if as_json:
         echo_json({"ok": not failed, "checks": [asdict(check) for check in results]})

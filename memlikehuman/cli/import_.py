@@ -11,9 +11,9 @@ from typing import BinaryIO
 
 import click
 
-from ..admin import portability
 from ..engine import Engine
-from ..errors import InvalidArgument, MemLikeHumanError
+from ..errors import ImportConflicts, InvalidArgument, MemLikeHumanError
+from ..records import ImportReport
 from . import history_import as history_cli
 from .main import EXIT_ERROR, db_option, echo_json, echo_table, fail, progress_bar, settings_from
 
@@ -78,7 +78,7 @@ def import_(
         # The source is opened first: a mistyped file name must not leave a new empty archive behind.
         with _opened(source) as (stream, size), Engine(settings) as engine, progress_bar("importing", size) as bar:
             report = engine.import_lines(stream, dry_run=dry_run, progress=bar.advance)
-    except portability.ImportConflicts as exc:
+    except ImportConflicts as exc:
         _show(exc.report, as_json)
         _list_conflicts(exc.report)
         sys.exit(EXIT_ERROR)
@@ -100,7 +100,7 @@ def _opened(source: Path) -> Iterator[tuple[BinaryIO, int | None]]:
         yield stream, source.stat().st_size
 
 
-def _show(report: portability.ImportReport, as_json: bool) -> None:
+def _show(report: ImportReport, as_json: bool) -> None:
     if as_json:
         echo_json(
             {
@@ -114,7 +114,7 @@ def _show(report: portability.ImportReport, as_json: bool) -> None:
         )
         return
     added = "would add" if report.dry_run or report.conflict_count else "added"
-    rows = [(kind, report.added[kind], report.unchanged[kind]) for kind in portability.TYPES]
+    rows = [(kind, report.added[kind], report.unchanged[kind]) for kind in report.added]
     echo_table(["record", added, "already present"], rows)
     if report.written:
         click.echo(f"imported {sum(report.added.values()):,} new records", err=True)
@@ -122,7 +122,7 @@ def _show(report: portability.ImportReport, as_json: bool) -> None:
         click.echo("dry run: nothing was written; the import would succeed", err=True)
 
 
-def _list_conflicts(report: portability.ImportReport) -> None:
+def _list_conflicts(report: ImportReport) -> None:
     click.echo(f"error: {report.conflict_count:,} record(s) conflict with the archive; nothing was imported:", err=True)
     for conflict in report.conflicts:
         click.echo(f"  {conflict}", err=True)

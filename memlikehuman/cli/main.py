@@ -15,8 +15,7 @@ import apsw
 import click
 
 from .. import config
-from ..archive.db import unreadable
-from ..errors import MemLikeHumanError, NotFound, Unavailable
+from ..errors import MemLikeHumanError, NotFound, Unavailable, unreadable
 
 F = TypeVar("F", bound=Callable[..., Any])
 

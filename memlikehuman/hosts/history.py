@@ -23,12 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from .. import clock
-from ..admin.history_store import Message, Report
 from ..errors import InvalidArgument, MemLikeHumanError
+from ..records import HistoryMessage, HistoryReport
 from . import markers
 from . import transcript as transcripts
 from .hook import event_id as hook_event_id
-from .scope import project_name
+from ..projects import project_name
 
 FORMATS = ("claude-code", "chatgpt", "claude-ai")
 
@@ -86,7 +86,7 @@ def _load_json(path: Path) -> tuple[Any, str]:
 # -- ChatGPT -----------------------------------------------------------------------------------------
 
 
-def chatgpt(path: Path, report: Report) -> Iterator[Message]:
+def chatgpt(path: Path, report: HistoryReport) -> Iterator[HistoryMessage]:
     data, raw = _load_json(path)
     if not isinstance(data, list):
         raise InvalidArgument(f"{path}, line 1: expected a list of conversations (ChatGPT's conversations.json)")
@@ -133,8 +133,8 @@ def _current_branch(mapping: dict[str, Any], leaf: Any, where: str) -> list[str]
 
 
 def _chatgpt_message(
-    message: dict[str, Any], session: str, conv: dict[str, Any], report: Report, where: str
-) -> Message | None:
+    message: dict[str, Any], session: str, conv: dict[str, Any], report: HistoryReport, where: str
+) -> HistoryMessage | None:
     role = (message.get("author") or {}).get("role")
     if role not in ("user", "assistant"):
         if role not in ("system", "tool"):
@@ -154,13 +154,13 @@ def _chatgpt_message(
         report.skipped["empty messages"] += 1
         return None
     when = _iso(message.get("create_time"), where) or _iso(conv.get("create_time"), where)
-    return Message(f"chatgpt:{session}:{message.get('id')}", session, role, text, when, "chatgpt")
+    return HistoryMessage(f"chatgpt:{session}:{message.get('id')}", session, role, text, when, "chatgpt")
 
 
 # -- Claude.ai ----------------------------------------------------------------------------------------
 
 
-def claude_ai(path: Path, report: Report) -> Iterator[Message]:
+def claude_ai(path: Path, report: HistoryReport) -> Iterator[HistoryMessage]:
     data, raw = _load_json(path)
     if not isinstance(data, list):
         raise InvalidArgument(f"{path}, line 1: expected a list of conversations (Claude.ai's conversations.json)")
@@ -184,13 +184,13 @@ def claude_ai(path: Path, report: Report) -> Iterator[Message]:
                 continue
             role = "user" if message["sender"] == "human" else "assistant"
             when = _iso(message.get("created_at"), here) or _iso(conv.get("created_at"), here)
-            yield Message(f"claude-ai:{session}:{mid}", session, role, text, when, "claude-ai")
+            yield HistoryMessage(f"claude-ai:{session}:{mid}", session, role, text, when, "claude-ai")
 
 
 # -- Claude Code ------------------------------------------------------------------------------------------
 
 
-def claude_code(path: Path, report: Report) -> Iterator[Message]:
+def claude_code(path: Path, report: HistoryReport) -> Iterator[HistoryMessage]:
     files = sorted(path.rglob("*.jsonl")) if path.is_dir() else [path]
     if not files:
         raise InvalidArgument(f"{path}: no Claude Code transcripts (*.jsonl) in this folder")
@@ -206,7 +206,7 @@ def claude_code(path: Path, report: Report) -> Iterator[Message]:
             session = message.session_id or file.stem
             when = _iso(message.timestamp, f"{file}, line {message.line}")
             eid = hook_event_id("claude-code", session, message.role, message.text)
-            yield Message(eid, session, message.role, message.text, when, "claude-code", project)
+            yield HistoryMessage(eid, session, message.role, message.text, when, "claude-code", project)
 
 
 def _transcript_project(lines: list[str]) -> str | None:
@@ -220,14 +220,14 @@ def _transcript_project(lines: list[str]) -> str | None:
     return None
 
 
-READERS: dict[str, Callable[[Path, Report], Iterator[Message]]] = {
+READERS: dict[str, Callable[[Path, HistoryReport], Iterator[HistoryMessage]]] = {
     "claude-code": claude_code,
     "chatgpt": chatgpt,
     "claude-ai": claude_ai,
 }
 
 
-def read(path: Path, fmt: str) -> tuple[list[Message], Report]:
+def read(path: Path, fmt: str) -> tuple[list[HistoryMessage], HistoryReport]:
     """Every message of the file, checked; raises InvalidArgument naming the file and line."""
-    report = Report()
+    report = HistoryReport()
     return list(READERS[fmt](path, report)), report

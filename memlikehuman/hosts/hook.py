@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from . import adapters, markers, state
 from . import transcript as transcripts
-from .scope import resolve_project
+from ..projects import resolve_project
 
 if TYPE_CHECKING:
     from ..config import Settings

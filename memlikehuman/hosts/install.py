@@ -19,7 +19,7 @@ from typing import Any
 from ..errors import InvalidArgument
 from . import edits
 from .edits import JsonEdit
-from .scope import AUTO, project_name
+from ..projects import AUTO, project_name
 
 HOSTS = ("claude-code", "claude-desktop", "codex", "cursor", "vscode", "gemini")
 SERVER = "memlikehuman"

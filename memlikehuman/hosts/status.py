@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..config import Settings
 from ..errors import MemLikeHumanError
+from ..records import Check
 from . import edits, jsonedit, state
 from .edits import JsonEdit
 from .install import HOSTS, Wiring, targets
@@ -70,3 +72,21 @@ def _last_line(path: Path) -> str | None:
     except OSError:
         return None
     return lines[-1] if lines else None
+
+
+def checks(settings: Settings) -> list[Check]:
+    """One check per wired host (`memlikehuman install`): where it is wired and when its hooks last ran."""
+    checks = []
+    for host in wired(settings.db_path, Path.cwd()):
+        where = ", ".join(str(p) for p in host.files)
+        runs = "; ".join(f"{event} {stamp}" for event, stamp in sorted(host.last_runs.items()))
+        if not host.hooks:
+            detail, status = f"MCP server entry in {where} (this host has no hooks wired)", "ok"
+        elif runs:
+            detail, status = f"wired in {where}; hooks last ran: {runs}", "ok"
+        else:
+            detail, status = f"wired in {where}; its hooks have not run yet (start a session in the host)", "ok"
+        if host.last_failure:
+            detail, status = f"{detail}; last hook failure: {host.last_failure}", "warn"
+        checks.append(Check(f"host {host.host}", status, detail))
+    return checks

@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..archive.db import Database
 from ..records import Scope
@@ -222,3 +222,10 @@ def _load(db: Database, kind: Kind, model: str, scope: Scope) -> _Matrix:
             ids[count - 1] = row_id
             rows[count - 1] = np.frombuffer(blob, dtype="<f4")
     return _Matrix(ids[:count], rows[:count])
+
+
+def delete_event_vectors(conn: Any, sequences: Sequence[int]) -> None:
+    """Delete the stored vectors of these events (forgetting changed the context they embedded)."""
+    conn.execute(
+        f"DELETE FROM event_vectors WHERE event_sequence IN ({','.join('?' * len(sequences))})", list(sequences)
+    )

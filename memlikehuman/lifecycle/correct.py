@@ -7,8 +7,9 @@ correction only on the user's explicit request, so the statement is the user's, 
 
 The replacement takes the original's place in its subject timeline (same predecessor and
 successor); the original leaves the timeline, keeps its text for ``memory_read`` and is marked
-revoked with the reason and the replacement. Every checkpoint of the scope is invalidated, because
-a summary may repeat the corrected statement. All of it is one write transaction.
+revoked with the reason and the replacement (archive/timeline.py holds those links). Every
+checkpoint of the scope is invalidated, because a summary may repeat the corrected statement.
+All of it is one write transaction.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import clock, validate
-from ..archive import events, fulltext, memories
+from ..archive import checkpoints, events, memories, timeline
 from ..archive.db import Database
-from ..errors import Conflict, Forbidden, InvalidArgument
+from ..errors import Conflict, Forbidden
 from ..records import Event, Memory, Scope
 
 CORRECTION_PREFIX = "corr_"
@@ -61,17 +62,12 @@ def correct(
         original = memories.find(db, scope, memory_id)
         _check_correctable(original)
         valid_from = valid_from or original.valid_from
-        _check_window(conn, original, valid_from)
+        timeline.check_window(conn, original, valid_from)
         event = _record_event(db, conn, original, content, reason)
         replacement = _insert_replacement(conn, event, original, content, valid_from)
-        take_place(conn, original.rowid, replacement)
-        now = clock.now_stamp()
-        conn.execute(
-            "UPDATE memories SET revoked_at = ?, revoke_reason = ?, replaced_by = ?, supersedes = NULL,"
-            " superseded_by = NULL WHERE id = ?",
-            (now, reason, replacement, original.rowid),
-        )
-        invalidated = invalidate_checkpoints(
+        timeline.take_place(conn, original.rowid, replacement)
+        timeline.revoke(conn, original.rowid, reason, replacement, clock.now_stamp())
+        invalidated = checkpoints.invalidate(
             conn, scope, f"memory {memory_id} was corrected by {event.event_id}", wipe_state=False
         )
         replacement_id = conn.execute("SELECT memory_id FROM memories WHERE id = ?", (replacement,)).fetchone()
@@ -106,29 +102,6 @@ def _check_correctable(memory: Memory) -> None:
         )
 
 
-def _check_window(conn: Any, original: Memory, valid_from: str) -> None:
-    """The new validity start must keep the subject timeline in order."""
-    before = _valid_from(conn, original.supersedes)
-    after = _valid_from(conn, original.superseded_by)
-    if before is not None and valid_from < before:
-        raise InvalidArgument(
-            f"valid_at {valid_from} is before {before}, when the previous version of this fact"
-            f" ({original.supersedes}) started: give a later valid_at or correct that version instead"
-        )
-    if after is not None and valid_from >= after:
-        raise InvalidArgument(
-            f"valid_at {valid_from} is not before {after}, when the next version of this fact"
-            f" ({original.superseded_by}) started: give an earlier valid_at or correct that version instead"
-        )
-
-
-def _valid_from(conn: Any, memory_id: str | None) -> str | None:
-    if memory_id is None:
-        return None
-    row = conn.execute("SELECT valid_from FROM memories WHERE memory_id = ?", (memory_id,)).fetchone()
-    return None if row is None else str(row["valid_from"])
-
-
 def _record_event(db: Database, conn: Any, original: Memory, content: str, reason: str) -> Event:
     payload = events.NewEvent(
         scope=Scope(original.persona_id, original.project_id),
@@ -144,73 +117,29 @@ def _record_event(db: Database, conn: Any, original: Memory, content: str, reaso
     sequence, _ = events.insert(db, payload, kind="correction", error=None)
     # Nothing is left to extract: the replacement is stored right here, so retries must skip it.
     events.set_state(db, sequence, "complete", None)
-    conn.execute(
-        "INSERT INTO corrections (event_sequence, original_id, reason) VALUES (?, ?, ?)",
-        (sequence, original.rowid, reason),
-    )
+    timeline.link_correction(conn, sequence, original.rowid, reason)
     return events.load(db, sequence)
 
 
 def _insert_replacement(conn: Any, event: Event, original: Memory, content: str, valid_from: str) -> int:
-    conn.execute(
-        "INSERT INTO memories (memory_id, event_sequence, persona_id, project_id, session_id, content, quote, kind,"
-        " basis, category, subject, gist, valid_from, recorded_at, known_from)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'stated', ?, ?, NULL, ?, ?, ?)",
-        (
-            memories.new_memory_id(),
-            event.sequence,
-            event.persona_id,
-            event.project_id,
-            event.session_id,
-            content,
-            content,
-            original.kind,
-            original.category,
-            original.subject,
-            valid_from,
-            event.recorded_at,
+    return memories.write(
+        conn,
+        {
+            "memory_id": memories.new_memory_id(),
+            "event_sequence": event.sequence,
+            "persona_id": event.persona_id,
+            "project_id": event.project_id,
+            "session_id": event.session_id,
+            "content": content,
+            "quote": content,
+            "kind": original.kind,
+            "basis": "stated",
+            "category": original.category,
+            "subject": original.subject,
+            "gist": None,
+            "valid_from": valid_from,
+            "recorded_at": event.recorded_at,
             # A correction says the original was wrong: the replacement is known since the original was.
-            original.known_from,
-        ),
+            "known_from": original.known_from,
+        },
     )
-    rowid = int(conn.last_insert_rowid())
-    fulltext.index_memory(conn, rowid)
-    return rowid
-
-
-def take_place(conn: Any, old: int, new: int) -> None:
-    """Put memory ``new`` where ``old`` stands in its subject timeline; ``old`` keeps no links.
-
-    Predecessors closed by ``old`` are now closed at ``new``'s start; ``new`` ends where ``old``
-    ended. The links are found from both sides, so a half-linked timeline is repaired too.
-    """
-    row = conn.execute("SELECT supersedes, superseded_by, valid_to FROM memories WHERE id = ?", (old,)).fetchone()
-    start = conn.execute("SELECT valid_from FROM memories WHERE id = ?", (new,)).fetchone()["valid_from"]
-    conn.execute(
-        "UPDATE memories SET supersedes = ?, superseded_by = ?, valid_to = ? WHERE id = ?",
-        (row["supersedes"], row["superseded_by"], row["valid_to"], new),
-    )
-    conn.execute("UPDATE memories SET superseded_by = ?, valid_to = ? WHERE superseded_by = ?", (new, start, old))
-    conn.execute("UPDATE memories SET supersedes = ? WHERE supersedes = ?", (new, old))
-    conn.execute("UPDATE memories SET supersedes = NULL, superseded_by = NULL WHERE id = ?", (old,))
-
-
-def invalidate_checkpoints(conn: Any, scope: Scope, reason: str, *, wipe_state: bool) -> int:
-    """Invalidate every still-valid checkpoint of the scope; return how many were.
-
-    With ``wipe_state`` the saved task state of every invalidated checkpoint of the scope is
-    erased too (a forget must not leave the deleted text in a summary).
-    """
-    now = clock.now_stamp()
-    conn.execute(
-        "UPDATE checkpoints SET invalidated_at = ?, invalidated_reason = ?"
-        " WHERE persona_id = ? AND project_id = ? AND invalidated_at IS NULL",
-        (now, reason, scope.persona_id, scope.project_id),
-    )
-    count = int(conn.changes())
-    if wipe_state:
-        conn.execute(
-            "UPDATE checkpoints SET state = NULL WHERE persona_id = ? AND project_id = ? AND state IS NOT NULL",
-            (scope.persona_id, scope.project_id),
-        )
-    return count

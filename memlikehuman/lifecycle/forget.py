@@ -23,11 +23,11 @@ from typing import Any
 import apsw
 
 from .. import validate
-from ..archive import fulltext, memories
+from ..archive import checkpoints, events, fulltext, memories, timeline
 from ..archive.db import Database
 from ..errors import Conflict, NotFound
+from ..index import vectors
 from ..records import Scope
-from .correct import invalidate_checkpoints
 
 log = logging.getLogger("memlikehuman")
 
@@ -113,15 +113,17 @@ def forget(db: Database, scope: Scope, record_id: str, *, expected: Preview | No
         dependents = _context_dependents(conn, plan)
         # Full-text rows go first, while the values they were built from are all still stored.
         _unindex(conn, plan, dependents)
-        held = _release_originals(conn, plan)
+        held = timeline.release_originals(conn, plan.memories)
         for rowid in plan.memories:
-            _unlink(conn, rowid, plan.memories, keep_closed=rowid in held)
-        _delete(conn, plan)
+            timeline.unlink(conn, rowid, plan.memories, keep_closed=rowid in held)
+        # Memories of other events first, then the events (cues, corrections, vectors cascade).
+        memories.delete(conn, list(plan.memories))
+        events.delete(conn, list(plan.events))
         for sequence in dependents:
             fulltext.index_event(conn, sequence)
         # Their vectors embedded the forgotten text as context too; the indexer makes new ones.
-        conn.execute(f"DELETE FROM event_vectors WHERE event_sequence IN ({_marks(dependents)})", dependents)
-        invalidated = invalidate_checkpoints(conn, scope, "records were forgotten (memory_forget)", wipe_state=True)
+        vectors.delete_event_vectors(conn, dependents)
+        invalidated = checkpoints.invalidate(conn, scope, "records were forgotten (memory_forget)", wipe_state=True)
     return ForgetResult(
         deleted_event_ids=tuple(plan.events.values()),
         deleted_memory_ids=tuple(plan.memories[rowid] for rowid in sorted(plan.memories)),
@@ -194,84 +196,6 @@ def _marks(values: Iterable[Any]) -> str:
     return ",".join("?" for _ in values)
 
 
-FORGOTTEN_CORRECTION = (
-    "its correction was forgotten with memory_forget; it stays revoked (the user said it was wrong):"
-    " record the right statement again if it still matters"
-)
-
-
-def _release_originals(conn: Any, plan: _Plan) -> set[int]:
-    """Surviving originals whose correction goes stay revoked; return the places their replacements held.
-
-    An original is not made current again: the user said it was wrong, and forgetting the
-    correction's text does not make it right (recall never shows a revoked memory). Like every
-    revoked memory it holds no timeline links. The correction's reason is part of what is
-    forgotten, so a fixed sentence replaces it. The memories that held those places are returned,
-    so that unlinking them leaves the version before them closed where the user's statement closed it.
-    """
-    deleted = list(plan.memories)
-    rows = conn.execute(
-        f"SELECT id, replaced_by FROM memories WHERE replaced_by IN ({_marks(deleted)})", deleted
-    ).fetchall()
-    places: set[int] = set()
-    for row in rows:
-        if row["id"] in plan.memories:
-            continue
-        places.add(_place_holder(conn, row["replaced_by"]))
-        conn.execute(
-            "UPDATE memories SET revoke_reason = ?, replaced_by = NULL WHERE id = ?", (FORGOTTEN_CORRECTION, row["id"])
-        )
-    return places
-
-
-def _place_holder(conn: Any, rowid: int) -> int:
-    """The memory that now stands in the timeline for ``rowid``: follow replacements to the live one."""
-    seen = {rowid}
-    while True:
-        row = conn.execute("SELECT replaced_by FROM memories WHERE id = ?", (rowid,)).fetchone()
-        if row is None or row["replaced_by"] is None or row["replaced_by"] in seen:
-            return rowid
-        rowid = row["replaced_by"]
-        seen.add(rowid)
-
-
-def _unlink(conn: Any, rowid: int, deleted: dict[int, str], keep_closed: bool = False) -> None:
-    """Take a memory out of its timeline: its neighbours close on the nearest surviving versions.
-
-    With nothing after it, the version before becomes open-ended again, unless ``keep_closed``
-    (the memory stood in for a revoked original): then it stays closed where it was.
-    """
-    after = _nearest(conn, rowid, "superseded_by", deleted)
-    before = _nearest(conn, rowid, "supersedes", deleted)
-    if after is None and keep_closed:
-        conn.execute("UPDATE memories SET superseded_by = NULL WHERE superseded_by = ?", (rowid,))
-    elif after is None:
-        conn.execute("UPDATE memories SET superseded_by = NULL, valid_to = NULL WHERE superseded_by = ?", (rowid,))
-    else:
-        conn.execute(
-            "UPDATE memories SET superseded_by = ?, valid_to = (SELECT valid_from FROM memories WHERE id = ?)"
-            " WHERE superseded_by = ?",
-            (after, after, rowid),
-        )
-    conn.execute("UPDATE memories SET supersedes = ? WHERE supersedes = ?", (before, rowid))
-    conn.execute("UPDATE memories SET supersedes = NULL, superseded_by = NULL WHERE id = ?", (rowid,))
-
-
-def _nearest(conn: Any, rowid: int, link: str, deleted: dict[int, str]) -> int | None:
-    """Follow ``link`` (supersedes or superseded_by) past memories being deleted."""
-    seen = {rowid}
-    current: int | None = rowid
-    while current is not None:
-        row = conn.execute(f"SELECT {link} AS next FROM memories WHERE id = ?", (current,)).fetchone()
-        current = None if row is None else row["next"]
-        if current is None or current in seen:
-            return None
-        if current not in deleted:
-            return current
-        seen.add(current)
-    return None
-
-
 def _context_dependents(conn: Any, plan: _Plan) -> list[int]:
     """Surviving events whose full-text ``context`` holds the tail of a forgotten record event.
 
@@ -311,13 +235,6 @@ def _unindex(conn: Any, plan: _Plan, dependents: list[int]) -> None:
         fulltext.unindex_memory(conn, rowid)
     for sequence in [*plan.events, *dependents]:
         fulltext.unindex_event(conn, sequence)
-
-
-def _delete(conn: Any, plan: _Plan) -> None:
-    seqs, rowids = list(plan.events), list(plan.memories)
-    # Memories of other events first, then the events (cues, corrections, vectors cascade).
-    conn.execute(f"DELETE FROM memories WHERE id IN ({_marks(rowids)})", rowids)
-    conn.execute(f"DELETE FROM events WHERE sequence IN ({_marks(seqs)})", seqs)
 
 
 def scrub(db: Database, timeout_ms: int = SCRUB_TIMEOUT_MS) -> bool:

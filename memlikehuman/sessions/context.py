@@ -28,6 +28,7 @@ from ..archive.db import Database
 from ..errors import Unavailable
 from ..records import MemoryHit, RawHit, Scope
 from ..retrieval import gist
+from ..shapes import data_line
 from . import tokens
 
 if TYPE_CHECKING:
@@ -41,8 +42,6 @@ EVENT_EXCERPT_CHARS = 2_000
 RECALL_LIMIT = 10
 EVENT_PAGE = 64
 COMPONENTS = ("framing", "core_persona", "checkpoint", "recent_events", "relevant_memories")
-_ESCAPES = {"«": "\\u00ab", "»": "\\u00bb", "\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"}
-_ESCAPE_TABLE = str.maketrans(_ESCAPES)
 
 
 @dataclass(frozen=True)
@@ -72,11 +71,6 @@ def new_boundary() -> str:
     """16 random decimal digits: every tokenizer we know splits them into the same number of tokens,
     so the size of a context does not depend on the luck of the draw."""
     return f"{secrets.randbelow(10**16):016d}"
-
-
-def data_line(record: dict[str, Any]) -> str:
-    """One JSON object on one line, with nothing inside that can pass for a marker or a line break."""
-    return json.dumps(record, ensure_ascii=False, separators=(",", ":")).translate(_ESCAPE_TABLE)
 
 
 def framing(scope: Scope, boundary: str) -> str:

@@ -19,7 +19,7 @@ import apsw
 from conftest import BASE_ENV
 from openai_stub import Reply, extraction_reply, memory_item
 
-from memlikehuman.lifecycle.forget import FORGOTTEN_CORRECTION
+from memlikehuman.archive.timeline import FORGOTTEN_CORRECTION
 
 # -- figures ---------------------------------------------------------------------------------------
 
@@ -63,7 +63,7 @@ STRUCTURE = {
     " JOIN memories o ON o.id = c.original_id WHERE o.revoked_at IS NULL OR o.replaced_by IS NULL"
     " OR o.replaced_by NOT IN (SELECT id FROM memories WHERE event_sequence = c.event_sequence)",
     # A revoked memory has its replacement and its corrections row, unless that correction was forgotten:
-    # then it stays revoked with neither, and the fixed reason says so (forget.FORGOTTEN_CORRECTION).
+    # then it stays revoked with neither, and the fixed reason says so (timeline.FORGOTTEN_CORRECTION).
     "revoked memory without a replacement": "SELECT count(*) FROM memories m WHERE m.revoked_at IS NOT NULL"
     f" AND (m.replaced_by IS NULL AND m.revoke_reason IS NOT {FORGOTTEN_SQL}"
     " OR m.replaced_by IS NOT NULL AND NOT EXISTS (SELECT 1 FROM memories r WHERE r.id = m.replaced_by))",

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from ...archive import event_dates, fulltext, memories
+from ...archive import checkpoints, events, fulltext, memories, personas, timeline
 from ...archive.db import Database, Row
 from ...archive.events import NewEvent
-from ...errors import Conflict, InvalidArgument
-from ...records import Cue, Scope
+from ...errors import ImportConflicts, InvalidArgument
+from ...records import Cue, ImportReport, Scope
 from .spec import (
     BY_KIND,
     DERIVED_FIELDS,
@@ -27,52 +26,8 @@ from .spec import (
 )
 
 
-@dataclass(frozen=True)
-class ImportReport:
-    """What an import wrote (or, on a dry run or a conflict, would have written)."""
-
-    added: Mapping[str, int]
-    unchanged: Mapping[str, int]
-    conflicts: tuple[str, ...]  # the first MAX_LISTED, each "line N: ..."
-    conflict_count: int
-    dry_run: bool
-    written: bool
-
-
-class ImportConflicts(Conflict):
-    """Records of the file contradict the archive; nothing was written. ``report`` lists them."""
-
-    def __init__(self, report: ImportReport) -> None:
-        listed = "; ".join(report.conflicts[:3])
-        more = f" (and {report.conflict_count - 3} more)" if report.conflict_count > 3 else ""
-        super().__init__(
-            f"{report.conflict_count} record(s) of the file conflict with the archive, so nothing was imported:"
-            f" {listed}{more}. Import into another archive, or forget the conflicting records first"
-        )
-        self.report = report
-
-
 class _Rollback(Exception):
     """Unwinds the import transaction after a dry run or a conflict."""
-
-
-_LINK_CHECK = """
-SELECT l.line, l.memory_id, l.target FROM (
-    SELECT line, memory_id, supersedes AS target FROM temp.import_links WHERE supersedes IS NOT NULL
-    UNION ALL SELECT line, memory_id, superseded_by FROM temp.import_links WHERE superseded_by IS NOT NULL
-    UNION ALL SELECT line, memory_id, replaced_by FROM temp.import_links WHERE replaced_by IS NOT NULL
-) l
-JOIN memories s ON s.memory_id = l.memory_id
-LEFT JOIN memories t ON t.memory_id = l.target AND t.persona_id = s.persona_id AND t.project_id = s.project_id
-WHERE t.id IS NULL ORDER BY l.line LIMIT 1
-"""
-_LINK_UPDATE = """
-UPDATE memories SET
-    supersedes = (SELECT t.id FROM memories t WHERE t.memory_id = l.supersedes),
-    superseded_by = (SELECT t.id FROM memories t WHERE t.memory_id = l.superseded_by),
-    replaced_by = (SELECT t.id FROM memories t WHERE t.memory_id = l.replaced_by)
-FROM temp.import_links l WHERE memories.memory_id = l.memory_id
-"""
 
 
 class _Importer:
@@ -89,10 +44,7 @@ class _Importer:
 
     def run(self, lines: Iterable[bytes], progress: Callable[[int], None] | None) -> None:
         # Memory links may point forward in the file: they are kept here and resolved at the end.
-        self.conn.execute(
-            "CREATE TEMP TABLE IF NOT EXISTS import_links"
-            " (memory_id TEXT PRIMARY KEY, line INTEGER, supersedes TEXT, superseded_by TEXT, replaced_by TEXT)"
-        )
+        timeline.stage_links(self.conn)
         iterator = iter(lines)
         first = next(iterator, None)
         if progress and first:
@@ -116,7 +68,7 @@ class _Importer:
         self._check_end(end)
         if not self.conflict_count:  # with conflicts nothing is written: links to them cannot resolve
             self._link_memories()
-        self.conn.execute("DROP TABLE temp.import_links")
+        timeline.drop_links(self.conn)
 
     def _check_end(self, end: dict[str, Any] | None) -> None:
         if end is None:
@@ -172,24 +124,20 @@ class _Importer:
             self.conflicts.append(message)
 
     def _link_memories(self) -> None:
-        bad = self.conn.execute(_LINK_CHECK).fetchone()
+        bad = timeline.unresolved_link(self.conn)
         if bad is not None:
             raise InvalidArgument(
                 f"line {bad['line']}: memory {bad['memory_id']!r} links to memory {bad['target']!r}, which is neither"
                 " in the file nor in the same scope of the archive"
             )
-        self.conn.execute(_LINK_UPDATE)
-        memories.settle_known_from(self.conn)
+        timeline.apply_links(self.conn)
 
 
 _ID_FIELD = {"event": "event_id", "memory": "memory_id", "correction": "event_id", "checkpoint": "checkpoint_id"}
 
 
 def _insert_persona_version(conn: Any, r: dict[str, Any], number: int) -> None:
-    conn.execute(
-        "INSERT INTO persona_versions (persona_id, version, text, created_at) VALUES (?, ?, ?, ?)",
-        (r["persona_id"], r["version"], r["text"], r["created_at"]),
-    )
+    personas.write_version(conn, personas.PersonaVersion(r["persona_id"], r["version"], r["text"], r["created_at"]))
 
 
 # The text of the last record event per (persona, project, session), as an import appends them: the
@@ -211,27 +159,8 @@ def _insert_event(conn: Any, r: dict[str, Any], number: int, previous: Previous 
         occurred_at=None,  # not part of the payload hash
         cues=cues,
     )
-    conn.execute(
-        "INSERT INTO events (event_id, persona_id, project_id, session_id, role, source, category, kind, text,"
-        " occurred_at, occurred_at_given, recorded_at, payload_hash, extraction_state, extraction_error)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            *(r[f] for f in ("event_id", "persona_id", "project_id", "session_id", "role", "source", "category")),
-            *(r[f] for f in ("kind", "text", "occurred_at")),
-            int(r["occurred_at_given"]),
-            r["recorded_at"],
-            payload.payload_hash(),
-            r["extraction_state"],
-            r["extraction_error"],
-        ),
-    )
-    sequence = conn.last_insert_rowid()
-    event_dates.write(conn, sequence, r["text"], r["occurred_at"])
-    if cues:
-        conn.executemany(
-            "INSERT INTO cues (event_sequence, position, kind, key, label) VALUES (?, ?, ?, ?, ?)",
-            [(sequence, i, cue.kind, cue.key, cue.label) for i, cue in enumerate(cues)],
-        )
+    values = {**r, "occurred_at_given": int(r["occurred_at_given"]), "payload_hash": payload.payload_hash()}
+    sequence = events.write(conn, [values[c] for c in events.COLUMNS], cues)
     if previous is None:
         fulltext.index_event(conn, sequence)
         return
@@ -259,24 +188,9 @@ def _event_in_scope(conn: Any, r: dict[str, Any], event_id: str, number: int, wh
 
 def _insert_memory(conn: Any, r: dict[str, Any], number: int) -> None:
     event = _event_in_scope(conn, r, r["event_id"], number, f"memory {r['memory_id']!r}")
-    conn.execute(
-        "INSERT INTO memories (memory_id, event_sequence, persona_id, project_id, session_id, content, quote, kind,"
-        " basis, category, subject, gist, valid_from, valid_to, recorded_at, revoked_at, revoke_reason)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            r["memory_id"],
-            event["sequence"],
-            *(r[f] for f in ("persona_id", "project_id", "session_id", "content", "quote", "kind", "basis")),
-            *(r[f] for f in ("category", "subject", "gist", "valid_from", "valid_to", "recorded_at")),
-            r["revoked_at"],
-            r["revoke_reason"],
-        ),
-    )
-    rowid = conn.last_insert_rowid()
-    links = (r["supersedes"], r["superseded_by"], r["replaced_by"])
-    if any(links):
-        conn.execute("INSERT INTO temp.import_links VALUES (?, ?, ?, ?, ?)", (r["memory_id"], number, *links))
-    fulltext.index_memory(conn, rowid)
+    columns = [c for c in memories.COLUMNS if c not in ("event_sequence", "known_from")]
+    memories.write(conn, {**{c: r[c] for c in columns}, "event_sequence": event["sequence"]})
+    timeline.stage_link(conn, r["memory_id"], number, (r["supersedes"], r["superseded_by"], r["replaced_by"]))
 
 
 def _insert_correction(conn: Any, r: dict[str, Any], number: int) -> None:
@@ -293,10 +207,7 @@ def _insert_correction(conn: Any, r: dict[str, Any], number: int) -> None:
             f"line {number}: correction {r['event_id']!r} revokes memory {r['original_memory_id']!r}, which is not"
             " in the same scope of the archive or earlier in the file"
         )
-    conn.execute(
-        "INSERT INTO corrections (event_sequence, original_id, reason) VALUES (?, ?, ?)",
-        (event["sequence"], original["id"], r["reason"]),
-    )
+    timeline.link_correction(conn, event["sequence"], original["id"], r["reason"])
 
 
 def _insert_checkpoint(conn: Any, r: dict[str, Any], number: int) -> None:
@@ -309,17 +220,15 @@ def _insert_checkpoint(conn: Any, r: dict[str, Any], number: int) -> None:
             f"line {number}: checkpoint {r['checkpoint_id']!r} is valid but its covered event"
             f" {r['covered_event_id']!r} is not in its scope"
         )
-    conn.execute(
-        "INSERT INTO checkpoints (checkpoint_id, persona_id, project_id, session_id, covered_event_id,"
-        " covered_sequence, state, created_at, invalidated_at, invalidated_reason)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            *(r[f] for f in ("checkpoint_id", "persona_id", "project_id", "session_id", "covered_event_id")),
+    checkpoints.write(
+        conn,
+        {
+            **{f: r[f] for f in ("checkpoint_id", "persona_id", "project_id", "session_id", "covered_event_id")},
             # A forgotten covered event leaves an invalidated checkpoint that nothing resumes from.
-            covered["sequence"] if covered else 0,
-            None if r["state"] is None else json.dumps(r["state"], ensure_ascii=False),
-            *(r[f] for f in ("created_at", "invalidated_at", "invalidated_reason")),
-        ),
+            "covered_sequence": covered["sequence"] if covered else 0,
+            "state": None if r["state"] is None else json.dumps(r["state"], ensure_ascii=False),
+            **{f: r[f] for f in ("created_at", "invalidated_at", "invalidated_reason")},
+        },
     )
 
 

@@ -1,0 +1,160 @@
+"""The operator half of the facade: personas, stats, export/import, reindex and extraction runs.
+
+`Engine` (engine.py) inherits these methods, so every edge still calls one object; they live here
+to keep each module short. `open_archive` and `diagnose` need no open Engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import IO, TYPE_CHECKING
+
+from ..archive import claims, personas
+from ..archive.db import Database
+from ..archive.migrations import migrate
+from ..config import Settings
+from ..index import indexer as indexing
+from ..lifecycle import extract
+from ..records import Check, HistoryMessage, HistoryReport, ImportReport, Memory, Scope
+
+if TYPE_CHECKING:
+    from ..archive.fulltext import Progress, RebuildResult
+    from ..lifecycle.worker import Worker
+    from ..providers.base import Embedder
+    from . import stats as archive_stats
+
+
+class Operations:
+    """Operator functions over the open archive (mixed into Engine)."""
+
+    db: Database
+    indexer: indexing.Indexer
+    worker: Worker
+
+    @property
+    def embedder(self) -> Embedder | None:
+        raise NotImplementedError
+
+    # -- personas --------------------------------------------------------------------------------
+
+    def persona(self, persona_id: str) -> personas.PersonaVersion | None:
+        """The current core persona, or None when none is set."""
+        return personas.current(self.db, persona_id)
+
+    def persona_history(self, persona_id: str) -> list[personas.PersonaVersion]:
+        """Every version of the core persona, oldest first."""
+        return personas.history(self.db, persona_id)
+
+    def set_persona(self, persona_id: str, text: str) -> tuple[personas.PersonaVersion, bool]:
+        """Store a new version of the core persona unless it equals the current one; (version, changed)."""
+        return personas.set_text(self.db, persona_id, text)
+
+    def persona_with_memories(self, persona_id: str) -> tuple[personas.PersonaVersion | None, list[Memory]]:
+        """The core persona and the persona memories (newest first), read in one snapshot."""
+        with self.db.read():
+            return personas.current(self.db, persona_id), personas.persona_memories(self.db, persona_id)
+
+    # -- administration: stats, export/import, reindex, extraction --------------------------------
+
+    def stats(self, persona_id: str | None = None, project_id: str | None = None) -> archive_stats.ArchiveStats:
+        """Counts per scope (stats.collect) with the configured embedder's vector count."""
+        from . import stats as archive_stats
+
+        embedder = self.embedder
+        return archive_stats.collect(
+            self.db, vector_model=embedder.model_id if embedder else None, persona_id=persona_id, project_id=project_id
+        )
+
+    def count_records(self, persona_id: str | None, project_id: str | None) -> dict[str, int]:
+        """How many records of each type an export of this filter would write."""
+        from . import portability
+
+        return portability.count_records(self.db, persona_id, project_id)
+
+    def export_lines(self, persona_id: str | None, project_id: str | None) -> Iterator[str]:
+        """The export, one JSON line at a time (portability.export_lines)."""
+        from . import portability
+
+        return portability.export_lines(self.db, persona_id, project_id)
+
+    def import_lines(
+        self, stream: IO[bytes], *, dry_run: bool = False, progress: Callable[[int], None] | None = None
+    ) -> ImportReport:
+        """Import an export file in one transaction (portability.import_lines); then embed what came in."""
+        from . import portability
+
+        report = portability.import_lines(self.db, stream, dry_run=dry_run, progress=progress)
+        self.indexer.notify()
+        return report
+
+    def import_history(
+        self,
+        messages: list[HistoryMessage],
+        report: HistoryReport,
+        persona: str,
+        project: str | None,
+        *,
+        dry_run: bool = False,
+        progress: Callable[[int], None] | None = None,
+    ) -> HistoryReport:
+        """Store messages read from a host's history in one transaction (history_store.store)."""
+        from . import history_store
+
+        return history_store.store(self.db, messages, report, persona, project, dry_run=dry_run, progress=progress)
+
+    def reindex_fulltext(self, *, missing_only: bool, progress: Progress | None = None) -> RebuildResult:
+        """Write the full-text rows again (reindex.rebuild_fulltext)."""
+        from ..index import reindex
+
+        return reindex.rebuild_fulltext(self.db, missing_only=missing_only, progress=progress)
+
+    def reindex_vectors(self, *, missing_only: bool, progress: Progress | None = None) -> int:
+        """Embed again every item (or those lacking a vector of the configured model); return how many."""
+        from ..index import reindex
+
+        return reindex.rebuild_vectors(self.indexer, missing_only=missing_only, progress=progress)
+
+    def embed_missing(self, progress: Progress | None = None) -> int:
+        """Embed, synchronously, every item lacking a vector of the configured model (indexer.index_pending)."""
+        return indexing.index_pending(self.indexer, progress)
+
+    def retry_queue(self, persona_id: str | None = None, project_id: str | None = None) -> list[int]:
+        """Sequences of the pending and failed events of a scope (None: all), in recording order."""
+        return extract.retry_queue(self.db, persona_id, project_id)
+
+    def requeue(self, sequences: Sequence[int]) -> None:
+        """Make these events eligible for extraction at once (their backoff and attempts reset)."""
+        claims.requeue(self.db, sequences)
+
+    def drain(
+        self,
+        scope: Scope | None,
+        report: Callable[[extract.Outcome], bool],
+        *,
+        follow: bool = False,
+        patient: bool = True,
+    ) -> None:
+        """Run the extraction worker over the pending events of a scope (None: all); see Worker.drain."""
+        self.worker.drain(scope, report, follow=follow, patient=patient)
+
+
+def open_archive(settings: Settings) -> int:
+    """Create or upgrade the archive at settings.db_path and close it again; return its schema version."""
+    db = Database(settings.db_path)
+    try:
+        return migrate(db)
+    finally:
+        db.close()
+
+
+def diagnose(
+    db: Path | str | None = None,
+    env: Mapping[str, str] | None = None,
+    more: Callable[[Settings], list[Check]] | None = None,
+) -> list[Check]:
+    """The doctor's checks (doctor.diagnose), then `more` (an edge's, e.g. the wired hosts), given the
+    settings. Nothing is written and no archive is created."""
+    from .doctor import diagnose as checks
+
+    return checks(db, env, more)
