@@ -15,11 +15,13 @@ PACKAGE = Path(__file__).resolve().parent.parent / "memlikehuman"
 EDGES = ("server", "cli", "hosts", "ui")
 FRAMEWORKS = {"mcp", "click", "starlette", "uvicorn"}
 # What an edge may import from the core: the facade, the records, the errors and the settings,
-# and two small rule modules every edge needs to read its input (validate, clock).
-EDGE_MAY_IMPORT = {"engine", "records", "errors", "config", "validate", "clock", "__init__"}
+# and three small rule modules edges need to read their input (validate, clock, projects).
+EDGE_MAY_IMPORT = {"engine", "records", "errors", "config", "validate", "clock", "projects", ""}
 # The browser UI still reads the archive for its list pages (timeline, checkpoints, counts): read-only
 # SQL through these modules. Tables are written only through the facade (tests below).
-UI_READS = {"archive.db", "archive.memories", "archive.checkpoints", "admin.stats", "sessions.context", "retrieval.recall"}
+UI_READS = {
+    "archive.db", "archive.memories", "archive.checkpoints", "admin.stats", "sessions.context", "retrieval.recall",
+}  # fmt: skip
 WRITERS = ("archive", "index")
 MAX_LINES = 400
 # The schema history is append-only: it grows with every new migration and is never split.
@@ -75,7 +77,8 @@ def _part(name: str) -> str:
 
 
 def _core() -> list[str]:
-    return [name for name in MODULES if name and _part(name) not in EDGES]
+    # __main__ is `python -m memlikehuman`: it only starts the CLI edge.
+    return [name for name in MODULES if name and name != "__main__" and _part(name) not in EDGES]
 
 
 def test_the_core_imports_no_edge_and_no_protocol_or_cli_framework():
