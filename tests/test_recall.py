@@ -14,7 +14,8 @@ from memlikehuman.errors import InvalidArgument, LimitExceeded
 from memlikehuman.lifecycle import correct
 from memlikehuman.records import Candidate, Scope
 from memlikehuman.retrieval import search
-from memlikehuman.retrieval.recall import excerpt, recall
+from memlikehuman.retrieval.excerpts import excerpt
+from memlikehuman.retrieval.recall import recall
 
 HOME = Scope("ana", "home")
 WORK = Scope("ana", "work")

@@ -15,9 +15,9 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
+from ..projects import resolve_project
 from . import adapters, markers, state
 from . import transcript as transcripts
-from ..projects import resolve_project
 
 if TYPE_CHECKING:
     from ..config import Settings

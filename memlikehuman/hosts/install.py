@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidArgument
+from ..projects import AUTO, project_name
 from . import edits
 from .edits import JsonEdit
-from ..projects import AUTO, project_name
 
 HOSTS = ("claude-code", "claude-desktop", "codex", "cursor", "vscode", "gemini")
 SERVER = "memlikehuman"

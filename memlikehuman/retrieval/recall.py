@@ -16,18 +16,19 @@ docs/design.md ("Embedder and retrieval in detail") has the measurements behind 
 from __future__ import annotations
 
 import dataclasses
-import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Protocol
 
 from .. import clock, validate
-from ..archive import claims, event_dates, events, memories, ngrams
+from ..archive import event_dates, events, memories, ngrams
 from ..errors import InvalidArgument, MemLikeHumanError
 from ..records import Coverage, Memory, MemoryHit, RawHit, RecallResult, Scope
-from . import gaps, gist, phrasings, search
+from . import coverage, gaps, gist, phrasings, ranking, search
 from .dates import date_windows, in_windows, spans_meet
+from .excerpts import excerpt
+from .ranking import DEFAULT_TUNING, Tuning
 from .search import Filters
 
 if TYPE_CHECKING:
@@ -46,35 +47,6 @@ RAW_PAGE = 50
 DETAILS = ("auto", "gist", "detailed")
 
 
-@dataclass(frozen=True)
-class Tuning:
-    """The ranking's constants (measured on LoCoMo; see bench/conversation_recall.py)."""
-
-    lexical_pool: int = 300
-    dense_pool: int = 300
-    event_weights: tuple[float, float, float] = (1.0, 1.0, 0.5)  # text, attribution, context
-    memory_weights: tuple[float, float] = (1.0, 0.3)  # content, attribution
-    lexical: float = 1.0
-    dense: float = 1.5
-    # a strong hit lends this share of its score to the events before and after it in its session
-    neighbour: float = 0.5
-    neighbour_pool: int = 100
-    # each event gains this share of the best score in its session
-    session: float = 0.8
-    # factors for events whose speaker the query names, and that occurred on a date it names
-    speaker: float = 0.6
-    date: float = 1.0
-    # ... also for events whose relative dates ("yesterday", "last Friday") resolve into a named date
-    relative_dates: bool = True
-    # speaker names are left out of the text embedded for the query
-    strip_speakers: bool = True
-    # queries with runs in CJK, Thai, Cyrillic, Arabic, ... also search the n-gram index (ngrams.py)
-    ngram: bool = True
-    # how the rankings of several phrasings (query + alternatives) become one (phrasings.FUSIONS)
-    fusion: str = "rrf"
-
-
-DEFAULT_TUNING = Tuning()
 
 
 class Sources(Protocol):
@@ -265,8 +237,7 @@ class _Recall:
             if self.filters.cue_key is None:
                 return {}
             recent = search.recent_events if kind == "event" else search.recent_memories
-            ids = recent(self.db, self.filters, self.limit)
-            return {i: 1.0 - n / (len(ids) + 1) for n, i in enumerate(ids)}
+            return ranking.by_recency(recent(self.db, self.filters, self.limit))
         rankings = [self._rank_one(kind, p) for p in self.phrasings if p.words]
         return phrasings.fuse(rankings, self.tuning.fusion)
 
@@ -282,9 +253,10 @@ class _Recall:
         self, kind: str, lexical: list[search.Hit], info: dict[int, search.Hit], phrasing: _Phrasing
     ) -> dict[int, float]:
         t = self.tuning
-        scores = _normalized([(hit.id, hit.score) for hit in lexical], t.lexical)
-        for key, value in _normalized(self._dense(kind, info, phrasing.qvec), t.dense, floor=True).items():
-            scores[key] = scores.get(key, 0.0) + value
+        scores = ranking.fused(
+            ranking.normalized([(hit.id, hit.score) for hit in lexical], t.lexical),
+            ranking.normalized(self._dense(kind, info, phrasing.qvec), t.dense, floor=True),
+        )
         if kind == "event" and scores:
             scores = self._event_context(scores, info, phrasing)
         return scores
@@ -336,43 +308,32 @@ class _Recall:
     def _event_context(
         self, scores: dict[int, float], info: dict[int, search.Hit], phrasing: _Phrasing
     ) -> dict[int, float]:
-        """Session, neighbour, speaker and date adjustments of event scores."""
+        """Session, neighbour, speaker and date adjustments of event scores (ranking.py)."""
         t = self.tuning
-        windows = date_windows(phrasing.text) if t.date else []
         out = dict(scores)
         if t.session:
-            best: dict[str, float] = {}
-            for key, value in scores.items():
-                session = info[key].session_id
-                best[session] = max(best.get(session, 0.0), value)
-            for key in out:
-                out[key] += t.session * best[info[key].session_id]
+            out = ranking.with_session_share(scores, {key: info[key].session_id for key in scores}, t.session)
         if t.neighbour:
-            # Each strong hit lends part of its score to the turns before and after it (also when
-            # those matched nothing: an answer like "Yes, last Friday!" has no words of the question).
-            links = self._neighbours(_top(scores, t.neighbour_pool))
+            links = self._neighbours(ranking.top(scores, t.neighbour_pool))
             unknown = {n for pair in links.values() for n in pair if n is not None and n not in info}
             info.update(search.eligible_events(self.db, sorted(unknown), self.filters))
-            lent: dict[int, float] = {}
-            for seq, pair in links.items():
-                for other in pair:
-                    if other is not None and other in info:
-                        lent[other] = max(lent.get(other, 0.0), scores[seq])
-            for other, value in lent.items():
-                out[other] = out.get(other, 0.0) + t.neighbour * value
+            out = ranking.with_neighbour_loans(out, scores, links, info, t.neighbour)
         words = set(phrasing.words)
         named = {source for source in {hit.source for hit in info.values()} if words.intersection(search.terms(source))}
-        resolved = event_dates.spans_of(self.db, list(out)) if windows and t.relative_dates else {}
-        for seq, hit in info.items():
-            if seq not in out:
-                continue
-            factor = 1.0
-            if t.speaker and hit.source in named:
-                factor += t.speaker
-            if windows and (in_windows(hit.occurred_at, windows) or spans_meet(resolved.get(seq, ()), windows)):
-                factor += t.date
-            out[seq] *= factor
-        return out
+        speakers = {seq for seq, hit in info.items() if seq in out and hit.source in named}
+        return ranking.with_factors(out, speakers, t.speaker, self._dated(out, info, phrasing), t.date)
+
+    def _dated(self, out: dict[int, float], info: dict[int, search.Hit], phrasing: _Phrasing) -> set[int]:
+        """Events that occurred on a date the query names, or whose relative dates resolve into one."""
+        windows = date_windows(phrasing.text) if self.tuning.date else []
+        if not windows:
+            return set()
+        resolved = event_dates.spans_of(self.db, list(out)) if self.tuning.relative_dates else {}
+        return {
+            seq
+            for seq, hit in info.items()
+            if seq in out and (in_windows(hit.occurred_at, windows) or spans_meet(resolved.get(seq, ()), windows))
+        }
 
     def _neighbours(self, sequences: Sequence[int]) -> dict[int, tuple[int | None, int | None]]:
         missing = [seq for seq in sequences if seq not in self.links]
@@ -383,7 +344,7 @@ class _Recall:
     # -- results -------------------------------------------------------------------------------
 
     def _memory_hits(self, scores: dict[int, float]) -> list[MemoryHit]:
-        ranked = _top(scores, self.limit)
+        ranked = ranking.top(scores, self.limit)
         loaded = memories.by_rowids(self.db, ranked)
         closed = search.closed_by_as_of(self.db, ranked, self.filters.as_of)
         hits = []
@@ -409,7 +370,7 @@ class _Recall:
     def _raw_hits(self, scores: dict[int, float]) -> list[RawHit]:
         """The best events as excerpts; an event with memories only where the query falls in a gap."""
         hits: list[RawHit] = []
-        ranked = _top(scores, len(scores))
+        ranked = ranking.top(scores, len(scores))
         for start in range(0, len(ranked), RAW_PAGE):
             page = ranked[start : start + RAW_PAGE]
             quotes = search.memory_quotes(self.db, page)
@@ -430,126 +391,9 @@ class _Recall:
     # -- coverage ----------------------------------------------------------------------------------
 
     def _coverage(self) -> Coverage:
-        # Exact counts kept by triggers (migration m003): two primary-key reads.
-        scope = self.filters.scope
-        row = self.db.one(
-            "SELECT events, pending, failed FROM scope_counts WHERE persona_id = ? AND project_id = ?",
-            (scope.persona_id, scope.project_id),
-        )
-        total, pending, failed = (row["events"], row["pending"], row["failed"]) if row else (0, 0, 0)
-        with_vectors = 0
-        if self.model is not None:
-            with_vectors = (
-                self.db.scalar(
-                    "SELECT events FROM scope_vector_counts WHERE persona_id = ? AND project_id = ? AND model = ?",
-                    (scope.persona_id, scope.project_id, self.model),
-                )
-                or 0
-            )
-        later = self.db.scalar(
-            "SELECT count(*) FROM events WHERE persona_id = ? AND project_id = ? AND occurred_at > ?",
-            (scope.persona_id, scope.project_id, self.filters.as_of),
-        )
-        in_flight = claims.in_flight(self.db, scope) if pending else 0
-        return Coverage(
-            int(total), int(pending), int(failed), int(total) - int(with_vectors), int(later or 0), in_flight
-        )
+        return coverage.count(self.db, self.filters.scope, self.model, self.filters.as_of)
 
-    def _coverage_warnings(self, coverage: Coverage, mode: str) -> None:
-        if coverage.events_pending:
-            self.warnings.append(
-                f"{_events(coverage.events_pending)} pending extraction: results may be incomplete"
-                " (their original text is searched and shown in raw_fallback"
-                + (f"; {coverage.events_in_flight} being extracted now)" if coverage.events_in_flight else ")")
-            )
-        if coverage.events_failed:
-            self.warnings.append(
-                f"{_events(coverage.events_failed, 'has', 'have')} failed extraction: results may be incomplete"
-                " (their original text is searched and shown in raw_fallback; `memlikehuman retry` tries again)"
-            )
-        if coverage.events_after_as_of:
-            later = _events(coverage.events_after_as_of, "occurred", "occurred")
-            if self.as_of_given:
-                self.warnings.append(f"{later} after as_of and were not searched: use a later as_of to include them")
-            else:
-                self.warnings.append(
-                    f"{later} after now (dated in the future) and were not searched: check the clock and the UTC"
-                    " offset of the host that recorded them; they are found once their time has come"
-                )
-        if mode != "fast" and coverage.events_without_vectors:
-            self.warnings.append(
-                f"{_events(coverage.events_without_vectors, 'has', 'have')} no vector of {self.model} yet:"
-                " semantic matching misses them (lexical matching still finds them); new events are embedded"
-                " in the background, `memlikehuman reindex` embeds all"
-            )
+    def _coverage_warnings(self, counted: Coverage, mode: str) -> None:
+        self.warnings += coverage.warnings(counted, mode, self.model, as_of_given=self.as_of_given)
+        if mode != "fast" and counted.events_without_vectors:
             self.unindexed = True
-
-
-def _events(count: int, singular: str = "is", plural: str = "are") -> str:
-    """'1 event in scope is', '3 events in scope are': a count of events with its verb in the right number."""
-    return f"{count} event in scope {singular}" if count == 1 else f"{count} events in scope {plural}"
-
-
-def _normalized(pairs: Iterable[tuple[int, float]], weight: float, *, floor: bool = False) -> dict[int, float]:
-    """Scores scaled to [0, weight] by the best one, so lexical and dense scores can be added.
-
-    With `floor`, the worst score of the pool maps to 0: cosine similarities of one embedder
-    crowd into a narrow band, and only their spread within the pool says anything.
-    """
-    pairs = list(pairs)
-    if not pairs or weight == 0:
-        return {}
-    best = max(score for _, score in pairs)
-    low = min(score for _, score in pairs) if floor and len(pairs) > 1 else 0.0
-    if best <= low:
-        return {key: weight for key, _ in pairs} if floor else {}
-    return {key: weight * max(score - low, 0.0) / (best - low) for key, score in pairs}
-
-
-EXCERPT_CHARS = 2_000
-_SNAP = 40
-
-
-def excerpt(text: str, words: Sequence[str], cap: int = EXCERPT_CHARS) -> tuple[str, bool]:
-    """At most `cap` characters of text, centred on where the query words occur; (excerpt, truncated)."""
-    if len(text) <= cap:
-        return text, False
-    positions = _match_positions(text, words)
-    centre = _densest(positions, cap // 2) if positions else 0
-    start = max(0, min(len(text) - cap, centre - cap // 2))
-    end = start + cap
-    # Start and end on word boundaries when one is near, so no word is cut in half.
-    if start > 0:
-        space = text.find(" ", start, start + _SNAP)
-        start = space + 1 if space != -1 else start
-    if end < len(text):
-        space = text.rfind(" ", end - _SNAP, end)
-        end = space if space > start else end
-    return text[start:end], True
-
-
-def _match_positions(text: str, words: Sequence[str]) -> list[int]:
-    lowered = text.lower()
-    positions: list[int] = []
-    for word in words:
-        stem = word if len(word) <= 4 else word[: max(4, len(word) - 2)]
-        positions.extend(m.start() for m in re.finditer(r"\b" + re.escape(stem), lowered))
-        # Inside unsegmented text there is no word boundary: its n-grams are found anywhere.
-        for gram in ngrams.query(word).grams:
-            positions.extend(m.start() for m in re.finditer(re.escape(gram), lowered))
-    return sorted(positions)
-
-
-def _densest(positions: Sequence[int], span: int) -> int:
-    """The centre of the span-long stretch that holds the most positions."""
-    best, best_count, j = positions[0], 0, 0
-    for i, start in enumerate(positions):
-        while positions[j] < start - span:
-            j += 1
-        if i - j + 1 > best_count:
-            best_count, best = i - j + 1, (positions[j] + start) // 2
-    return best
-
-
-def _top(scores: dict[int, float], limit: int) -> list[int]:
-    return [key for key, _ in sorted(scores.items(), key=lambda kv: (-kv[1], -kv[0]))[:limit]]

@@ -1,0 +1,126 @@
+"""Recall's ranking as pure functions over plain values: no archive, no embedder.
+
+Scores are dicts of record ID (event sequence or memory rowid) -> score. recall.py gathers the
+inputs (lexical and dense candidates, sessions, neighbours, speakers and dates named in the query)
+and applies these steps in order; docs/design.md ("Embedder and retrieval in detail") has the
+measurements behind each constant of `Tuning`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Container, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """The ranking's constants (measured on LoCoMo; see bench/conversation_recall.py)."""
+
+    lexical_pool: int = 300
+    dense_pool: int = 300
+    event_weights: tuple[float, float, float] = (1.0, 1.0, 0.5)  # text, attribution, context
+    memory_weights: tuple[float, float] = (1.0, 0.3)  # content, attribution
+    lexical: float = 1.0
+    dense: float = 1.5
+    # a strong hit lends this share of its score to the events before and after it in its session
+    neighbour: float = 0.5
+    neighbour_pool: int = 100
+    # each event gains this share of the best score in its session
+    session: float = 0.8
+    # factors for events whose speaker the query names, and that occurred on a date it names
+    speaker: float = 0.6
+    date: float = 1.0
+    # ... also for events whose relative dates ("yesterday", "last Friday") resolve into a named date
+    relative_dates: bool = True
+    # speaker names are left out of the text embedded for the query
+    strip_speakers: bool = True
+    # queries with runs in CJK, Thai, Cyrillic, Arabic, ... also search the n-gram index (ngrams.py)
+    ngram: bool = True
+    # how the rankings of several phrasings (query + alternatives) become one (phrasings.FUSIONS)
+    fusion: str = "rrf"
+
+
+DEFAULT_TUNING = Tuning()
+
+
+Scores = dict[int, float]
+# An event's neighbours in its session: (the record event before it, the one after it).
+Links = Mapping[int, tuple[int | None, int | None]]
+
+
+def normalized(pairs: Iterable[tuple[int, float]], weight: float, *, floor: bool = False) -> Scores:
+    """Scores scaled to [0, weight] by the best one, so lexical and dense scores can be added.
+
+    With `floor`, the worst score of the pool maps to 0: cosine similarities of one embedder
+    crowd into a narrow band, and only their spread within the pool says anything.
+    """
+    pairs = list(pairs)
+    if not pairs or weight == 0:
+        return {}
+    best = max(score for _, score in pairs)
+    low = min(score for _, score in pairs) if floor and len(pairs) > 1 else 0.0
+    if best <= low:
+        return {key: weight for key, _ in pairs} if floor else {}
+    return {key: weight * max(score - low, 0.0) / (best - low) for key, score in pairs}
+
+
+def fused(lexical: Scores, dense: Scores) -> Scores:
+    """Lexical plus dense scores (each already normalized and weighted)."""
+    out = dict(lexical)
+    for key, value in dense.items():
+        out[key] = out.get(key, 0.0) + value
+    return out
+
+
+def top(scores: Mapping[int, float], limit: int) -> list[int]:
+    """The `limit` best IDs, best first; ties: the newer (higher) ID first."""
+    return [key for key, _ in sorted(scores.items(), key=lambda kv: (-kv[1], -kv[0]))[:limit]]
+
+
+def by_recency(ids: Sequence[int]) -> Scores:
+    """Scores for a list already in order (newest first), for a cue lookup without words."""
+    return {i: 1.0 - n / (len(ids) + 1) for n, i in enumerate(ids)}
+
+
+def with_session_share(scores: Mapping[int, float], session_of: Mapping[int, str], share: float) -> Scores:
+    """Each event gains `share` of the best score in its session."""
+    best: dict[str, float] = {}
+    for key, value in scores.items():
+        session = session_of[key]
+        best[session] = max(best.get(session, 0.0), value)
+    return {key: value + share * best[session_of[key]] for key, value in scores.items()}
+
+
+def with_neighbour_loans(
+    out: Mapping[int, float], scores: Mapping[int, float], links: Links, eligible: Container[int], share: float
+) -> Scores:
+    """Each hit lends `share` of its score (in `scores`) to the eligible turns before and after it.
+
+    A neighbour takes the best loan it is offered; it need not have matched the query itself (an
+    answer like "Yes, last Friday!" has no words of the question).
+    """
+    lent: dict[int, float] = {}
+    for seq, pair in links.items():
+        for other in pair:
+            if other is not None and other in eligible:
+                lent[other] = max(lent.get(other, 0.0), scores[seq])
+    result = dict(out)
+    for other, value in lent.items():
+        result[other] = result.get(other, 0.0) + share * value
+    return result
+
+
+def with_factors(
+    scores: Mapping[int, float], speaker_named: Container[int], speaker: float, dated: Container[int], date: float
+) -> Scores:
+    """Scores lifted for events whose speaker the query names (1 + speaker) and that occurred on or
+    speak of a date it names (1 + date); both: 1 + speaker + date."""
+    out = {}
+    for seq, value in scores.items():
+        factor = 1.0
+        if speaker and seq in speaker_named:
+            factor += speaker
+        if seq in dated:
+            factor += date
+        out[seq] = value * factor
+    return out
