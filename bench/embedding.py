@@ -26,7 +26,7 @@ import numpy as np
 
 from bench import report
 from bench.conversation_recall import DATA, load
-from memlikehuman.index.indexer import CONTEXT_CHARS, event_passage
+from memlikehuman.index.indexer import PASSAGE_CONTEXT_CHARS, event_passage
 
 BATCHES = (1, 4, 16, 64)
 THREADS = (1, 2)
@@ -40,7 +40,7 @@ def passages(count: int) -> list[str]:
     out, previous = [], None
     for turn in turns[:count]:
         out.append(event_passage(turn.speaker, turn.text, turn.caption, previous))
-        previous = f"{turn.speaker}: {turn.text}"[-CONTEXT_CHARS:]
+        previous = f"{turn.speaker}: {turn.text}"[-PASSAGE_CONTEXT_CHARS:]
     return out
 
 

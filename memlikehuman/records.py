@@ -5,13 +5,17 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 ROLES = ("user", "assistant", "tool", "system")
 CATEGORIES = ("conversation", "reference", "persona")
 CUE_KINDS = ("text", "photo")
 MEMORY_KINDS = ("fact", "preference", "event", "plan", "emotion", "persona", "reference")
 BASES = ("stated", "inferred")
+
+
+# What a search, a vector or a score belongs to: an original event or a derived memory.
+Kind = Literal["event", "memory"]
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from .. import validate
+from ..archive import timeline
 from ..archive.db import Database
 from ..records import Scope
 
@@ -58,11 +59,8 @@ _QUERIES = (
     """SELECT persona_id, project_id, 'extraction_in_flight' AS name, count(*) AS n FROM extraction_claims c
        {where} {and} claimed_until >= unixepoch('subsec') AND EXISTS (SELECT 1 FROM events e
        WHERE e.sequence = c.event_sequence AND e.extraction_state = 'pending') GROUP BY 1, 2""",
-    """SELECT persona_id, project_id,
-              CASE WHEN revoked_at IS NOT NULL THEN 'memories_revoked'
-                   WHEN valid_to IS NOT NULL THEN 'memories_superseded'
-                   ELSE 'memories_current' END AS name, count(*) AS n
-       FROM memories {where} GROUP BY 1, 2, 3""",
+    f"""SELECT persona_id, project_id, 'memories_' || {timeline.status_sql('memories')} AS name, count(*) AS n
+       FROM memories {{where}} GROUP BY 1, 2, 3""",
     """SELECT persona_id, project_id,
               CASE WHEN invalidated_at IS NULL THEN 'checkpoints_valid' ELSE 'checkpoints_invalidated' END AS name,
               count(*) AS n

@@ -47,7 +47,7 @@ def _count_missing_sql(table: str) -> str:
 
 
 # How much of the session's previous event an event's full-text row carries as `context`.
-CONTEXT_CHARS = 1_000
+FULLTEXT_CONTEXT_CHARS = 1_000
 
 
 def attribution(source: str, cues: Sequence[Cue]) -> str:
@@ -82,7 +82,7 @@ def event_values(conn: Any, sequence: int) -> tuple[str, str, str]:
 
 def event_row(text: str, source: str, cues: Sequence[Cue], previous: str | None) -> tuple[str, str, str]:
     """(text, attribution, context) from an event's fields and the text of the session's previous record event."""
-    return text, attribution(source, cues), previous[-CONTEXT_CHARS:] if previous else ""
+    return text, attribution(source, cues), previous[-FULLTEXT_CONTEXT_CHARS:] if previous else ""
 
 
 def previous_text(conn: Any, persona_id: str, project_id: str, session_id: str, sequence: int) -> str | None:

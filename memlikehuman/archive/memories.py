@@ -100,8 +100,8 @@ def normalized(text: str) -> str:
 def current(db: Database, scope: Scope, limit: int = 200) -> list[Memory]:
     """The newest current (not revoked, not superseded) memories of the scope."""
     rows = db.query(
-        MEMORY_SELECT + " WHERE m.persona_id = ? AND m.project_id = ? AND m.revoked_at IS NULL"
-        " AND m.valid_to IS NULL ORDER BY m.id DESC LIMIT ?",
+        MEMORY_SELECT + f" WHERE m.persona_id = ? AND m.project_id = ? AND {timeline.current_sql()}"
+        " ORDER BY m.id DESC LIMIT ?",
         (scope.persona_id, scope.project_id, limit),
     )
     return [from_row(row) for row in rows]
@@ -165,7 +165,7 @@ def _repeats_current(db: Database, scope: Scope, content: str) -> bool:
     The full-text index narrows the comparison to memories containing the same phrase, so the cost
     does not grow with the number of memories in the scope.
     """
-    live = "m.persona_id = ? AND m.project_id = ? AND m.revoked_at IS NULL AND m.valid_to IS NULL"
+    live = f"m.persona_id = ? AND m.project_id = ? AND {timeline.current_sql()}"
     if re.search(r"\w", content):
         sql = (
             "SELECT m.content FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid WHERE memories_fts MATCH ?"

@@ -40,6 +40,19 @@ FORGOTTEN_CORRECTION = (
 )
 
 
+def current_sql(alias: str = "m") -> str:
+    """The live-memory predicate in SQL: not revoked and not closed (Memory.status() == "current")."""
+    return f"{alias}.revoked_at IS NULL AND {alias}.valid_to IS NULL"
+
+
+def status_sql(alias: str = "m") -> str:
+    """Memory.status() (without as_of) in SQL: 'revoked', 'superseded' or 'current'."""
+    return (
+        f"CASE WHEN {alias}.revoked_at IS NOT NULL THEN 'revoked' WHEN {alias}.valid_to IS NOT NULL"
+        " THEN 'superseded' ELSE 'current' END"
+    )
+
+
 def _marks(values: Sequence[Any]) -> str:
     return ",".join("?" for _ in values)
 
@@ -85,7 +98,7 @@ def close_target(conn: Any, event: Event, rowid: int, target: int, valid_from: s
     """Close a memory the extractor named (by alias) as updated by the new one, if still open (invariant 6)."""
     conn.execute(
         "UPDATE memories SET valid_to = ?, superseded_by = ? WHERE id = ? AND persona_id = ? AND project_id = ?"
-        " AND category = ? AND valid_to IS NULL AND revoked_at IS NULL AND valid_from <= ?",
+        f" AND category = ? AND {current_sql('memories')} AND valid_from <= ?",
         (valid_from, rowid, target, event.persona_id, event.project_id, event.category, valid_from),
     )
     if conn.changes():

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 import sys
@@ -161,16 +160,32 @@ def main(ctx: click.Context, db: Path | None, verbose: bool) -> None:
             logging.getLogger(name).setLevel(logging.WARNING)
 
 
-# Each module defines COMMAND (a click command or group) and is added to `main`.
-COMMAND_MODULES = (
-    "serve", "retry", "extract", "persona", "export", "import_", "stats", "doctor", "reindex", "recall", "ui",
-)  # fmt: skip
-HOST_COMMAND_MODULES = ("hook", "install", "uninstall")  # the host adapters (docs/hosts.md)
-
-
 def _register() -> None:
-    for name in (*COMMAND_MODULES, *HOST_COMMAND_MODULES):
-        main.add_command(importlib.import_module(f"{__package__}.{name}").COMMAND)
+    """Add every command: each module defines COMMAND (a click command or group).
+
+    Imported here, after the helpers above, because each command module imports them.
+    """
+    from . import (
+        doctor,
+        export,
+        extract,
+        hook,
+        import_,
+        install,
+        persona,
+        recall,
+        reindex,
+        retry,
+        serve,
+        stats,
+        ui,
+        uninstall,
+    )
+
+    admin = (serve, retry, extract, persona, export, import_, stats, doctor, reindex, recall, ui)
+    hosts = (hook, install, uninstall)  # the host adapters (docs/hosts.md)
+    for module in (*admin, *hosts):
+        main.add_command(module.COMMAND)
 
 
 _register()

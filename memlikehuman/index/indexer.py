@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from ..archive.db import Row
 from ..errors import InvalidArgument, MemLikeHumanError
 from ..providers.base import Embedder
-from ..records import Scope
+from ..records import Kind, Scope
 from . import vectors
 
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ SCAN_CHUNK = 5_000
 SLICE_PAUSE = 0.001
 # The tail of the previous event of the session that goes into an event's passage: replies
 # ("Yes, last Friday!") carry their subject in the turn before.
-CONTEXT_CHARS = 150
+PASSAGE_CONTEXT_CHARS = 150
 RETRY_SECONDS = 60.0
 # How often the background thread looks below its floors again (vectors deleted by other code,
 # e.g. when forgetting changes a neighbour's context, are then re-made).
@@ -59,7 +59,7 @@ SELECT e.sequence AS id, e.persona_id, e.project_id, e.source, e.text,
            AND p.sequence < e.sequence AND p.kind = 'record' ORDER BY p.sequence DESC LIMIT 1) AS previous
 FROM events e LEFT JOIN event_vectors v ON v.event_sequence = e.sequence
 WHERE {missing} AND e.sequence > ? AND e.sequence <= ? ORDER BY e.sequence DESC LIMIT ?
-""".replace("{context}", str(CONTEXT_CHARS))
+""".replace("{context}", str(PASSAGE_CONTEXT_CHARS))
 
 _MEMORIES_SQL = """
 SELECT m.id AS id, m.persona_id, m.project_id, e.source, m.content AS text, NULL AS labels, NULL AS previous
@@ -96,7 +96,7 @@ def event_passage(source: str, text: str, labels: str | None, previous: str | No
     return "\n".join(parts)
 
 
-def _passage(kind: str, row: Row) -> str:
+def _passage(kind: Kind, row: Row) -> str:
     if kind == "memory":
         return str(row["text"])
     return event_passage(row["source"], row["text"], row["labels"], row["previous"])
@@ -104,11 +104,11 @@ def _passage(kind: str, row: Row) -> str:
 
 @dataclass(frozen=True)
 class _Batch:
-    kind: str
+    kind: Kind
     rows: list[Row]
 
 
-def _select(db: Database, kind: str, model: str, floor: int, ceiling: int, limit: int, *, any_model: bool) -> _Batch:
+def _select(db: Database, kind: Kind, model: str, floor: int, ceiling: int, limit: int, *, any_model: bool) -> _Batch:
     """Up to `limit` items in (floor, ceiling], newest first, lacking a vector (of this model, if not any_model)."""
     column = "v.event_sequence" if kind == "event" else "v.memory_rowid"
     missing = f"{column} IS NULL" if any_model else f"({column} IS NULL OR v.model != ?)"
@@ -136,7 +136,7 @@ def _store(db: Database, cache: VectorCache, embedder: Embedder, batch: _Batch) 
     return len(batch.rows)
 
 
-def _top(db: Database, kind: str) -> int:
+def _top(db: Database, kind: Kind) -> int:
     """The newest event sequence or memory rowid (0 when there is none)."""
     sql = "SELECT max(sequence) FROM events" if kind == "event" else "SELECT max(id) FROM memories"
     return int(db.scalar(sql) or 0)
@@ -271,7 +271,7 @@ class Indexer:
         for kind in ("event", "memory"):
             self._drain_kind(embedder, kind)
 
-    def _drain_kind(self, embedder: Embedder, kind: str) -> None:
+    def _drain_kind(self, embedder: Embedder, kind: Kind) -> None:
         """Embed what lacks a vector between the floor and the newest item, newest first.
 
         The range is walked in SCAN_CHUNK slices: one query over 100k embedded events with nothing

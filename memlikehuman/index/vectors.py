@@ -16,14 +16,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..archive.db import Database
-from ..records import Scope
+from ..records import Kind, Scope
 
 if TYPE_CHECKING:
     import numpy as np
 else:
     from ..lazy_numpy import np  # numpy stays unimported on the hooks' path
-
-Kind = str  # "event" | "memory"
 
 # {what} is "<id>, <vector>" or "v.dim, count(*)"; only BLOBs that hold `dim` float32 values count.
 _LOAD_SQL = {

@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .. import clock
-from ..archive import events, memories
+from ..archive import events, memories, timeline
 from ..archive.db import Database
 from ..errors import Transient, Unavailable
 from ..providers.base import Extractor
@@ -286,7 +286,7 @@ def _preceding(db: Database, event: Event) -> list[dict[str, Any]]:
 
 def _shown_memories(db: Database, event: Event) -> list[Memory]:
     """Current memories of the scope the event may update: those sharing its words, then the newest."""
-    live = "m.persona_id = ? AND m.project_id = ? AND m.revoked_at IS NULL AND m.valid_to IS NULL"
+    live = f"m.persona_id = ? AND m.project_id = ? AND {timeline.current_sql()}"
     scope = (event.persona_id, event.project_id)
     rowids: list[int] = []
     terms = _search_terms(event.text)

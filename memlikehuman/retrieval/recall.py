@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Protocol
 from .. import clock, validate
 from ..archive import event_dates, events, memories, ngrams
 from ..errors import InvalidArgument, MemLikeHumanError
-from ..records import Coverage, Memory, MemoryHit, RawHit, RecallResult, Scope
+from ..records import Coverage, Kind, Memory, MemoryHit, RawHit, RecallResult, Scope
 from . import coverage, gaps, gist, phrasings, ranking, search
 from .dates import date_windows, in_windows, spans_meet
 from .excerpts import excerpt
@@ -231,7 +231,7 @@ class _Recall:
 
     # -- ranking ---------------------------------------------------------------------------------
 
-    def _rank(self, kind: str) -> dict[int, float]:
+    def _rank(self, kind: Kind) -> dict[int, float]:
         """Fused scores of eligible records of this kind (memory rowids or event sequences)."""
         if not self.words:
             if self.filters.cue_key is None:
@@ -241,7 +241,7 @@ class _Recall:
         rankings = [self._rank_one(kind, p) for p in self.phrasings if p.words]
         return phrasings.fuse(rankings, self.tuning.fusion)
 
-    def _rank_one(self, kind: str, phrasing: _Phrasing) -> dict[int, float]:
+    def _rank_one(self, kind: Kind, phrasing: _Phrasing) -> dict[int, float]:
         t = self.tuning
         weights = t.event_weights if kind == "event" else t.memory_weights
         text = phrasing.text if t.ngram else ""
@@ -250,7 +250,7 @@ class _Recall:
         return self._fuse(kind, lexical, info, phrasing)
 
     def _fuse(
-        self, kind: str, lexical: list[search.Hit], info: dict[int, search.Hit], phrasing: _Phrasing
+        self, kind: Kind, lexical: list[search.Hit], info: dict[int, search.Hit], phrasing: _Phrasing
     ) -> dict[int, float]:
         t = self.tuning
         scores = ranking.fused(
@@ -261,7 +261,7 @@ class _Recall:
             scores = self._event_context(scores, info, phrasing)
         return scores
 
-    def _dense(self, kind: str, info: dict[int, search.Hit], qvec: np.ndarray | None) -> list[tuple[int, float]]:
+    def _dense(self, kind: Kind, info: dict[int, search.Hit], qvec: np.ndarray | None) -> list[tuple[int, float]]:
         """Cosine candidates that are eligible; adds what is known about new events to info."""
         if qvec is None or self.model is None:
             return []

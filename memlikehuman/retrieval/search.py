@@ -17,7 +17,7 @@ from typing import Any
 
 from ..archive import fulltext, ngrams
 from ..archive.db import Database, Row
-from ..records import Scope
+from ..records import Kind, Scope
 
 MAX_TERMS = 48
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -178,7 +178,7 @@ _LEXICAL = {
 
 def lexical(
     db: Database,
-    kind: str,
+    kind: Kind,
     words: Sequence[str],
     filters: Filters,
     limit: int,
@@ -218,7 +218,7 @@ def fuse(first: Sequence[Hit], second: Sequence[Hit], limit: int) -> list[Hit]:
 
 def _ranked(
     db: Database,
-    kind: str,
+    kind: Kind,
     table: str,
     words: Sequence[str],
     filters: Filters,
@@ -296,7 +296,7 @@ def row_counts(db: Database, table: str, words: Sequence[str]) -> dict[str, int]
 
 def _bm25(
     db: Database,
-    kind: str,
+    kind: Kind,
     table: str,
     words: Sequence[str],
     filters: Filters,
@@ -350,7 +350,7 @@ def _eligible(db: Database, ids: Sequence[int], sql: str, column: str, filters: 
     return found
 
 
-def filtered_ids(db: Database, kind: str, filters: Filters) -> list[int]:
+def filtered_ids(db: Database, kind: Kind, filters: Filters) -> list[int]:
     """All eligible IDs under a session or cue filter (small sets), to restrict vector scans."""
     if kind == "event":
         sql = f"SELECT e.sequence AS id FROM events e WHERE {_event_rules(filters)}"

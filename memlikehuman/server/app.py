@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import logging
 from collections.abc import AsyncIterator, Callable
@@ -34,9 +33,6 @@ INSTRUCTIONS = (
 
 
 # Each module registers its tools (and resources/prompts) on the server.
-TOOL_MODULES = ("tools_events", "tools_recall", "tools_corrections", "tools_sessions", "persona")
-
-
 class Holder:
     """Where tools find the engine the lifespan opened."""
 
@@ -208,6 +204,9 @@ def build_server(settings: Settings) -> MemoryMCPServer:
 
     server = MemoryMCPServer(name="memlikehuman", version=__version__, instructions=INSTRUCTIONS, lifespan=lifespan)
     server.default_scope = {"persona_id": settings.persona_id, "project_id": settings.project_id}
-    for module in TOOL_MODULES:
-        importlib.import_module(f"{__package__}.{module}").register(server, holder)
+    # Imported here: each tool module imports this one (Holder, MemoryMCPServer, call).
+    from . import persona, tools_corrections, tools_events, tools_recall, tools_sessions
+
+    for module in (tools_events, tools_recall, tools_corrections, tools_sessions, persona):
+        module.register(server, holder)
     return server
