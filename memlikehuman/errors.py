@@ -25,6 +25,21 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .records import ImportReport
 
+__all__ = [
+    "CODES",
+    "Conflict",
+    "Forbidden",
+    "ImportConflicts",
+    "Internal",
+    "InvalidArgument",
+    "LimitExceeded",
+    "MemLikeHumanError",
+    "NotFound",
+    "Transient",
+    "Unavailable",
+    "unreadable",
+]
+
 
 class MemLikeHumanError(Exception):
     """Base of every anticipated failure; ``code`` names it for hosts."""

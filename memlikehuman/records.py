@@ -14,6 +14,31 @@ MEMORY_KINDS = ("fact", "preference", "event", "plan", "emotion", "persona", "re
 BASES = ("stated", "inferred")
 
 
+__all__ = [
+    "BASES",
+    "CATEGORIES",
+    "CUE_KINDS",
+    "MEMORY_KINDS",
+    "ROLES",
+    "Candidate",
+    "Check",
+    "Coverage",
+    "Cue",
+    "Event",
+    "HistoryMessage",
+    "HistoryReport",
+    "ImportReport",
+    "Kind",
+    "Memory",
+    "MemoryHit",
+    "Page",
+    "RawHit",
+    "ReadResult",
+    "RecallResult",
+    "RecordResult",
+    "Scope",
+]
+
 # What a search, a vector or a score belongs to: an original event or a derived memory.
 Kind = Literal["event", "memory"]
 
