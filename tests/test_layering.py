@@ -138,8 +138,9 @@ def test_only_the_archive_and_the_index_write_tables():
     assert offenders == {}
 
 
-def test_there_are_no_import_cycles_among_core_modules():
-    graph = {name: {i for i in _imports(name) if i in MODULES and i} for name in _core()}
+def test_there_are_no_import_cycles():
+    # Imports inside functions count too: they hide a cycle from the import machinery, not from readers.
+    graph = {name: {i for i in _imports(name) if i in MODULES and i} for name in MODULES if name}
     cycles = []
     state: dict[str, int] = {}  # 1: on the current path, 2: done
 

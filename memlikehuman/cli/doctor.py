@@ -10,7 +10,7 @@ import click
 
 from ..engine import diagnose
 from ..hosts.status import checks as host_checks
-from .main import EXIT_PROBLEM, db_option, echo_json, echo_table
+from .common import EXIT_PROBLEM, db_option, echo_json, echo_table
 
 MARKS = {"ok": "ok", "warn": "WARN", "fail": "FAIL"}
 

@@ -11,7 +11,7 @@ import click
 
 from ..engine import Engine
 from ..errors import InvalidArgument, MemLikeHumanError
-from .main import EXIT_ERROR, db_option, fail, progress_bar, require_archive, settings_from
+from .common import EXIT_ERROR, db_option, fail, progress_bar, require_archive, settings_from
 
 
 @click.command()

@@ -14,7 +14,7 @@ from .. import validate
 from ..engine import Engine, Outcome
 from ..errors import MemLikeHumanError
 from ..records import Scope
-from .main import EXIT_INTERRUPTED, EXIT_PROBLEM, EXIT_USAGE, db_option, fail, require_archive, settings_from
+from .common import EXIT_INTERRUPTED, EXIT_PROBLEM, EXIT_USAGE, db_option, fail, require_archive, settings_from
 
 
 @click.command()

@@ -12,7 +12,7 @@ from ..engine import Engine
 from ..errors import MemLikeHumanError
 from ..hosts import history
 from ..hosts.history import FORMATS, detect
-from .main import echo_json, echo_table, fail, progress_bar
+from .common import echo_json, echo_table, fail, progress_bar
 
 __all__ = ["FORMATS", "detect", "run"]
 

@@ -15,7 +15,7 @@ from ..engine import Engine
 from ..errors import ImportConflicts, InvalidArgument, MemLikeHumanError
 from ..records import ImportReport
 from . import history_import as history_cli
-from .main import EXIT_ERROR, db_option, echo_json, echo_table, fail, progress_bar, settings_from
+from .common import EXIT_ERROR, db_option, echo_json, echo_table, fail, progress_bar, settings_from
 
 
 @click.command("import")

@@ -8,7 +8,7 @@ import click
 
 from ..errors import MemLikeHumanError
 from ..hosts import install as installer
-from .main import db_option, fail, settings_from
+from .common import db_option, fail, settings_from
 
 HOST = click.Choice(installer.HOSTS)
 PROJECT = click.Path(file_okay=False, exists=True, path_type=Path)

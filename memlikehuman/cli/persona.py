@@ -10,7 +10,7 @@ import click
 
 from ..engine import Engine, PersonaVersion
 from ..errors import MemLikeHumanError
-from .main import EXIT_OK, db_option, fail, require_archive, settings_from
+from .common import EXIT_OK, db_option, fail, require_archive, settings_from
 
 persona_option = click.option(
     "--persona",

@@ -10,7 +10,7 @@ import click
 from ..engine import Engine, recall_shape
 from ..errors import MemLikeHumanError
 from ..records import Scope
-from .main import db_option, echo_json, echo_table, fail, require_archive, settings_from
+from .common import db_option, echo_json, echo_table, fail, require_archive, settings_from
 
 CLIP = 90
 

@@ -9,7 +9,7 @@ import click
 
 from ..engine import Engine
 from ..errors import MemLikeHumanError
-from .main import EXIT_INTERRUPTED, db_option, fail, progress_bar, require_archive, settings_from
+from .common import EXIT_INTERRUPTED, db_option, fail, progress_bar, require_archive, settings_from
 
 
 @click.command()

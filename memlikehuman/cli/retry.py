@@ -12,7 +12,7 @@ from .. import validate
 from ..engine import Engine, Outcome
 from ..errors import MemLikeHumanError
 from ..records import Scope
-from .main import EXIT_PROBLEM, EXIT_USAGE, db_option, fail, progress_bar, require_archive, settings_from
+from .common import EXIT_PROBLEM, EXIT_USAGE, db_option, fail, progress_bar, require_archive, settings_from
 
 # A provider that is down fails every event the same way: stop instead of waiting out N timeouts.
 GIVE_UP_AFTER = 3

@@ -11,7 +11,7 @@ import click
 from ..config import Settings
 from ..engine import open_archive
 from ..errors import MemLikeHumanError
-from .main import db_option, fail, settings_from
+from .common import db_option, fail, settings_from
 
 
 @click.command()

@@ -9,7 +9,7 @@ import click
 
 from ..engine import Engine
 from ..errors import MemLikeHumanError
-from .main import db_option, echo_json, echo_table, fail, require_archive, settings_from
+from .common import db_option, echo_json, echo_table, fail, require_archive, settings_from
 
 COLUMNS = (
     ("persona", "persona_id"),

@@ -8,7 +8,7 @@ import click
 
 from ..engine import Engine
 from ..errors import InvalidArgument, MemLikeHumanError
-from .main import db_option, fail, require_archive, settings_from
+from .common import db_option, fail, require_archive, settings_from
 
 
 @click.command()

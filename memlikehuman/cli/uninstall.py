@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
+from .common import db_option
 from .install import HOST, PROJECT, run
-from .main import db_option
 
 
 @click.command()

@@ -186,8 +186,9 @@ class MemoryMCPServer(MCPServer[Any]):
             )
 
 
-def build_server(settings: Settings) -> MemoryMCPServer:
-    """The MCP server for one archive; the archive opens in the lifespan and closes after it."""
+def make_server(settings: Settings) -> tuple[MemoryMCPServer, Holder]:
+    """The MCP server for one archive, without tools yet (build_server adds them); the archive opens in
+    the lifespan and closes after it."""
     holder = Holder(settings)
 
     @asynccontextmanager
@@ -204,9 +205,4 @@ def build_server(settings: Settings) -> MemoryMCPServer:
 
     server = MemoryMCPServer(name="memlikehuman", version=__version__, instructions=INSTRUCTIONS, lifespan=lifespan)
     server.default_scope = {"persona_id": settings.persona_id, "project_id": settings.project_id}
-    # Imported here: each tool module imports this one (Holder, MemoryMCPServer, call).
-    from . import persona, tools_corrections, tools_events, tools_recall, tools_sessions
-
-    for module in (tools_events, tools_recall, tools_corrections, tools_sessions, persona):
-        module.register(server, holder)
-    return server
+    return server, holder
