@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from ..archive import claims, personas
+from ..archive import claims, events, personas
 from ..archive.db import Database
 from ..archive.migrations import migrate
 from ..config import Settings
@@ -121,7 +121,7 @@ class Operations:
 
     def retry_queue(self, persona_id: str | None = None, project_id: str | None = None) -> list[int]:
         """Sequences of the pending and failed events of a scope (None: all), in recording order."""
-        return extract.retry_queue(self.db, persona_id, project_id)
+        return events.retry_queue(self.db, persona_id, project_id)
 
     def requeue(self, sequences: Sequence[int]) -> None:
         """Make these events eligible for extraction at once (their backoff and attempts reset)."""

@@ -290,3 +290,13 @@ def session_turns(db: Database, scope: Scope, session_id: str) -> list[Turn]:
         (scope.persona_id, scope.project_id, session_id),
     )
     return [Turn(str(r["event_id"]), str(r["role"]), str(r["text"])) for r in rows]
+
+
+def retry_queue(db: Database, persona_id: str | None = None, project_id: str | None = None) -> list[int]:
+    """Sequences of the pending and failed recorded events of one scope (or of all, given None)."""
+    sql = "SELECT sequence FROM events WHERE extraction_state != 'complete' AND kind = 'record'"
+    params: tuple[str, ...] = ()
+    if persona_id is not None and project_id is not None:
+        sql += " AND persona_id = ? AND project_id = ?"
+        params = (persona_id, project_id)
+    return [int(row["sequence"]) for row in db.query(sql + " ORDER BY sequence", params)]

@@ -20,7 +20,6 @@ import secrets
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from .. import clock
@@ -29,7 +28,7 @@ from ..archive.db import Database
 from ..errors import Transient, Unavailable
 from ..providers.base import Extractor
 from ..records import BASES, MEMORY_KINDS, Candidate, Event, Memory
-from ..validate import MAX_DERIVED_CHARS
+from .fields import Rejected, gist, kind_of, subject_of, target_of, text_of, valid_from_of
 
 log = logging.getLogger("memlikehuman.extract")
 
@@ -39,7 +38,6 @@ CONTEXT_EVENT_CHARS = 1_000
 SHOWN_MEMORIES = 40
 RELEVANT_MEMORIES = 20
 SHOWN_MEMORY_CHARS = 600
-MAX_SUBJECT_CHARS = 200
 RETRY_HINT = "the raw text is stored and searchable; record the same event again or run `memlikehuman retry`"
 
 _NULLABLE_STRING = {"type": ["string", "null"]}
@@ -142,10 +140,6 @@ class Unusable(Exception):
     """The extractor's answer cannot be used at all (the event becomes failed)."""
 
 
-class _Rejected(Exception):
-    """One item fails a check; the message says which."""
-
-
 # -- the step ------------------------------------------------------------------------------------
 
 
@@ -194,16 +188,6 @@ def _leave(db: Database, event: Event, state: str, error: str) -> Outcome:
         if (now.extraction_state, now.extraction_error) != (state, error):
             events.set_state(db, event.sequence, state, error)
     return Outcome(state, error, ())
-
-
-def retry_queue(db: Database, persona_id: str | None = None, project_id: str | None = None) -> list[int]:
-    """Sequences of the pending and failed recorded events of one scope (or of all, given None)."""
-    sql = "SELECT sequence FROM events WHERE extraction_state != 'complete' AND kind = 'record'"
-    params: tuple[str, ...] = ()
-    if persona_id is not None and project_id is not None:
-        sql += " AND persona_id = ? AND project_id = ?"
-        params = (persona_id, project_id)
-    return [int(row["sequence"]) for row in db.query(sql + " ORDER BY sequence", params)]
 
 
 # -- the prompt ----------------------------------------------------------------------------------
@@ -360,7 +344,7 @@ def check(
         notes: list[str] = []
         try:
             candidate, target = _check_item(raw, event, source, aliases, notes)
-        except _Rejected as exc:
+        except Rejected as exc:
             warnings.append(f"extraction: item {number} rejected: {exc}")
             log.debug("event %s: item %d rejected (%s): %.400r", event.event_id, number, exc, raw)
             continue
@@ -374,17 +358,17 @@ def _check_item(
     raw: Any, event: Event, source: str, aliases: dict[int, Memory], notes: list[str]
 ) -> tuple[Candidate, int | None]:
     if not isinstance(raw, dict):
-        raise _Rejected("it is not a JSON object")
-    content = _text(raw, "content")
-    quote = _text(raw, "quote")
+        raise Rejected("it is not a JSON object")
+    content = text_of(raw, "content")
+    quote = text_of(raw, "quote")
     if _collapsed(quote) not in source:
-        raise _Rejected("its quote does not occur in the event text (quotes must be verbatim)")
-    kind = _kind(raw, event, notes)
+        raise Rejected("its quote does not occur in the event text (quotes must be verbatim)")
+    kind = kind_of(raw, event, notes)
     basis = raw.get("basis")
     if basis not in BASES:
-        raise _Rejected(f"basis must be one of {', '.join(BASES)}; got {basis!r:.40}")
-    subject = _subject(raw.get("subject"))
-    target = _target(raw.get("supersedes"), event, aliases, notes)
+        raise Rejected(f"basis must be one of {', '.join(BASES)}; got {basis!r:.40}")
+    subject = subject_of(raw.get("subject"))
+    target = target_of(raw.get("supersedes"), event, aliases, notes)
     if target is not None and subject is None:
         subject = target.subject
     return (
@@ -394,8 +378,8 @@ def _check_item(
             kind=kind,
             basis=basis,
             subject=subject,
-            valid_from=_valid_from(raw.get("valid_from"), event),
-            gist=_gist(raw.get("gist"), notes),
+            valid_from=valid_from_of(raw.get("valid_from"), event),
+            gist=gist(raw.get("gist"), notes),
         ),
         target.rowid if target is not None else None,
     )
@@ -403,99 +387,3 @@ def _check_item(
 
 def _collapsed(text: str) -> str:
     return re.sub(r"\s+", " ", unicodedata.normalize("NFC", text)).strip()
-
-
-def _text(raw: dict[str, Any], field: str) -> str:
-    value = raw.get(field)
-    if not isinstance(value, str) or not value.strip():
-        raise _Rejected(f"{field} is missing or empty")
-    value = value.strip()
-    if len(value) > MAX_DERIVED_CHARS:
-        raise _Rejected(f"{field} is {len(value):,} characters long; the limit is {MAX_DERIVED_CHARS:,}")
-    return value
-
-
-def _kind(raw: dict[str, Any], event: Event, notes: list[str]) -> str:
-    kind = raw.get("kind")
-    if kind not in MEMORY_KINDS:
-        raise _Rejected(f"kind must be one of {', '.join(MEMORY_KINDS)}; got {kind!r:.40}")
-    # Labels with consequences are reserved: persona memories shape the assistant's role, and emotion
-    # records are the assistant's own expressions (memory_correct refuses to edit them).
-    if kind == "persona" and event.category != "persona":
-        notes.append("kind persona is reserved for persona events; stored as fact")
-        return "fact"
-    if kind == "emotion" and event.role != "assistant":
-        notes.append("kind emotion is reserved for the assistant's own expressed feelings; stored as fact")
-        return "fact"
-    return str(kind)
-
-
-def _subject(value: Any) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise _Rejected("subject must be a string or null")
-    subject = " ".join(value.split()).casefold()
-    if len(subject) > MAX_SUBJECT_CHARS:
-        raise _Rejected(f"subject is longer than {MAX_SUBJECT_CHARS} characters")
-    return subject or None
-
-
-def _target(value: Any, event: Event, aliases: dict[int, Memory], notes: list[str]) -> Memory | None:
-    """The memory an item explicitly supersedes, when its alias is valid and the category matches."""
-    if value is None:
-        return None
-    memory = aliases.get(value) if isinstance(value, int) and not isinstance(value, bool) else None
-    if memory is None:
-        notes.append(f"supersedes {value!r:.20} is not an alias of a shown memory; ignored")
-        return None
-    if memory.category != event.category:
-        notes.append(f"a {event.category} event cannot supersede memory #{value} of category {memory.category}")
-        return None
-    return memory
-
-
-def _valid_from(value: Any, event: Event) -> str:
-    """The validity start: the model's date, or the event's time when it gave none.
-
-    A date that cannot be read rejects the item (issue 4 lists "dates parseable" among the checks):
-    falling back to the event's time would store a validity window the text may contradict, and a
-    wrong start can close an older fact of the same subject at the wrong moment.
-    """
-    if value is None or (isinstance(value, str) and not value.strip()):
-        return event.occurred_at
-    parsed = parse_date(value) if isinstance(value, str) else None
-    if parsed is None:
-        raise _Rejected(f"valid_from {value!r:.40} is not an ISO 8601 date (or null for the event's time)")
-    return parsed
-
-
-def parse_date(value: str) -> str | None:
-    """A model-given date in stored form, or None. Dates and times without an offset are taken as UTC.
-
-    Accepts full ISO 8601 date-times, dates (midnight), and bare years or year-months (their first day).
-    """
-    text = value.strip()
-    if re.fullmatch(r"\d{4}", text):
-        text += "-01-01"
-    elif re.fullmatch(r"\d{4}-\d{2}", text):
-        text += "-01"
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    try:
-        return clock.format_utc(moment)
-    except OverflowError:
-        return None
-
-
-def _gist(value: Any, notes: list[str]) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, str) or len(value.strip()) > MAX_DERIVED_CHARS:
-        notes.append(f"gist is not a string of at most {MAX_DERIVED_CHARS:,} characters; dropped")
-        return None
-    return value.strip() or None
