@@ -21,10 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 from . import clock, validate
 from .admin.operations import Operations, diagnose, open_archive
-from .archive import checkpoints, claims, events, fulltext, memories
+from .archive import claims, events, fulltext, memories
 from .archive.db import Database
 from .archive.migrations import migrate
-from .archive.personas import PersonaVersion
 from .config import Settings
 from .errors import InvalidArgument
 from .index import indexer as indexing
@@ -39,26 +38,22 @@ from .lifecycle.worker import Worker
 from .providers.base import Embedder, Extractor
 from .providers.embedders import build_embedder
 from .records import ReadResult, RecallResult, RecordResult, Scope
-from .shapes import data_line, memory_shape, recall_shape
 
 if TYPE_CHECKING:
+    from .archive.checkpoints import Checkpoint
     from .retrieval.recall import Upkeep
     from .sessions.context import ResumeResult
 
 # The facade's surface (pinned by tests/test_surface.py): the Engine, the functions that need no open
-# archive, the result types its methods return, and the JSON shapes every edge shows.
+# archive and the result types its methods return. (The JSON shapes every edge shows: shapes.py.)
 __all__ = [
     "CorrectionResult",
     "Engine",
     "ForgetResult",
     "Outcome",
-    "PersonaVersion",
     "Preview",
-    "data_line",
     "diagnose",
-    "memory_shape",
     "open_archive",
-    "recall_shape",
 ]
 
 log = logging.getLogger("memlikehuman")
@@ -307,12 +302,16 @@ class Engine(Operations):
 
     def checkpoint(
         self, scope: Scope, state: Mapping[str, Any], covered_event_id: str, session_id: str = "default"
-    ) -> checkpoints.Checkpoint:
+    ) -> Checkpoint:
         """session_checkpoint: save a task state covering events up to covered_event_id (checkpoints.create)."""
+        from .archive import checkpoints
+
         return checkpoints.create(self.db, scope, state, covered_event_id, session_id)
 
-    def latest_checkpoint(self, scope: Scope, session_id: str | None = None) -> checkpoints.Checkpoint | None:
+    def latest_checkpoint(self, scope: Scope, session_id: str | None = None) -> Checkpoint | None:
         """The checkpoint session_resume would use (checkpoints.select), or None."""
+        from .archive import checkpoints
+
         return checkpoints.select(self.db, scope, session_id).checkpoint
 
     def session_turns(self, scope: Scope, session_id: str) -> list[events.Turn]:

@@ -32,6 +32,7 @@ __all__ = [
     "Memory",
     "MemoryHit",
     "Page",
+    "PersonaVersion",
     "RawHit",
     "ReadResult",
     "RecallResult",
@@ -129,6 +130,16 @@ class Memory:
         if self.valid_to is not None and (as_of is None or self.valid_to <= as_of):
             return "superseded"
         return "current"
+
+
+@dataclass(frozen=True)
+class PersonaVersion:
+    """One version of a persona's core persona (each CLI edit is a new one; the newest is current)."""
+
+    persona_id: str
+    version: int
+    text: str
+    created_at: str
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,8 @@ from typing import Any
 from .records import Memory, MemoryHit, RawHit, RecallResult
 from .retrieval import gist
 
+__all__ = ["data_line", "memory_shape", "recall_shape"]
+
 _ESCAPES = {"«": "\\u00ab", "»": "\\u00bb", "\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"}
 _ESCAPE_TABLE = str.maketrans(_ESCAPES)
 

@@ -14,9 +14,9 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "memlikehuman"
 EDGES = ("server", "cli", "hosts", "ui")
 FRAMEWORKS = {"mcp", "click", "starlette", "uvicorn"}
-# What an edge may import from the core: the facade, the records, the errors and the settings,
-# and three small rule modules edges need to read their input (validate, clock, projects).
-EDGE_MAY_IMPORT = {"engine", "records", "errors", "config", "validate", "clock", "projects", ""}
+# What an edge may import from the core: the facade, the records, the errors, the settings, the JSON
+# shapes of results, and three small rule modules edges need to read their input (validate, clock, projects).
+EDGE_MAY_IMPORT = {"engine", "records", "errors", "config", "shapes", "validate", "clock", "projects", ""}
 # The browser UI still reads the archive for its list pages (timeline, checkpoints, counts): read-only
 # SQL through these modules. Tables are written only through the facade (tests below).
 UI_READS = {

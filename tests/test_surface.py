@@ -1,7 +1,7 @@
 """The public surface of the core, pinned: what the edges (and outside callers) may use.
 
-The facade (memlikehuman.engine), the records and the errors each list their public names in
-``__all__``. Changing one of these lists changes what every edge may rely on: update it here on
+The facade (memlikehuman.engine), the records, the errors and the JSON shapes each list their public
+names in ``__all__``. Changing one of these lists changes what every edge may rely on: update it here on
 purpose, and the map in docs/design.md with it.
 """
 
@@ -18,13 +18,13 @@ EDGES = ("server", "cli", "hosts", "ui")
 
 PINNED = {
     "memlikehuman.engine": [
-        "CorrectionResult", "Engine", "ForgetResult", "Outcome", "PersonaVersion", "Preview", "data_line",
-        "diagnose", "memory_shape", "open_archive", "recall_shape",
+        "CorrectionResult", "Engine", "ForgetResult", "Outcome", "Preview", "diagnose", "open_archive",
     ],
+    "memlikehuman.shapes": ["data_line", "memory_shape", "recall_shape"],
     "memlikehuman.records": [
         "BASES", "CATEGORIES", "CUE_KINDS", "MEMORY_KINDS", "ROLES", "Candidate", "Check", "Coverage", "Cue",
-        "Event", "HistoryMessage", "HistoryReport", "ImportReport", "Kind", "Memory", "MemoryHit", "Page", "RawHit",
-        "ReadResult", "RecallResult", "RecordResult", "Scope",
+        "Event", "HistoryMessage", "HistoryReport", "ImportReport", "Kind", "Memory", "MemoryHit", "Page",
+        "PersonaVersion", "RawHit", "ReadResult", "RecallResult", "RecordResult", "Scope",
     ],
     "memlikehuman.errors": [
         "CODES", "Conflict", "Forbidden", "ImportConflicts", "Internal", "InvalidArgument", "LimitExceeded",
@@ -68,8 +68,10 @@ def _edge_imports() -> list[tuple[str, str, str]]:
         if path.relative_to(PACKAGE).parts[0] not in EDGES:
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and node.module in ("engine", "records", "errors") and node.level == 2:
-                found += [(str(path.relative_to(PACKAGE)), f"memlikehuman.{node.module}", a.name) for a in node.names]
+            core = isinstance(node, ast.ImportFrom) and node.module in ("engine", "records", "errors", "shapes")
+            if core and node.level == 2:
+                edge = str(path.relative_to(PACKAGE))
+                found += [(edge, f"memlikehuman.{node.module}", a.name) for a in node.names]
     return found
 
 

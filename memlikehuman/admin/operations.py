@@ -10,13 +10,13 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from ..archive import claims, events, personas
+from ..archive import claims, events
 from ..archive.db import Database
 from ..archive.migrations import migrate
 from ..config import Settings
 from ..index import indexer as indexing
 from ..lifecycle import extract
-from ..records import Check, HistoryMessage, HistoryReport, ImportReport, Memory, Scope
+from ..records import Check, HistoryMessage, HistoryReport, ImportReport, Memory, PersonaVersion, Scope
 
 if TYPE_CHECKING:
     from ..archive.fulltext import Progress, RebuildResult
@@ -38,20 +38,28 @@ class Operations:
 
     # -- personas --------------------------------------------------------------------------------
 
-    def persona(self, persona_id: str) -> personas.PersonaVersion | None:
+    def persona(self, persona_id: str) -> PersonaVersion | None:
         """The current core persona, or None when none is set."""
+        from ..archive import personas
+
         return personas.current(self.db, persona_id)
 
-    def persona_history(self, persona_id: str) -> list[personas.PersonaVersion]:
+    def persona_history(self, persona_id: str) -> list[PersonaVersion]:
         """Every version of the core persona, oldest first."""
+        from ..archive import personas
+
         return personas.history(self.db, persona_id)
 
-    def set_persona(self, persona_id: str, text: str) -> tuple[personas.PersonaVersion, bool]:
+    def set_persona(self, persona_id: str, text: str) -> tuple[PersonaVersion, bool]:
         """Store a new version of the core persona unless it equals the current one; (version, changed)."""
+        from ..archive import personas
+
         return personas.set_text(self.db, persona_id, text)
 
-    def persona_with_memories(self, persona_id: str) -> tuple[personas.PersonaVersion | None, list[Memory]]:
+    def persona_with_memories(self, persona_id: str) -> tuple[PersonaVersion | None, list[Memory]]:
         """The core persona and the persona memories (newest first), read in one snapshot."""
+        from ..archive import personas
+
         with self.db.read():
             return personas.current(self.db, persona_id), personas.persona_memories(self.db, persona_id)
 

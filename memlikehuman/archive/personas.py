@@ -6,23 +6,14 @@ No MCP tool writes here; ``set_text`` is called by ``memlikehuman persona set|ed
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from .. import clock, validate
-from ..records import Memory
+from ..records import Memory, PersonaVersion
 from . import memories
 from .db import Database, Row
 
 MAX_PERSONA_CHARS = 20_000
-
-
-@dataclass(frozen=True)
-class PersonaVersion:
-    persona_id: str
-    version: int
-    text: str
-    created_at: str
 
 
 def _version(row: Row) -> PersonaVersion:

@@ -8,8 +8,9 @@ from typing import TextIO
 
 import click
 
-from ..engine import Engine, PersonaVersion
+from ..engine import Engine
 from ..errors import MemLikeHumanError
+from ..records import PersonaVersion
 from .common import EXIT_OK, db_option, fail, require_archive, settings_from
 
 persona_option = click.option(

@@ -7,9 +7,10 @@ from typing import Any
 
 import click
 
-from ..engine import Engine, recall_shape
+from ..engine import Engine
 from ..errors import MemLikeHumanError
 from ..records import Scope
+from ..shapes import recall_shape
 from .common import db_option, echo_json, echo_table, fail, require_archive, settings_from
 
 CLIP = 90

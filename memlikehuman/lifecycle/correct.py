@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import clock, validate
-from ..archive import checkpoints, events, memories, timeline
+from ..archive import events, memories, timeline
 from ..archive.db import Database
 from ..errors import Conflict, Forbidden
 from ..records import Event, Memory, Scope
@@ -53,6 +53,8 @@ def correct(
     Raises InvalidArgument/LimitExceeded for bad input, NotFound when the memory is not in this
     scope, Forbidden for core persona entries and emotion records, Conflict when it is already revoked.
     """
+    from ..archive import checkpoints  # its dataclasses stay off the hooks' import path
+
     scope = Scope(*validate.scope(scope.persona_id, scope.project_id))
     validate.identifier(memory_id, "memory_id", max_len=256)
     content = validate.text(content, "content", validate.MAX_DERIVED_CHARS)

@@ -23,7 +23,7 @@ from typing import Any
 import apsw
 
 from .. import validate
-from ..archive import checkpoints, events, fulltext, memories, timeline
+from ..archive import events, fulltext, memories, timeline
 from ..archive.db import Database
 from ..errors import Conflict, NotFound
 from ..index import vectors
@@ -104,6 +104,8 @@ def forget(db: Database, scope: Scope, record_id: str, *, expected: Preview | No
     With ``expected``, deletes only if the same events and memories would go (else Conflict).
     Raises InvalidArgument for a bad ID and NotFound when the record is not (or no longer) in this scope.
     """
+    from ..archive import checkpoints  # its dataclasses stay off the hooks' import path
+
     scope = Scope(*validate.scope(scope.persona_id, scope.project_id))
     validate.identifier(record_id, "record_id", max_len=256)
     with db.write() as conn:

@@ -8,8 +8,8 @@ from typing import Any
 from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel
 
-from ..engine import memory_shape
 from ..records import Event, Memory, Page
+from ..shapes import memory_shape
 from .models import CueOut, EventOut, MemoryOut, PageOut
 
 # json.dumps(ensure_ascii=False) leaves these raw, and hosts and models may break lines at them:

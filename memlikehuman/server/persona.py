@@ -7,9 +7,9 @@ import json
 from mcp.server.mcpserver.resources.templates import ResourceSecurity
 
 from .. import validate
-from ..engine import data_line
 from ..errors import MemLikeHumanError
 from ..records import Memory
+from ..shapes import data_line
 from .app import Holder, MemoryMCPServer, protocol_error
 
 # The contract's suggested host instructions; the first line is filled in for the scope.

@@ -7,8 +7,8 @@ from typing import Annotated, Literal
 from mcp.types import CallToolResult
 from pydantic import Field
 
-from ..engine import recall_shape
 from ..records import RecallResult, Scope
+from ..shapes import recall_shape
 from .app import Holder, MemoryMCPServer, call
 from .convert import counted, tool_result
 from .models import PersonaId, ProjectId, RecallOut

@@ -26,7 +26,7 @@ from ..archive import checkpoints, personas
 from ..archive.checkpoints import Checkpoint
 from ..archive.db import Database
 from ..errors import Unavailable
-from ..records import MemoryHit, RawHit, Scope
+from ..records import MemoryHit, PersonaVersion, RawHit, Scope
 from ..retrieval import gist
 from ..shapes import data_line
 from . import tokens
@@ -92,7 +92,7 @@ def framing(scope: Scope, boundary: str) -> str:
 # -- rendering of records ------------------------------------------------------------------------
 
 
-def persona_record(version: personas.PersonaVersion) -> dict[str, Any]:
+def persona_record(version: PersonaVersion) -> dict[str, Any]:
     return {"origin": "core persona (operator, CLI)", "version": version.version, "set_at": version.created_at,
             "text": version.text}  # fmt: skip
 

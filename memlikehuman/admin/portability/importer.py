@@ -11,7 +11,7 @@ from ...archive import checkpoints, events, fulltext, memories, personas, timeli
 from ...archive.db import Database, Row
 from ...archive.events import NewEvent
 from ...errors import ImportConflicts, InvalidArgument
-from ...records import Cue, ImportReport, Scope
+from ...records import Cue, ImportReport, PersonaVersion, Scope
 from .spec import (
     BY_KIND,
     DERIVED_FIELDS,
@@ -137,7 +137,7 @@ _ID_FIELD = {"event": "event_id", "memory": "memory_id", "correction": "event_id
 
 
 def _insert_persona_version(conn: Any, r: dict[str, Any], number: int) -> None:
-    personas.write_version(conn, personas.PersonaVersion(r["persona_id"], r["version"], r["text"], r["created_at"]))
+    personas.write_version(conn, PersonaVersion(r["persona_id"], r["version"], r["text"], r["created_at"]))
 
 
 # The text of the last record event per (persona, project, session), as an import appends them: the
