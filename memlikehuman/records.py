@@ -38,6 +38,7 @@ __all__ = [
     "RecallResult",
     "RecordResult",
     "Scope",
+    "memory_status",
 ]
 
 # What a search, a vector or a score belongs to: an original event or a derived memory.
@@ -124,12 +125,18 @@ class Memory:
     occurred_at: str = ""
 
     def status(self, as_of: str | None = None) -> str:
-        """revoked, superseded (its window closed by as_of, or at all) or current: the one rule."""
-        if self.revoked_at:
-            return "revoked"
-        if self.valid_to is not None and (as_of is None or self.valid_to <= as_of):
-            return "superseded"
-        return "current"
+        """revoked, superseded (its window closed by as_of, or at all) or current (memory_status)."""
+        return memory_status(self.revoked_at, self.valid_to, as_of)
+
+
+def memory_status(revoked_at: str | None, valid_to: str | None, as_of: str | None = None) -> str:
+    """The one status rule: revoked (corrected away), superseded (its window closed by as_of, or at all
+    without as_of) or current. archive/timeline.status_sql is the same rule in SQL."""
+    if revoked_at:
+        return "revoked"
+    if valid_to is not None and (as_of is None or valid_to <= as_of):
+        return "superseded"
+    return "current"
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ PINNED = {
     "memlikehuman.records": [
         "BASES", "CATEGORIES", "CUE_KINDS", "MEMORY_KINDS", "ROLES", "Candidate", "Check", "Coverage", "Cue",
         "Event", "HistoryMessage", "HistoryReport", "ImportReport", "Kind", "Memory", "MemoryHit", "Page",
-        "PersonaVersion", "RawHit", "ReadResult", "RecallResult", "RecordResult", "Scope",
+        "PersonaVersion", "RawHit", "ReadResult", "RecallResult", "RecordResult", "Scope", "memory_status",
     ],
     "memlikehuman.errors": [
         "CODES", "Conflict", "Forbidden", "ImportConflicts", "Internal", "InvalidArgument", "LimitExceeded",

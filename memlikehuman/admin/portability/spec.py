@@ -12,7 +12,7 @@ from ...archive import checkpoints, events, memories, personas
 from ...archive.db import Row
 from ...errors import InvalidArgument, MemLikeHumanError
 from ...lifecycle.correct import CORRECTION_PREFIX
-from ...records import BASES, CATEGORIES, MEMORY_KINDS, ROLES
+from ...records import BASES, CATEGORIES, MEMORY_KINDS, ROLES, memory_status
 
 FORMAT = "memlikehuman-export"
 VERSION = 1
@@ -197,7 +197,7 @@ def to_record(kind: str, row: Row) -> dict[str, Any]:
         values["cues"] = json.loads(values["cues"])
         values["occurred_at_given"] = bool(values["occurred_at_given"])
     elif kind == "memory":
-        values["status"] = "revoked" if values["revoked_at"] else "superseded" if values["valid_to"] else "current"
+        values["status"] = memory_status(values["revoked_at"], values["valid_to"])
     elif kind == "checkpoint":
         values["state"] = None if values["state"] is None else json.loads(values["state"])
     return {"type": kind, **{field: values[field] for field in SPECS[kind]}}
