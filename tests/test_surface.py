@@ -36,8 +36,8 @@ PINNED = {
 ENGINE_METHODS = [
     "checkpoint", "close", "correct", "count_records", "drain", "embed_missing", "export_lines", "forget",
     "forget_preview", "import_history", "import_lines", "latest_checkpoint", "persona", "persona_history",
-    "persona_with_memories", "read", "recall", "record", "reindex_fulltext", "reindex_vectors", "requeue",
-    "resume", "retry_queue", "session_turns", "set_persona", "start_extraction", "stats",
+    "persona_with_memories", "prepare_import", "read", "recall", "record", "reindex_fulltext", "reindex_vectors",
+    "requeue", "resume", "retry_queue", "session_turns", "set_persona", "start_extraction", "stats",
 ]  # fmt: skip
 
 

@@ -86,6 +86,11 @@ class Operations:
 
         return portability.export_lines(self.db, persona_id, project_id)
 
+    def prepare_import(self) -> None:
+        """Load the import code (it stays off the hooks' path until then). The CLI calls this before it
+        shows its progress line, so a Ctrl-C after that line lands in reading the file, as before."""
+        from . import portability  # noqa: F401
+
     def import_lines(
         self, stream: IO[bytes], *, dry_run: bool = False, progress: Callable[[int], None] | None = None
     ) -> ImportReport:

@@ -76,8 +76,10 @@ def import_(
         settings = dataclasses.replace(settings, db_path=Path(":memory:"))
     try:
         # The source is opened first: a mistyped file name must not leave a new empty archive behind.
-        with _opened(source) as (stream, size), Engine(settings) as engine, progress_bar("importing", size) as bar:
-            report = engine.import_lines(stream, dry_run=dry_run, progress=bar.advance)
+        with _opened(source) as (stream, size), Engine(settings) as engine:
+            engine.prepare_import()
+            with progress_bar("importing", size) as bar:
+                report = engine.import_lines(stream, dry_run=dry_run, progress=bar.advance)
     except ImportConflicts as exc:
         _show(exc.report, as_json)
         _list_conflicts(exc.report)
