@@ -28,16 +28,12 @@ from .config import Settings
 from .errors import InvalidArgument
 from .index import indexer as indexing
 from .index.vectors import VectorCache
-from .lifecycle import correct as correcting
 from .lifecycle import extract
-from .lifecycle import forget as forgetting
-from .lifecycle.correct import CorrectionResult
 from .lifecycle.extract import Outcome
-from .lifecycle.forget import ForgetResult, Preview
 from .lifecycle.worker import Worker
 from .providers.base import Embedder, Extractor
 from .providers.embedders import build_embedder
-from .records import ReadResult, RecallResult, RecordResult, Scope
+from .records import CorrectionResult, ForgetResult, Preview, ReadResult, RecallResult, RecordResult, Scope
 
 if TYPE_CHECKING:
     from .archive.checkpoints import Checkpoint
@@ -47,11 +43,8 @@ if TYPE_CHECKING:
 # The facade's surface (pinned by tests/test_surface.py): the Engine, the functions that need no open
 # archive and the result types its methods return. (The JSON shapes every edge shows: shapes.py.)
 __all__ = [
-    "CorrectionResult",
     "Engine",
-    "ForgetResult",
     "Outcome",
-    "Preview",
     "diagnose",
     "open_archive",
 ]
@@ -236,23 +229,27 @@ class Engine(Operations):
 
     def correct(
         self, scope: Scope, memory_id: str, content: str, reason: str, valid_at: str | None = None
-    ) -> correcting.CorrectionResult:
+    ) -> CorrectionResult:
         """Correct a memory (correct.correct), then embed the correction and its replacement in the background.
 
         Raises what correct.correct raises; nothing is changed then.
         """
+        from .lifecycle import correct as correcting  # imported where used: a hook needs neither
+
         result = correcting.correct(self.db, scope, memory_id, content, reason, valid_at)
         self.indexer.notify()
         return result
 
     def forget(
-        self, scope: Scope, record_id: str, expected: forgetting.Preview | None = None
-    ) -> forgetting.ForgetResult:
+        self, scope: Scope, record_id: str, expected: Preview | None = None
+    ) -> ForgetResult:
         """Forget a record (forget.forget) and drop its vectors from this process's cache.
 
         With ``expected`` (a preview shown to a person) nothing is deleted unless the same events
         and memories would go. Raises what forget.forget raises; nothing is changed then.
         """
+        from .lifecycle import forget as forgetting
+
         result = forgetting.forget(self.db, scope, record_id, expected=expected)
         # Vectors held in memory go as well; the next events of the session get new ones.
         self.vectors.discard("event", scope, result.event_sequences + result.reembed_sequences)
@@ -341,6 +338,8 @@ class Engine(Operations):
             upkeep=self._upkeep,
         )
 
-    def forget_preview(self, scope: Scope, record_id: str) -> forgetting.Preview:
+    def forget_preview(self, scope: Scope, record_id: str) -> Preview:
         """What forget would delete, without deleting anything (forget.preview)."""
+        from .lifecycle import forget as forgetting
+
         return forgetting.preview(self.db, scope, record_id)

@@ -22,17 +22,21 @@ __all__ = [
     "ROLES",
     "Candidate",
     "Check",
+    "CorrectionResult",
     "Coverage",
     "Cue",
     "Event",
+    "ForgetResult",
     "HistoryMessage",
     "HistoryReport",
     "ImportReport",
     "Kind",
     "Memory",
     "MemoryHit",
+    "NOT_SCRUBBED",
     "Page",
     "PersonaVersion",
+    "Preview",
     "RawHit",
     "ReadResult",
     "RecallResult",
@@ -127,6 +131,49 @@ class Memory:
     def status(self, as_of: str | None = None) -> str:
         """revoked, superseded (its window closed by as_of, or at all) or current (memory_status)."""
         return memory_status(self.revoked_at, self.valid_to, as_of)
+
+
+@dataclass(frozen=True)
+class CorrectionResult:
+    replacement_id: str
+    revoked_ids: tuple[str, ...]
+    correction_event_id: str
+    invalidated_checkpoints: int
+
+
+NOT_SCRUBBED = (
+    "another process kept the write-ahead log busy: old page images of the deleted text stay in the"
+    " -wal file until its next checkpoint (the next forget, or when the last connection closes)"
+)
+
+
+@dataclass(frozen=True)
+class ForgetResult:
+    deleted_event_ids: tuple[str, ...]
+    deleted_memory_ids: tuple[str, ...]
+    invalidated_checkpoints: int
+    # Internal row IDs, for in-memory caches: deleted events and memories, and surviving events
+    # whose vector was dropped because it embedded the forgotten text as context.
+    event_sequences: tuple[int, ...] = ()
+    memory_rowids: tuple[int, ...] = ()
+    reembed_sequences: tuple[int, ...] = ()
+    # False when another connection kept the WAL from being truncated within SCRUB_TIMEOUT_MS.
+    scrubbed: bool = True
+
+    @property
+    def warnings(self) -> list[str]:
+        """What the caller must be told: old page images left in the WAL when it was not scrubbed."""
+        return [] if self.scrubbed else [NOT_SCRUBBED]
+
+
+@dataclass(frozen=True)
+class Preview:
+    """What ``forget`` would delete now, and how many checkpoints it would invalidate."""
+
+    record_id: str
+    event_ids: tuple[str, ...]
+    memory_ids: tuple[str, ...]
+    checkpoint_ids: tuple[str, ...]
 
 
 def memory_status(revoked_at: str | None, valid_to: str | None, as_of: str | None = None) -> str:

@@ -18,13 +18,14 @@ EDGES = ("server", "cli", "hosts", "ui")
 
 PINNED = {
     "memlikehuman.engine": [
-        "CorrectionResult", "Engine", "ForgetResult", "Outcome", "Preview", "diagnose", "open_archive",
+        "Engine", "Outcome", "diagnose", "open_archive",
     ],
     "memlikehuman.shapes": ["data_line", "memory_shape", "recall_shape"],
     "memlikehuman.records": [
-        "BASES", "CATEGORIES", "CUE_KINDS", "MEMORY_KINDS", "ROLES", "Candidate", "Check", "Coverage", "Cue",
-        "Event", "HistoryMessage", "HistoryReport", "ImportReport", "Kind", "Memory", "MemoryHit", "Page",
-        "PersonaVersion", "RawHit", "ReadResult", "RecallResult", "RecordResult", "Scope", "memory_status",
+        "BASES", "CATEGORIES", "CUE_KINDS", "MEMORY_KINDS", "NOT_SCRUBBED", "ROLES", "Candidate", "Check",
+        "CorrectionResult", "Coverage", "Cue", "Event", "ForgetResult", "HistoryMessage", "HistoryReport",
+        "ImportReport", "Kind", "Memory", "MemoryHit", "Page", "PersonaVersion", "Preview", "RawHit", "ReadResult",
+        "RecallResult", "RecordResult", "Scope", "memory_status",
     ],
     "memlikehuman.errors": [
         "CODES", "Conflict", "Forbidden", "ImportConflicts", "Internal", "InvalidArgument", "LimitExceeded",

@@ -15,26 +15,17 @@ All of it is one write transaction.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
 from typing import Any
 
 from .. import clock, validate
 from ..archive import events, memories, timeline
 from ..archive.db import Database
 from ..errors import Conflict, Forbidden
-from ..records import Event, Memory, Scope
+from ..records import CorrectionResult, Event, Memory, Scope
 
 CORRECTION_PREFIX = "corr_"
 CORRECTION_ROLE = "user"
 CORRECTION_SOURCE = "memory_correct"
-
-
-@dataclass(frozen=True)
-class CorrectionResult:
-    replacement_id: str
-    revoked_ids: tuple[str, ...]
-    correction_event_id: str
-    invalidated_checkpoints: int
 
 
 def correction_text(memory_id: str, content: str, reason: str) -> str:

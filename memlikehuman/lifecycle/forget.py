@@ -27,47 +27,12 @@ from ..archive import events, fulltext, memories, timeline
 from ..archive.db import Database
 from ..errors import Conflict, NotFound
 from ..index import vectors
-from ..records import Scope
+from ..records import ForgetResult, Preview, Scope
 
 log = logging.getLogger("memlikehuman")
 
 # How long the WAL truncation waits for other connections' read transactions to end.
 SCRUB_TIMEOUT_MS = 5_000
-
-
-NOT_SCRUBBED = (
-    "another process kept the write-ahead log busy: old page images of the deleted text stay in the"
-    " -wal file until its next checkpoint (the next forget, or when the last connection closes)"
-)
-
-
-@dataclass(frozen=True)
-class ForgetResult:
-    deleted_event_ids: tuple[str, ...]
-    deleted_memory_ids: tuple[str, ...]
-    invalidated_checkpoints: int
-    # Internal row IDs, for in-memory caches: deleted events and memories, and surviving events
-    # whose vector was dropped because it embedded the forgotten text as context.
-    event_sequences: tuple[int, ...] = ()
-    memory_rowids: tuple[int, ...] = ()
-    reembed_sequences: tuple[int, ...] = ()
-    # False when another connection kept the WAL from being truncated within SCRUB_TIMEOUT_MS.
-    scrubbed: bool = True
-
-    @property
-    def warnings(self) -> list[str]:
-        """What the caller must be told: old page images left in the WAL when it was not scrubbed."""
-        return [] if self.scrubbed else [NOT_SCRUBBED]
-
-
-@dataclass(frozen=True)
-class Preview:
-    """What ``forget`` would delete now, and how many checkpoints it would invalidate."""
-
-    record_id: str
-    event_ids: tuple[str, ...]
-    memory_ids: tuple[str, ...]
-    checkpoint_ids: tuple[str, ...]
 
 
 @dataclass(frozen=True)

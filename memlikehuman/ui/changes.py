@@ -14,9 +14,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
 from ..archive.db import Database
-from ..engine import Preview
 from ..errors import Forbidden, InvalidArgument, LimitExceeded
-from ..records import Scope
+from ..records import Preview, Scope
 from .common import csrf_of, event_link, html, memory_link, required, scope_nav, scope_of, scope_params
 from .html import Safe, clip, el, join, table, url
 from .security import same
