@@ -16,13 +16,15 @@ text leave the -wal file (see ``scrub`` for what happens when another process bl
 from __future__ import annotations
 
 import logging
+import mmap
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import apsw
 
-from . import fulltext, memories, validate
+from . import fulltext, memories, residue, validate
 from .correct import invalidate_checkpoints
 from .db import Database
 from .errors import Conflict, NotFound
@@ -50,7 +52,8 @@ class ForgetResult:
 
 NOT_SCRUBBED = (
     "another process kept the write-ahead log busy: old page images of the deleted text stay in the"
-    " -wal file until its next checkpoint (the next forget, or when the last connection closes)"
+    " -wal file until its next checkpoint (the next forget, or when the last connection closes),"
+    " and stale copies in unused space of the database file until the next forget"
 )
 
 
@@ -105,6 +108,7 @@ def forget(db: Database, scope: Scope, record_id: str, *, expected: Preview | No
         if expected is not None:
             _check_expected(plan, expected)
         dependents = _context_dependents(conn, plan)
+        gone = _texts(conn, plan)
         # Full-text rows go first, while the values they were built from are all still stored.
         _unindex(conn, plan, dependents)
         held = _release_originals(conn, plan)
@@ -123,7 +127,7 @@ def forget(db: Database, scope: Scope, record_id: str, *, expected: Preview | No
         event_sequences=tuple(plan.events),
         memory_rowids=tuple(sorted(plan.memories)),
         reembed_sequences=tuple(dependents),
-        scrubbed=scrub(db),
+        scrubbed=scrub(db) and _rewrite_stale_pages(db, gone),
     )
 
 
@@ -307,6 +311,19 @@ def _unindex(conn: Any, plan: _Plan, dependents: list[int]) -> None:
         fulltext.unindex_event(conn, sequence)
 
 
+def _texts(conn: Any, plan: _Plan) -> dict[str, list[str]]:
+    """The texts that go, by table: what the stale-page check looks for after the commit."""
+    seqs, rowids = list(plan.events), list(plan.memories)
+    events = conn.execute(f"SELECT text FROM events WHERE sequence IN ({_marks(seqs)})", seqs).fetchall()
+    rows = conn.execute(
+        f"SELECT content, quote, coalesce(gist, '') AS gist FROM memories WHERE id IN ({_marks(rowids)})", rowids
+    ).fetchall()
+    return {
+        "events": [row["text"] for row in events],
+        "memories": [row[key] for row in rows for key in ("content", "quote", "gist")],
+    }
+
+
 def _delete(conn: Any, plan: _Plan) -> None:
     seqs, rowids = list(plan.events), list(plan.memories)
     # Memories of other events first, then the events (cues, corrections, vectors cascade).
@@ -337,3 +354,79 @@ def scrub(db: Database, timeout_ms: int = SCRUB_TIMEOUT_MS) -> bool:
     if busy:
         log.warning("memory_forget: another connection kept the WAL from being truncated; retried at the next forget")
     return not busy
+
+
+def _rewrite_stale_pages(db: Database, gone: dict[str, list[str]], timeout_ms: int = SCRUB_TIMEOUT_MS) -> bool:
+    """VACUUM when a live page still holds a piece of the deleted text (memlikehuman/residue.py).
+
+    Runs after ``scrub`` truncated the WAL. The file is read inside a read transaction, so no
+    checkpoint changes it meanwhile (none may overwrite pages a reader still uses). The VACUUM
+    rebuilds every page from zeroed buffers (its temporary copy stays in memory); a second
+    ``scrub`` then truncates the WAL it filled. Returns False when the VACUUM or that scrub could
+    not run within ``timeout_ms`` (other connections busy): the copies stay until the next forget.
+    """
+    if str(db.path) == ":memory:" or not any(gone.values()):
+        return True
+    conn = apsw.Connection(str(db.path))
+    try:
+        conn.set_busy_timeout(timeout_ms)
+        if not _stale(conn, db.path, gone):
+            return True
+        log.info("memory_forget: a live page held a stale copy of the deleted text; rebuilding the archive")
+        conn.execute("PRAGMA temp_store=MEMORY").fetchall()
+        conn.execute("VACUUM").fetchall()
+    except apsw.BusyError:
+        log.warning("memory_forget: another connection kept the archive busy; stale pages stay until the next forget")
+        return False
+    finally:
+        conn.close()
+    return scrub(db, timeout_ms)
+
+
+# Where a forgotten text can have left stale copies: the rows' own tables and the full-text
+# indexes' data tables (their blobs hold the terms). The n-gram indexes are not searched (their
+# terms are three-character pieces, which tell nothing apart; docs/reliability.md).
+STALE_TREES = {"events": "events_fts", "memories": "memories_fts"}
+
+
+def _stale(conn: apsw.Connection, path: Path, gone: dict[str, list[str]]) -> bool:
+    conn.execute("BEGIN")  # a read transaction: the file stays as it is while it is read
+    try:
+        page_size = int(_one(conn, "PRAGMA page_size"))
+        roots = {str(name): int(root) for name, root in conn.execute(ROOTS)}
+        trees: dict[int, set[bytes]] = {}
+        for table, index in STALE_TREES.items():
+            trees[roots[table]] = residue.pieces(gone[table])
+            trees[roots[f"{index}_data"]] = residue.term_pieces(_gone_terms(conn, index, gone[table]))
+        with path.open("rb") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            return bool(residue.stale_pages(data, page_size, trees))
+    finally:
+        conn.execute("COMMIT")
+
+
+ROOTS = "SELECT name, rootpage FROM sqlite_schema WHERE type = 'table'"
+
+
+def _one(conn: apsw.Connection, sql: str) -> Any:
+    row = conn.execute(sql).fetchone()
+    assert row is not None, sql
+    return row[0]
+
+
+def _gone_terms(conn: apsw.Connection, index: str, texts: list[str]) -> set[str]:
+    """The terms of ``texts`` that are no longer in the full-text index ``index`` at all."""
+    tokenize = conn.fts5_tokenizer("porter", ["unicode61", "remove_diacritics", "2"])
+    terms = {
+        str(token[0])
+        for text in texts
+        for token in tokenize(text.encode("utf-8"), apsw.FTS5_TOKENIZE_DOCUMENT, None, include_offsets=False)
+    }
+    long_terms = sorted(term for term in terms if len(term.encode("utf-8")) >= residue.MIN_TERM)
+    if not long_terms:
+        return set()
+    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{index}_terms USING fts5vocab(main, {index}, row)")
+    kept = {
+        row[0]
+        for row in conn.execute(f"SELECT term FROM temp.{index}_terms WHERE term IN ({_marks(long_terms)})", long_terms)
+    }
+    return set(long_terms) - kept
