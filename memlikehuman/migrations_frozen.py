@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 # m004: fulltext.py as of d120baf (2026-11-30), the word index only (the n-gram tables of m006
-# come later in the list, so they never exist while m004 runs).
-M004_CONTEXT_CHARS = 1_000
+# come later in the list, so they never exist while m004 runs). Constants live inside the functions:
+# the test pins each function's code.
 
 
 def m004_event_values(conn: Any, sequence: int) -> tuple[str, str, str]:
@@ -32,7 +32,7 @@ def m004_event_values(conn: Any, sequence: int) -> tuple[str, str, str]:
         " AND kind = 'record' ORDER BY sequence DESC LIMIT 1",
         (row["persona_id"], row["project_id"], row["session_id"], sequence),
     ).fetchone()
-    context = previous["text"][-M004_CONTEXT_CHARS:] if previous else ""
+    context = previous["text"][-1_000:] if previous else ""  # fulltext.CONTEXT_CHARS then
     return row["text"], " ".join(part for part in parts if part), context
 
 
