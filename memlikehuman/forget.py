@@ -311,7 +311,7 @@ def _unindex(conn: Any, plan: _Plan, dependents: list[int]) -> None:
         fulltext.unindex_event(conn, sequence)
 
 
-def _texts(conn: Any, plan: _Plan) -> dict[str, list[str]]:
+def _texts(conn: Any, plan: _Plan) -> Gone:
     """The texts that go, by table: what the stale-page check looks for after the commit."""
     seqs, rowids = list(plan.events), list(plan.memories)
     events = conn.execute(f"SELECT text FROM events WHERE sequence IN ({_marks(seqs)})", seqs).fetchall()
@@ -319,8 +319,8 @@ def _texts(conn: Any, plan: _Plan) -> dict[str, list[str]]:
         f"SELECT content, quote, coalesce(gist, '') AS gist FROM memories WHERE id IN ({_marks(rowids)})", rowids
     ).fetchall()
     return {
-        "events": [row["text"] for row in events],
-        "memories": [row[key] for row in rows for key in ("content", "quote", "gist")],
+        "events": ([row["text"] for row in events], seqs),
+        "memories": ([row[key] for row in rows for key in ("content", "quote", "gist")], rowids),
     }
 
 
@@ -356,7 +356,7 @@ def scrub(db: Database, timeout_ms: int = SCRUB_TIMEOUT_MS) -> bool:
     return not busy
 
 
-def _rewrite_stale_pages(db: Database, gone: dict[str, list[str]], timeout_ms: int = SCRUB_TIMEOUT_MS) -> bool:
+def _rewrite_stale_pages(db: Database, gone: Gone, timeout_ms: int = SCRUB_TIMEOUT_MS) -> bool:
     """VACUUM when a live page still holds a piece of the deleted text (memlikehuman/residue.py).
 
     Runs after ``scrub`` truncated the WAL. The file is read inside a read transaction, so no
@@ -365,7 +365,7 @@ def _rewrite_stale_pages(db: Database, gone: dict[str, list[str]], timeout_ms: i
     ``scrub`` then truncates the WAL it filled. Returns False when the VACUUM or that scrub could
     not run within ``timeout_ms`` (other connections busy): the copies stay until the next forget.
     """
-    if str(db.path) == ":memory:" or not any(gone.values()):
+    if str(db.path) == ":memory:" or not any(texts for texts, _ in gone.values()):
         return True
     conn = apsw.Connection(str(db.path))
     try:
@@ -383,21 +383,30 @@ def _rewrite_stale_pages(db: Database, gone: dict[str, list[str]], timeout_ms: i
     return scrub(db, timeout_ms)
 
 
+# Up to this size every page of the text tables is read after a forget; above it only the pages
+# around each deleted row (residue.stale_pages; docs/reliability.md has what that can miss).
+WHOLE_TREES_BYTES = 64 * 2**20
+
+# What a forget deleted, by table: the texts, and the row keys they had.
+Gone = dict[str, tuple[list[str], list[int]]]
+
 # Where a forgotten text can have left stale copies: the rows' own tables and the full-text
 # indexes' data tables (their blobs hold the terms). The n-gram indexes are not searched (their
 # terms are three-character pieces, which tell nothing apart; docs/reliability.md).
 STALE_TREES = {"events": "events_fts", "memories": "memories_fts"}
 
 
-def _stale(conn: apsw.Connection, path: Path, gone: dict[str, list[str]]) -> bool:
+def _stale(conn: apsw.Connection, path: Path, gone: Gone) -> bool:
     conn.execute("BEGIN")  # a read transaction: the file stays as it is while it is read
     try:
         page_size = int(_one(conn, "PRAGMA page_size"))
         roots = {str(name): int(root) for name, root in conn.execute(ROOTS)}
-        trees: dict[int, set[bytes]] = {}
+        trees: dict[int, residue.Tree] = {}
+        whole = path.stat().st_size <= WHOLE_TREES_BYTES
         for table, index in STALE_TREES.items():
-            trees[roots[table]] = residue.pieces(gone[table])
-            trees[roots[f"{index}_data"]] = residue.term_pieces(_gone_terms(conn, index, gone[table]))
+            texts, keys = gone[table]
+            trees[roots[table]] = residue.Tree(residue.pieces(texts), None if whole else keys)
+            trees[roots[f"{index}_data"]] = residue.Tree(residue.term_pieces(_gone_terms(conn, index, texts)))
         with path.open("rb") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as data:
             return bool(residue.stale_pages(data, page_size, trees))
     finally:
