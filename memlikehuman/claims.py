@@ -18,8 +18,6 @@ Times are unix seconds (``time.time()``): leases must mean the same in every pro
 from __future__ import annotations
 
 import os
-import secrets
-import socket
 import time
 from collections.abc import Iterable
 
@@ -56,6 +54,9 @@ _FINISHED = (
 
 def owner_id() -> str:
     """A worker's name in claims: host, process ID and a random part (one per worker)."""
+    import secrets
+    import socket  # here, not at the top: the hook path (a process per prompt) never claims
+
     return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
 
 
@@ -202,6 +203,8 @@ def reap_dead(db: Database) -> int:
 
     Returns how many claims of killed processes were ended.
     """
+    import socket
+
     host = socket.gethostname()
     now = time.time()
     rows = db.query("SELECT event_sequence, claimed_by FROM extraction_claims WHERE claimed_until >= ?", (now,))
