@@ -8,22 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
 from hook_support import checkpoints_of, run_hook, stored
 
 PAYLOADS = Path(__file__).parent / "hook_payloads"
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    directory = tmp_path / "work" / "app"
-    directory.mkdir(parents=True)
-    return directory
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Path:
-    return tmp_path / "data" / "memory.sqlite3"
 
 
 def payload(host: str, event: str, project: Path, **fields: Any) -> dict[str, Any]:
