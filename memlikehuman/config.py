@@ -8,6 +8,7 @@ The config file is TOML with the same keys as the environment variables, e.g.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -80,7 +81,16 @@ def default_db_path() -> Path:
 
 
 def default_config_path() -> Path:
-    """The platform's user config file."""
+    """The platform's user config file.
+
+    On Linux computed here as platformdirs does (`$XDG_CONFIG_HOME` when it is an absolute path, else
+    ~/.config): importing platformdirs (it imports tempfile) is a tenth of a hook's start-up, and every
+    hook reads the config file. tests/test_hook_startup.py checks that both agree.
+    """
+    if sys.platform == "linux":
+        xdg = os.environ.get("XDG_CONFIG_HOME", "")
+        base = Path(xdg) if os.path.isabs(xdg) else Path.home() / ".config"
+        return base / "memlikehuman" / "config.toml"
     import platformdirs
 
     return Path(platformdirs.user_config_dir("memlikehuman")) / "config.toml"
