@@ -15,7 +15,7 @@ import platformdirs
 import pytest
 from hook_support import stored
 
-from memlikehuman import claims, config
+from memlikehuman import claims, config, dates
 
 # Imported by none of the hook steps below: each costs milliseconds of every prompt's start-up.
 NEVER = ("mcp", "click", "numpy", "pydantic", "openai", "quicktok", "tiktoken", "tokenizers", "platformdirs")
@@ -65,3 +65,23 @@ def test_a_workers_host_in_its_claims_is_the_socket_host_name() -> None:
     host, pid, token = claims.owner_id().rsplit(":", 2)
     assert host == socket.gethostname()
     assert pid.isdigit() and len(token) == 8
+
+
+def test_text_that_names_no_date_compiles_no_date_pattern() -> None:
+    code = (
+        "from memlikehuman import dates\n"
+        "assert dates.relative_spans('we deploy on the staging box', '2024-05-08T10:00:00Z') == []\n"
+        "assert dates.date_windows('which staging database do we use?') == []\n"
+        "assert dates._compiled.cache_info().currsize == 0, dates._compiled.cache_info()\n"
+        "assert dates.relative_spans('we shipped yesterday', '2024-05-08') == [('2024-05-07', '2024-05-08')]\n"
+        "assert dates._compiled.cache_info().currsize == 1\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize(
+    "text", ["Yesterday we shipped", "yeſterday we shipped", "two WEEKS AGO", "Xmas 2023", "on 12.01.2024"]
+)
+def test_a_date_in_any_case_or_with_a_non_ascii_look_alike_is_still_found(text: str) -> None:
+    found = dates.relative_spans(text, "2024-05-08T10:00:00Z") or dates.date_windows(text)
+    assert found, text
