@@ -206,3 +206,10 @@ def test_an_unknown_record_part_fails_open_with_one_log_line(db: Path, project: 
     ran = run_hook("claude-code", payload("claude-code", "Stop", project), db, project, "--record", "everything")
     assert (ran.returncode, ran.stdout) == (0, "")
     assert ran.stderr.count("\n") == 1 and "names everything" in ran.stderr
+
+
+def test_a_mistyped_record_setting_does_not_stop_the_prompt_hook(db: Path, project: Path) -> None:
+    data = payload("claude-code", "UserPromptSubmit", project, prompt="We deploy on Fridays")
+    ran = run_hook("claude-code", data, db, project, MEMLIKEHUMAN_HOOK_RECORD="assistant,tols")
+    assert (ran.returncode, ran.stderr) == (0, "")
+    assert [e["text"] for e in stored(db)] == ["We deploy on Fridays"]

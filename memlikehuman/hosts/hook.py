@@ -13,6 +13,7 @@ import dataclasses
 import hashlib
 import json
 import sys
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
 
 from . import adapters, markers, state, tools
@@ -74,8 +75,12 @@ def _settings(db: str | None) -> Settings:
 
 
 def _dispatch(hook: adapters.HookInput, settings: Settings, options: Options) -> str | None:
-    parts = tools.parts(options.record if options.record is not None else settings.hook_record)
-    if not hook.step or (hook.step == "tool" and "tools" not in parts):
+    if not hook.step:
+        return None
+    # Read only where it matters: a mistyped setting must not stop the prompt and start hooks.
+    recording = hook.step not in ("start", "prompt")
+    parts = tools.parts(options.record if options.record is not None else settings.hook_record) if recording else ()
+    if hook.step == "tool" and "tools" not in parts:
         return None
     if hook.step == "subagent" and "subagents" not in parts:
         return None
@@ -209,7 +214,7 @@ def _one_line(text: str) -> str:
     return flat if len(flat) <= ITEM_CHARS else flat[: ITEM_CHARS - 1] + "…"
 
 
-def _reply(engine: Engine, scope: Scope, hook: adapters.HookInput, parts: frozenset[str]) -> None:
+def _reply(engine: Engine, scope: Scope, hook: adapters.HookInput, parts: Collection[str]) -> None:
     from . import transcript as transcripts
 
     lines = transcripts.lines(hook.transcript_path) if hook.transcript_path else []
