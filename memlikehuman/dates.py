@@ -12,7 +12,7 @@ Forms understood (English and numeric):
 A span without a year (`yearless`) matches the month-day part of a timestamp in any year.
 
 The patterns are compiled on first use (31 of them took ~8 ms at import, a cost every hook run paid),
-and an ASCII text that contains none of the words (or digits) a group of patterns needs is not
+and an ASCII text that contains none of the words (or years) a group of patterns needs is not
 scanned at all: most prompts and replies name no date. Non-ASCII text is always scanned, since
 case-insensitive matching lets some non-ASCII letters match ASCII ones (K, ſ, ı).
 """
@@ -65,7 +65,8 @@ _PATTERN_SOURCES = (
     ("dm", rf"\b{_DAY}\s+(?:of\s+)?{_MONTH}(?!\w)(?!,?\s*(?:19|20)\d\d)", re.I),
     ("m", rf"\b{_LEAD}\s+{_MONTH}(?!\w)(?!,?\s*(?:19|20)\d\d)", re.I),
 )
-_MONTH_WORDS = tuple(MONTHS)  # every pattern above needs one of these or a digit
+# Every pattern above needs a month name or a year (19xx, 20xx).
+_EXPLICIT_WORDS = (*MONTHS, "19", "20")
 
 
 @functools.cache
@@ -75,12 +76,12 @@ def _compiled(group: str) -> tuple[tuple[str, re.Pattern[str]], ...]:
     return tuple((name, re.compile(source, flags)) for name, source, flags in sources)
 
 
-def _may_match(text: str, words: Sequence[str], digits: bool = False) -> bool:
-    """False only when no pattern that needs one of `words` (or a digit) can match the text."""
+def _may_match(text: str, words: Sequence[str]) -> bool:
+    """False only when no pattern that needs one of `words` can match the text."""
     if not text.isascii():
         return True
     lowered = text.lower()
-    return (digits and any(char.isdigit() for char in text)) or any(word in lowered for word in words)
+    return any(word in lowered for word in words)
 
 
 @dataclass(frozen=True)
@@ -130,7 +131,7 @@ def _found(query: str) -> Iterator[tuple[tuple[int, int], DateWindow]]:
             window = _holiday(name, year)
             if window is not None:
                 yield match.span(), window
-    explicit = _compiled("explicit") if _may_match(query, _MONTH_WORDS, digits=True) else ()
+    explicit = _compiled("explicit") if _may_match(query, _EXPLICIT_WORDS) else ()
     for form, pattern in explicit:
         for match in pattern.finditer(query):
             window = _window(form, match.groups())
