@@ -213,3 +213,17 @@ def test_a_mistyped_record_setting_does_not_stop_the_prompt_hook(db: Path, proje
     ran = run_hook("claude-code", data, db, project, MEMLIKEHUMAN_HOOK_RECORD="assistant,tols")
     assert (ran.returncode, ran.stderr) == (0, "")
     assert [e["text"] for e in stored(db)] == ["We deploy on Fridays"]
+
+
+def test_codex_subagent_stop_and_post_tool_use_payloads_are_recorded_when_asked(db: Path, project: Path) -> None:
+    run_hook("codex", payload("codex", "SubagentStop", project), db, project, "--record", "subagents")
+    run_hook("codex", payload("codex", "PostToolUse", project), db, project, "--record", "tools")
+    [subagent, tool] = stored(db)
+    assert (subagent["role"], subagent["source"], subagent["text"]) == (
+        "assistant",
+        "codex/subagent",
+        "The schema lives in db/schema.sql.",
+    )
+    assert tool["event_id"] == "codex:019d036d-c7fa-72d2-b6fd-78878bfe34e4:tool:call_Yt4kQ2mZ"
+    assert tool["text"].startswith('tool call shell (call_Yt4kQ2mZ)\ninput: {"command": ["pytest", "-q"]}\n')
+    assert tool["text"].endswith("\nresult: 4 passed in 0.31s")
