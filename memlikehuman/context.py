@@ -286,10 +286,15 @@ def resume(
     token_budget: int = DEFAULT_BUDGET,
     target_model: str | None = None,
     session_id: str | None = None,
+    counter: tokens.TokenCounter | None = None,
 ) -> ResumeResult:
-    """Build the budgeted resume context. Raises InvalidArgument for bad inputs; reads only."""
+    """Build the budgeted resume context. Raises InvalidArgument for bad inputs; reads only.
+
+    ``counter`` replaces the one ``target_model`` names (the hooks, whose limit is in characters,
+    count UTF-8 bytes: no tokenizer is loaded on their path).
+    """
     scope = _validated(scope, query, token_budget, session_id)
-    counter = tokens.counter_for(target_model, engine.settings.tokenizer_json)
+    counter = counter or tokens.counter_for(target_model, engine.settings.tokenizer_json)
     db = engine.db
     with db.read():
         persona = personas.current(db, scope.persona_id)

@@ -9,11 +9,9 @@ import logging
 import threading
 from collections.abc import Sequence
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import claims, clock, events, extract, fulltext, memories, validate
-from . import correct as correcting
-from . import forget as forgetting
 from . import indexer as indexing
 from .config import Settings
 from .db import Database
@@ -24,6 +22,10 @@ from .providers.embedders import build_embedder
 from .records import ReadResult, RecordResult, Scope
 from .vectors import VectorCache
 from .worker import Worker
+
+if TYPE_CHECKING:  # imported where used: `memlikehuman hook` starts a process per prompt and needs neither
+    from . import correct as correcting
+    from . import forget as forgetting
 
 log = logging.getLogger("memlikehuman")
 
@@ -210,6 +212,8 @@ class Engine:
 
         Raises what correct.correct raises; nothing is changed then.
         """
+        from . import correct as correcting
+
         result = correcting.correct(self.db, scope, memory_id, content, reason, valid_at)
         self.indexer.notify()
         return result
@@ -222,6 +226,8 @@ class Engine:
         With ``expected`` (a preview shown to a person) nothing is deleted unless the same events
         and memories would go. Raises what forget.forget raises; nothing is changed then.
         """
+        from . import forget as forgetting
+
         result = forgetting.forget(self.db, scope, record_id, expected=expected)
         # Vectors held in memory go as well; the next events of the session get new ones.
         self.vectors.discard("event", scope, result.event_sequences + result.reembed_sequences)

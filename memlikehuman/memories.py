@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import uuid
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,6 +30,8 @@ FROM memories m JOIN events e ON e.sequence = m.event_sequence
 
 def new_memory_id() -> str:
     """A server-made memory ID; the prefix is refused as an event ID."""
+    import uuid  # here, not at the top: it imports `platform`, a cost on the hook path
+
     return MEMORY_PREFIX + uuid.uuid4().hex
 
 
