@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from . import clock, events, memories
+from . import clock, events, extract_schema, memories
 from .db import Database
 from .errors import Transient, Unavailable
 from .providers.base import Extractor
@@ -40,33 +40,6 @@ RELEVANT_MEMORIES = 20
 SHOWN_MEMORY_CHARS = 600
 MAX_SUBJECT_CHARS = 200
 RETRY_HINT = "the raw text is stored and searchable; record the same event again or run `memlikehuman retry`"
-
-_NULLABLE_STRING = {"type": ["string", "null"]}
-SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["memories"],
-    "properties": {
-        "memories": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "additionalProperties": False,
-                "required": ["content", "quote", "kind", "basis", "subject", "supersedes", "valid_from", "gist"],
-                "properties": {
-                    "content": {"type": "string"},
-                    "quote": {"type": "string"},
-                    "kind": {"type": "string", "enum": list(MEMORY_KINDS)},
-                    "basis": {"type": "string", "enum": list(BASES)},
-                    "subject": _NULLABLE_STRING,
-                    "supersedes": {"type": ["integer", "null"]},
-                    "valid_from": _NULLABLE_STRING,
-                    "gist": _NULLABLE_STRING,
-                },
-            },
-        }
-    },
-}
 
 SYSTEM = """\
 You extract long-term memories from one recorded event for a personal memory archive.
@@ -161,7 +134,7 @@ def run(db: Database, extractor: Extractor | None, sequence: int) -> Outcome:
         return _leave(db, event, "pending", events.PENDING_UNCONFIGURED)
     prompt = build_prompt(db, event)
     try:
-        answer = extractor.complete(prompt.system, prompt.user, SCHEMA)
+        answer = extractor.complete(prompt.system, prompt.user, extract_schema.for_event(event.text))
     except Unavailable as exc:
         left = _leave(db, event, "pending", f"{exc.message}; {RETRY_HINT}")
         return dataclasses.replace(left, transient=isinstance(exc, Transient))
@@ -450,6 +423,11 @@ def _target(value: Any, event: Event, aliases: dict[int, Memory], notes: list[st
         return None
     if memory.category != event.category:
         notes.append(f"a {event.category} event cannot supersede memory #{value} of category {memory.category}")
+        return None
+    if memory.kind == "event":
+        # Something that happened stays true; small models name an alias here for unrelated items, and
+        # a closed event memory would hide its event from recall (issue 15).
+        notes.append(f"memory #{value} is an event (something that happened), which no later memory ends; ignored")
         return None
     return memory
 

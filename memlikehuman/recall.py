@@ -148,6 +148,9 @@ class _Recall:
         self.as_of_given = False
         # Phrasings of one need find mostly the same events: their neighbours are looked up once.
         self.links: dict[int, tuple[int | None, int | None]] = {}
+        # Events raw fallback left out because their memories cover what matched:
+        # sequence -> (score, whether the event's own text holds a query word).
+        self.covered: dict[int, tuple[float, bool]] = {}
 
     def run(self) -> RecallResult:
         mode = self._prepare_dense()
@@ -160,8 +163,8 @@ class _Recall:
             coverage = self._coverage()
             memory_scores = self._rank("memory")
             event_scores = self._rank("event")
-            memory_hits = self._memory_hits(memory_scores)
             raw_hits = self._raw_hits(event_scores)
+            memory_hits = self._memory_hits(self._covered_rank(memory_scores))
         self._coverage_warnings(coverage, mode)
         if any(hit.detail == "overview" for hit in memory_hits):
             self.warnings.append(
@@ -381,6 +384,7 @@ class _Recall:
                 if sequence in quotes:
                     found = gaps.uncovered_text(text, quotes[sequence], self.words) if self.words else None
                     if found is None:
+                        self.covered[sequence] = (scores[sequence], gaps.matches(text, self.words))
                         continue  # what matched is covered by the event's memories
                     text, whole = found, False
                 shown, truncated = excerpt(text, self.words)
@@ -388,6 +392,37 @@ class _Recall:
                 if len(hits) == self.limit:
                     return hits
         return hits
+
+    def _covered_rank(self, scores: dict[int, float]) -> dict[int, float]:
+        """Memory scores where each event raw fallback left out as covered passes its score to its best memory.
+
+        Events and memories are scored on their own scales, so without this a covered event's memory
+        could rank far below the raw event it replaces (issue 15: memories + raw scored lower than raw).
+        The best memory is the best-scoring current one; one that matched no query word stands in for
+        its event only when the event's own text holds a query word (not when only context ranked it).
+        """
+        if not self.covered:
+            return scores
+        marks = ",".join("?" * len(self.covered))
+        rows = self.db.query(
+            f"SELECT id, event_sequence FROM memories WHERE event_sequence IN ({marks})", tuple(self.covered)
+        )
+        ids = [row["id"] for row in rows]
+        # Current ones only: with include_history, a superseded version keeps its own (lower) rank.
+        eligible = search.eligible_memories(self.db, ids, self.filters) - search.closed_by_as_of(
+            self.db, ids, self.filters.as_of
+        )
+        best: dict[int, int] = {}
+        for row in rows:
+            rowid, sequence = row["id"], row["event_sequence"]
+            if rowid not in eligible or (rowid not in scores and not self.covered[sequence][1]):
+                continue
+            if sequence not in best or scores.get(rowid, 0.0) > scores.get(best[sequence], 0.0):
+                best[sequence] = rowid
+        ranked = dict(scores)
+        for sequence, rowid in best.items():
+            ranked[rowid] = max(ranked.get(rowid, 0.0), self.covered[sequence][0])
+        return ranked
 
     # -- coverage ----------------------------------------------------------------------------------
 
