@@ -13,14 +13,27 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import tempfile
+from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
-from bench.conversation_recall import DATA, Scores, ask, ingest, load
+from bench.conversation_recall import DATA, Conversation, Scores, ask, ingest, load
 from memlikehuman import config
 from memlikehuman.engine import Engine
+from memlikehuman.retrieval import aliases
 from memlikehuman.retrieval.recall import DEFAULT_TUNING
+
+
+def alias_phrasings(conv: Conversation) -> Callable[[str], list[str]]:
+    """Phrasings with the names the speakers use for each other, learned from the conversation's turns."""
+    seen: Counter[tuple[str, str]] = Counter()
+    for session in sorted({t.session for t in conv.turns}):
+        seen.update(aliases.observations((t.speaker, t.text) for t in conv.turns if t.session == session))
+    speakers = sorted({t.speaker for t in conv.turns})
+    learned = aliases.learn(seen, speakers)
+    return lambda question: aliases.phrasings(question, learned, speakers)
 
 
 def main() -> None:
@@ -44,6 +57,10 @@ def main() -> None:
             for conv in conversations:
                 tuning = dataclasses.replace(DEFAULT_TUNING, relative_dates=False)
                 ask(engine, conv, "fast", rows["relative dates not used"], tuning)
+            rows["speaker-alias phrasings (memlikehuman.aliases)"] = Scores()
+            for conv in conversations:
+                ask(engine, conv, "fast", rows["speaker-alias phrasings (memlikehuman.aliases)"], DEFAULT_TUNING,
+                    alias_phrasings(conv))  # fmt: skip
             for fusion in ("rrf", "max"):
                 name = f"rule alternatives, {fusion} fusion"
                 rows[name] = Scores()

@@ -8,7 +8,7 @@ in `fast` and `semantic` mode. Then the local model (scripts/install-local-llm; 
 memories + raw events. Reported: the share of answers that were valid JSON of the right shape, the
 share of returned items rejected and why, memories per turn, model seconds per turn.
 
-    python -m bench.extraction [--turns 150] [--conversation 0]
+    python -m bench.extraction [--turns 150] [--conversation 0] [--batch 4] [--minutes 20]
 
 Writes the "extraction" section of docs/benchmarks.md. The data (CC BY-NC 4.0) is read from
 ../shared/data/locomo10.json and never copied into the repo.
@@ -99,7 +99,8 @@ class Rejections(logging.Handler):
 class Tally:
     """What the extraction answers were like."""
 
-    def __init__(self) -> None:
+    def __init__(self, deadline: float = float("inf")) -> None:
+        self.deadline = deadline  # perf_counter time after which no further turn is extracted
         self.states: Counter[str] = Counter()
         self.rejected: Counter[str] = Counter()
         self.stored = 0
@@ -122,7 +123,7 @@ class Tally:
                 self.repeats += int(match.group(1))
         done = sum(self.states.values())
         print(f"\rextracting: {done} turns, {self.stored} memories", end="", file=sys.stderr, flush=True)
-        return True
+        return now < self.deadline
 
     @property
     def returned(self) -> int:
@@ -137,10 +138,10 @@ class Run:
     seconds: float
 
 
-def extract_all(db: Path, conv: Conversation, model: LocalModel, timeout: float, batch: int) -> Run:
-    """Extract every pending turn of the archive with the worker (in this thread); count model calls."""
-    env = {**BASE, **model.env(timeout=timeout), "MEMLIKEHUMAN_EXTRACTION_BATCH": str(batch)}
-    tally = Tally()
+def extract_all(db: Path, conv: Conversation, model: LocalModel, args: argparse.Namespace, batch: int) -> Run:
+    """Extract the pending turns of the archive with the worker (in this thread), within args.minutes."""
+    env = {**BASE, **model.env(timeout=args.timeout), "MEMLIKEHUMAN_EXTRACTION_BATCH": str(batch)}
+    tally = Tally(time.perf_counter() + args.minutes * 60)
     calls_before = model_calls(model)
     logger = logging.getLogger("memlikehuman.extract")
     logger.setLevel(logging.DEBUG)
@@ -173,9 +174,9 @@ def run(args: argparse.Namespace) -> str:
         raw = {mode: evidence(engine, conv, mode) for mode in MODES}
     shutil.copyfile(single, batched)  # the same pending turns and vectors (closed: no WAL left)
     with LocalModel(log_path=workdir / "llm.log") as model:
-        runs = [extract_all(single, conv, model, args.timeout, 1)]
+        runs = [extract_all(single, conv, model, args, 1)]
         if args.batch > 1:
-            runs.append(extract_all(batched, conv, model, args.timeout, args.batch))
+            runs.append(extract_all(batched, conv, model, args, args.batch))
     recalls = {"raw events only": raw}
     for item, path in zip(runs, (single, batched), strict=False):
         with Engine(config.load(path, env={**BASE, "MEMLIKEHUMAN_EXTRACTOR": "none"})) as engine:
@@ -228,6 +229,7 @@ def render(conv: Conversation, runs: list[Run], recalls: dict[str, dict[str, Sco
         for name, scores in recalls.items():
             recall_rows.append([mode, name] + [float(np.mean(scores[mode].recall[k])) for k in (1, 5, 10)])
     sessions = sorted({t.session for t in conv.turns})
+    extracted = ", ".join(f"{sum(item.tally.states.values())} (batch {item.batch})" for item in runs)
     minutes = sum(item.seconds for item in runs) / 60
     notes = (
         f"LoCoMo conversation {conv.sample_id}: its first {len(conv.turns)} turns (sessions"
@@ -236,8 +238,10 @@ def render(conv: Conversation, runs: list[Run], recalls: dict[str, dict[str, Sco
         "model: Qwen2.5-Coder-1.5B-Instruct Q4_K_M, llama-cpp-python 0.3.36 server, 2 threads, context 4,096,"
         " JSON mode with the schema as a grammar (the server refuses json_schema); first table: one event per call",
         f"model time: {minutes:.1f} min in all; calls counted in the server's access log (answers with 200)",
+        f"turns extracted of {len(conv.turns)}: {extracted} (extraction stops after --minutes; the rest stays raw)",
         "memories + raw: a memory counts for the turn it was extracted from; memories and raw hits"
-        " are merged by score; events whose memories cover them leave raw_fallback",
+        " are merged by score; an event leaves raw_fallback where its memories cover what matched, and its"
+        " best current memory then takes the event's score (recall.py `_covered_rank`)",
     )
     return (
         report.table(["extraction answers", "count", "share"], quality)
@@ -258,6 +262,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--turns", type=int, default=150, help="how many of its first turns")
     parser.add_argument("--timeout", type=float, default=180.0, help="MEMLIKEHUMAN_TIMEOUT for the model")
     parser.add_argument("--batch", type=int, default=4, help="also extract in batches of up to N (1: skip)")
+    parser.add_argument("--minutes", type=float, default=20.0, help="stop extracting (each phase) after this long")
     parser.add_argument("--no-doc", action="store_true", help="print only; do not update docs/benchmarks.md")
     args = parser.parse_args(argv)
     if not installed():
@@ -270,7 +275,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(body)
     if not args.no_doc:
         command = f"python -m bench.extraction --turns {args.turns} --conversation {args.conversation}"
-        command += f" --batch {args.batch}"
+        command += f" --batch {args.batch} --minutes {args.minutes:g}"
         report.write_section("extraction", "Extraction with a real small model (issue 15)", command, body)
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import logging
 import random
 import sys
 import tempfile
@@ -100,6 +101,33 @@ def decorate(engine: Engine, targets: list[int]) -> None:
             correct.correct(engine.db, SCOPE, memory_id, f"User's code word is {marker(i)} (corrected)", "typo")
 
 
+def worker_states(engine: Engine, count: int, rng: random.Random) -> None:
+    """Rewrite the state of a third of the events the way the extraction worker does (a failure with
+    its error, then half of them complete), in many small transactions: rows grow and shrink, so
+    SQLite moves cells between pages, as in a real archive."""
+    error = "timeout: the extraction model did not answer within 30 s; retried"
+    picked = rng.sample(range(1, count + 1), count // 3)
+    for start in range(0, len(picked), 50):
+        with engine.db.write() as conn:
+            for sequence in picked[start : start + 50]:
+                done = rng.random() < 0.5
+                conn.execute(
+                    "UPDATE events SET extraction_state = ?, extraction_error = ? WHERE sequence = ?",
+                    ("complete" if done else "failed", None if done else error, sequence),
+                )
+
+
+class _Rebuilds(logging.Handler):
+    """Counts the forgets that found stale copies and rebuilt the archive (forget's log line)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.count = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.count += "rebuilding" in record.getMessage()
+
+
 def plain_delete(engine: Engine, event_id: str) -> None:
     """Baseline: delete the event, its memories and their full-text rows; nothing more."""
     with engine.db.write() as conn:
@@ -123,7 +151,6 @@ def residue(path: Path, ids: list[int]) -> int:
     return sum(tell(i) in data for i in ids)
 
 
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--events", type=int, default=100_000)
@@ -137,6 +164,7 @@ def main() -> None:
         with Engine(config.load(path, env=ENV)) as engine:
             build(engine, args.events, set(picked), rng)
             decorate(engine, picked)
+            worker_states(engine, args.events, rng)
             forget.scrub(engine.db)
             size_mb = path.stat().st_size / 1e6
             record_ms = [
@@ -145,6 +173,9 @@ def main() -> None:
             ]
             base_ms = [timed(lambda i=i: plain_delete(engine, f"evt-{i}")) for i in base]
             base_left = residue(path, base)
+            rebuilds = _Rebuilds()
+            logging.getLogger("memlikehuman").addHandler(rebuilds)
+            logging.getLogger("memlikehuman").setLevel(logging.INFO)
             forget_ms = [timed(lambda i=i: forget.forget(engine.db, SCOPE, f"evt-{i}")) for i in ours]
             ours_left = residue(path, ours)
             scrub_ms = [timed(lambda: forget.scrub(engine.db)) for _ in range(5)]
@@ -157,7 +188,11 @@ def main() -> None:
     body = table(["operation", "p50 ms", "p95 ms", "markers still in the files"], rows)
     body += (
         f"\n\nArchive: {args.events:,} events of 8-60 words in sessions of 50, a memory for every fifth event,"
-        f" {size_mb:.0f} MB before the runs, no vectors (no embedder). {args.samples} targets per method, each"
+        f" {size_mb:.0f} MB before the runs, no vectors (no embedder); the state of a third of the events"
+        " rewritten as the extraction worker does (rows grow and shrink, so SQLite moves cells between pages)."
+        f" {rebuilds.count} of {args.samples} forgets found a stale copy of their text in a live page's"
+        " unused space and rebuilt the archive (VACUUM)."
+        f" {args.samples} targets per method, each"
         " with two memories, every fourth also with a correction; each target's text holds a unique marker"
         " word. 'Markers still in the files' is a byte scan of the database file, -wal and -shm after that"
         " method's deletions (the baseline's markers survive in the WAL, which only forget truncates;"

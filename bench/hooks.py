@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
+import resource
 import subprocess
 import sys
 import tempfile
@@ -43,23 +45,56 @@ def build(db: Path, count: int) -> None:
             record(engine, SCOPE, "claude-code", f"session-{i // 40}", role, f"{sentence(rng)} ({i})")
 
 
-def timed(
-    argv: list[str], payload: Callable[[int], dict[str, object] | None], runs: int, env: dict[str, str]
-) -> list[float]:
-    times = []
-    for run in range(runs):
-        data = payload(run)
-        stdin = json.dumps(data).encode() if data is not None else b""
-        started = time.perf_counter()
-        subprocess.run(argv, input=stdin, env=env, capture_output=True, check=True)
-        times.append((time.perf_counter() - started) * 1000)
-    return times
+def timed(argv: list[str], stdin: bytes, env: dict[str, str]) -> tuple[float, float]:
+    """One run: wall milliseconds, and the child's CPU milliseconds (user + system)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    subprocess.run(argv, input=stdin, env=env, capture_output=True, check=True)
+    wall = (time.perf_counter() - started) * 1000
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000
+    return wall, cpu
+
+
+Payload = Callable[[int], dict[str, object] | None]
+Case = tuple[str, list[str], Payload, dict[str, str]]  # label, argv, stdin JSON per run, extra environment
+
+
+def measure(cases: list[Case], runs: int, env: dict[str, str]) -> dict[str, tuple[list[float], list[float]]]:
+    """Every case run `runs` times, round-robin (a load spike on a shared machine hits all cases alike)."""
+    found: dict[str, tuple[list[float], list[float]]] = {label: ([], []) for label, _, _, _ in cases}
+    for run in range(-3, runs):  # three warm-up rounds: the page cache and .pyc files
+        for label, argv, payload, extra in cases:
+            data = payload(run)
+            wall, cpu = timed(argv, json.dumps(data).encode() if data is not None else b"", {**env, **extra})
+            if run >= 0:
+                found[label][0].append(wall)
+                found[label][1].append(cpu)
+    return found
+
+
+def baseline_cases(rev: str, tmp: Path, args: list[str], start: Payload, prompt: Payload) -> list[Case]:
+    """The same two hooks run from the code of `rev` (git archive into a scratch folder, same interpreter)."""
+    commit = subprocess.run(["git", "rev-parse", "--short", rev], capture_output=True, text=True, check=True)
+    code = tmp / "baseline"
+    code.mkdir()
+    tar = subprocess.run(["git", "archive", rev, "memlikehuman"], capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(code)], input=tar, check=True)
+    # -P: no script folder on sys.path, so PYTHONPATH's copy wins over the installed (editable) package
+    argv = [sys.executable, "-P", "-c", "import sys; from memlikehuman.hosts.entry import main; main()", *args]
+    env = {"PYTHONPATH": str(code)}
+    name = commit.stdout.strip()
+    return [
+        (f"SessionStart at {name} (before)", argv, start, env),
+        (f"UserPromptSubmit at {name} (before)", argv, prompt, env),
+    ]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=2000)
     parser.add_argument("--runs", type=int, default=40)
+    parser.add_argument("--baseline", default=None, help="also time the hooks of this git revision (e.g. main)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "memory.sqlite3"
@@ -67,8 +102,15 @@ def main() -> None:
         env = {**ENV, "MEMLIKEHUMAN_DB": str(db), "PATH": "/usr/bin:/bin"}
         base = {"session_id": "bench", "transcript_path": "", "cwd": tmp, "permission_mode": "default"}
         hook = [str(SCRIPT), "hook", "claude-code", "--project", SCOPE.project_id]
-        cases: list[tuple[str, list[str], Callable[[int], dict[str, object] | None]]] = [
-            ("floor: python -c pass", [sys.executable, "-c", "pass"], lambda _: None),
+
+        def start(_: int) -> dict[str, object]:
+            return {**base, "hook_event_name": "SessionStart", "source": "startup"}
+
+        def prompt(n: int) -> dict[str, object]:
+            return {**base, "hook_event_name": "UserPromptSubmit", "prompt": f"when is the staging deploy {n}?"}
+
+        cases: list[Case] = [
+            ("floor: python -c pass", [sys.executable, "-c", "pass"], lambda _: None, {}),
             (
                 "import only: the core modules the prompt hook loads",
                 [
@@ -77,40 +119,41 @@ def main() -> None:
                     "import memlikehuman.hosts.hook, memlikehuman.engine, memlikehuman.retrieval.recall",
                 ],
                 lambda _: None,
+                {},
             ),
-            (
-                "SessionStart (resume context)",
-                hook,
-                lambda _: {**base, "hook_event_name": "SessionStart", "source": "startup"},
-            ),
-            (
-                "UserPromptSubmit (record + fast recall)",
-                hook,
-                lambda n: {**base, "hook_event_name": "UserPromptSubmit", "prompt": f"when is the staging deploy {n}?"},
-            ),
+            ("SessionStart (resume context)", hook, start, {}),
+            ("UserPromptSubmit (record + fast recall)", hook, prompt, {}),
             (
                 "UserPromptSubmit via the click group (python -m memlikehuman)",
                 [sys.executable, "-m", "memlikehuman", *hook[1:]],
                 lambda n: {**base, "hook_event_name": "UserPromptSubmit", "prompt": f"and the release budget {n}?"},
+                {},
             ),
         ]
-        rows = []
-        for label, argv, payload in cases:
-            timed(argv, payload, 3, env)  # warm the page cache and .pyc files
-            times = timed(argv, payload, args.runs, env)
-            rows.append((label, f"{percentile(times, 50):.0f}", f"{percentile(times, 95):.0f}"))
-            print(f"{label}: p50 {percentile(times, 50):.0f} ms, p95 {percentile(times, 95):.0f} ms", flush=True)
-    body = table(["process (new for every run)", "p50 ms", "p95 ms"], rows)
+        if args.baseline:
+            cases += baseline_cases(args.baseline, Path(tmp), hook[1:], start, prompt)
+        found = measure(cases, args.runs, env)
+    floor = percentile(found[cases[0][0]][0], 50)
+    rows = []
+    for label, (walls, cpus) in found.items():
+        p50, p95, cpu = percentile(walls, 50), percentile(walls, 95), percentile(cpus, 50)
+        rows.append((label, f"{p50:.0f}", f"{p95:.0f}", f"{p50 - floor:+.0f}", f"{cpu:.0f}"))
+        print(f"{label}: p50 {p50:.0f} ms, p95 {p95:.0f} ms, CPU p50 {cpu:.0f} ms", flush=True)
+    headers = ["process (new for every run)", "p50 ms", "p95 ms", "p50 above the floor", "CPU p50 ms"]
+    body = table(headers, rows)
     body += (
-        f"\n\n{args.runs} runs each after 3 warm-up runs; archive of {args.events:,} events in the hooks' scope;"
-        " target: SessionStart and UserPromptSubmit p50 <= 150 ms. The installed hook command is the console"
-        " script, which skips the click group (hosts/entry.py); the last row is the same hook through it. The"
-        " second row is the import cost of the core alone: most of a hook's time is process start plus imports."
+        f"\n\n{args.runs} runs of each, round-robin, after 3 warm-up rounds; archive of {args.events:,} events in"
+        " the hooks' scope; target: SessionStart and UserPromptSubmit p50 <= 150 ms. CPU is the child's user +"
+        " system time, which a busy machine inflates less than wall time. The installed hook command is the"
+        " console script, which skips the click group (hosts/entry.py); the last row is the same hook through"
+        " it. The second row is the import cost of the core alone: most of a hook's time is process start plus"
+        f" imports. Load average at the end of the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores."
     )
     write_section(
         "hooks",
         "memlikehuman hook latency (process start included)",
-        f"python -m bench.hooks --events {args.events} --runs {args.runs}",
+        f"python -m bench.hooks --events {args.events} --runs {args.runs}"
+        + (f" --baseline {args.baseline}" if args.baseline else ""),
         body,
     )
 

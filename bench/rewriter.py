@@ -3,21 +3,22 @@
 The model is the one of ../shared/guides/local-llm.md (Qwen2.5-Coder-1.5B-Instruct Q4_K_M behind
 llama-cpp-python's OpenAI-compatible server), installed outside the repository by
 scripts/install-local-llm (branch issue-15) into $MEMLIKEHUMAN_LLM_HOME or ~/.cache/memlikehuman/local-llm.
-This module starts that server on 127.0.0.1 for the length of a `with` block. Answers are cached in
-a JSON file keyed by the question, so a rerun asks the model only about new questions.
+The server is started on 127.0.0.1 by bench/local_llm.py (the launcher the extraction bench and the
+real-model test use too) at the first question not in the cache, and stopped at the end of the
+`with` block. Answers are cached in a JSON file keyed by the question, so a rerun asks the model
+only about new questions.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import socket
-import subprocess
-import time
-import urllib.error
 import urllib.request
 from pathlib import Path
 from types import TracebackType
+
+from bench.local_llm import MODEL_ALIAS, LocalModel, installed
+
+__all__ = ["Rewriter", "installed"]
 
 SYSTEM = (
     "You help a search engine find old chat messages. Given a question about a past conversation, write up"
@@ -28,17 +29,6 @@ SYSTEM = (
 )
 
 
-def home() -> Path:
-    explicit = os.environ.get("MEMLIKEHUMAN_LLM_HOME")
-    if explicit:
-        return Path(explicit)
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "memlikehuman" / "local-llm"
-
-
-def installed() -> bool:
-    return (home() / "venv" / "bin" / "python").exists() and (home() / "model.gguf").exists()
-
-
 class Rewriter:
     """``with Rewriter(cache) as rewrite: rewrite(question)`` -> up to 4 phrasings (cached)."""
 
@@ -46,45 +36,16 @@ class Rewriter:
         self.cache_path = cache
         self.cache: dict[str, list[str]] = json.loads(cache.read_text("utf-8")) if cache.exists() else {}
         self.timeout = timeout
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.base_url = ""
+        self.model: LocalModel | None = None  # started on the first question not in the cache
         self.asked = 0
 
     def __enter__(self) -> Rewriter:
         return self
 
-    def _start(self) -> None:
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = int(sock.getsockname()[1])
-        self.base_url = f"http://127.0.0.1:{port}/v1"
-        args = [
-            str(home() / "venv" / "bin" / "python"),
-            "-m",
-            "llama_cpp.server",
-            "--model",
-            str(home() / "model.gguf"),
-        ]
-        args += ["--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048", "--n_threads", "2"]
-        args += ["--n_threads_batch", "2", "--model_alias", "local"]
-        self.proc = subprocess.Popen(
-            args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL
-        )
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"the local model server exited with {self.proc.returncode}")
-            try:
-                with urllib.request.urlopen(f"{self.base_url}/models", timeout=2):
-                    return
-            except (urllib.error.URLError, OSError):
-                time.sleep(0.5)
-        raise RuntimeError("the local model server did not answer within 180 s")
-
     def __call__(self, question: str) -> list[str]:
         if question not in self.cache:
-            if self.proc is None:
-                self._start()
+            if self.model is None:
+                self.model = LocalModel(n_ctx=2048).__enter__()
             self.cache[question] = self._ask(question)
             self.asked += 1
             if self.asked % 10 == 0:
@@ -92,15 +53,16 @@ class Rewriter:
         return self.cache[question]
 
     def _ask(self, question: str) -> list[str]:
+        assert self.model is not None
         body = {
-            "model": "local",
+            "model": MODEL_ALIAS,
             "messages": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": question}],
             "temperature": 0,
             "max_tokens": 160,
             "response_format": {"type": "json_object"},
         }
         request = urllib.request.Request(
-            f"{self.base_url}/chat/completions", json.dumps(body).encode(), {"Content-Type": "application/json"}
+            f"{self.model.base_url}/chat/completions", json.dumps(body).encode(), {"Content-Type": "application/json"}
         )
         with urllib.request.urlopen(request, timeout=self.timeout) as answer:
             content = json.loads(answer.read())["choices"][0]["message"]["content"]
@@ -115,10 +77,6 @@ class Rewriter:
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         self.save()
-        if self.proc is not None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        if self.model is not None:
+            self.model.__exit__(kind, exc, tb)
+            self.model = None

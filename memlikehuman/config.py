@@ -8,12 +8,10 @@ The config file is TOML with the same keys as the environment variables, e.g.
 from __future__ import annotations
 
 import os
-import tomllib
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-
-import platformdirs
 
 from .errors import InvalidArgument
 
@@ -35,6 +33,7 @@ KEYS = (
     "MEMLIKEHUMAN_TOKENIZER_JSON",
     "MEMLIKEHUMAN_PERSONA",
     "MEMLIKEHUMAN_PROJECT",
+    "MEMLIKEHUMAN_HOOK_RECORD",
 )
 
 
@@ -65,6 +64,9 @@ class Settings:
     # the scope a tool call or hook uses when it names none (`install` writes these; docs/hosts.md)
     persona_id: str = "default"
     project_id: str = "default"
+    # what the hooks record at turn end besides prompts: a comma-separated list of assistant, tools,
+    # subagents (None: assistant only); parsed by hosts/tools.py
+    hook_record: str | None = None
 
     def with_db(self, path: Path | str) -> Settings:
         """A copy with another archive path."""
@@ -73,13 +75,33 @@ class Settings:
 
 def default_db_path() -> Path:
     """The platform's user data directory for the archive."""
+    import platformdirs  # imported where used: the hook path (a process per prompt) stays short
+
     return Path(platformdirs.user_data_dir("memlikehuman", appauthor=False)) / "memory.sqlite3"
 
 
+def default_config_path() -> Path:
+    """The platform's user config file.
+
+    On Linux computed here as platformdirs does (`$XDG_CONFIG_HOME` when it is an absolute path, else
+    ~/.config): importing platformdirs (it imports tempfile) is a tenth of a hook's start-up, and every
+    hook reads the config file. tests/test_hook_startup.py checks that both agree.
+    """
+    if sys.platform == "linux":
+        xdg = os.environ.get("XDG_CONFIG_HOME", "")
+        base = Path(xdg) if os.path.isabs(xdg) else Path.home() / ".config"
+        return base / "memlikehuman" / "config.toml"
+    import platformdirs
+
+    return Path(platformdirs.user_config_dir("memlikehuman")) / "config.toml"
+
+
 def _config_file(env: Mapping[str, str]) -> dict[str, str]:
-    path = Path(env.get("MEMLIKEHUMAN_CONFIG") or Path(platformdirs.user_config_dir("memlikehuman")) / "config.toml")
+    path = Path(env.get("MEMLIKEHUMAN_CONFIG") or default_config_path())
     if not path.is_file():
         return {}
+    import tomllib  # only when there is a file to read
+
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as exc:
@@ -130,6 +152,7 @@ def load(db: str | Path | None = None, env: Mapping[str, str] | None = None) -> 
         tokenizer_json=Path(tokenizer).expanduser() if tokenizer else None,
         persona_id=values.get("MEMLIKEHUMAN_PERSONA") or "default",
         project_id=_project(values.get("MEMLIKEHUMAN_PROJECT")),
+        hook_record=values.get("MEMLIKEHUMAN_HOOK_RECORD"),
     )
 
 

@@ -37,7 +37,7 @@ from .records import CorrectionResult, ForgetResult, Preview, ReadResult, Recall
 
 if TYPE_CHECKING:
     from .archive.checkpoints import Checkpoint
-    from .retrieval.recall import Upkeep
+    from .retrieval.sources import Upkeep
     from .sessions.context import ResumeResult
 
 # The facade's surface (pinned by tests/test_surface.py): the Engine, the functions that need no open
@@ -324,8 +324,14 @@ class Engine(Operations):
         token_budget: int = 4096,
         target_model: str | None = None,
         session_id: str | None = None,
+        count_bytes: bool = False,
     ) -> ResumeResult:
-        """session_resume: the budgeted context string (context.resume)."""
+        """session_resume: the budgeted context string (context.resume).
+
+        With ``count_bytes`` the budget counts UTF-8 bytes, not tokens, and no tokenizer is loaded
+        (a host hook, whose limit is in characters).
+        """
+        from .sessions import tokens
         from .sessions.context import resume
 
         return resume(
@@ -336,6 +342,7 @@ class Engine(Operations):
             target_model=target_model,
             session_id=session_id,
             upkeep=self._upkeep,
+            counter=tokens.BYTES if count_bytes else None,
         )
 
     def forget_preview(self, scope: Scope, record_id: str) -> Preview:

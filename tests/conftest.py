@@ -48,6 +48,20 @@ def db_path(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """The project directory a host runs its hooks in (tests/test_hook*.py)."""
+    directory = tmp_path / "work" / "app"
+    directory.mkdir(parents=True)
+    return directory
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    """The archive a hook is pointed at (not created until a hook writes)."""
+    return tmp_path / "data" / "memory.sqlite3"
+
+
+@pytest.fixture
 def settings(db_path: Path) -> config.Settings:
     return make_settings(db_path)
 

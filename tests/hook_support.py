@@ -52,10 +52,8 @@ def stored(db: Path) -> list[dict[str, Any]]:
     """Every event row of the archive, oldest first (read straight from the file)."""
     conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
     try:
-        cursor = conn.execute(
-            "SELECT event_id, persona_id, project_id, session_id, role, source, text FROM events ORDER BY sequence"
-        )
-        names = [d[0] for d in cursor.getdescription()]
+        names = ["event_id", "persona_id", "project_id", "session_id", "role", "source", "text"]
+        cursor = conn.execute(f"SELECT {', '.join(names)} FROM events ORDER BY sequence")
         return [dict(zip(names, row, strict=True)) for row in cursor]
     finally:
         conn.close()

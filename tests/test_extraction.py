@@ -423,6 +423,19 @@ def test_an_item_naming_an_alias_in_supersedes_closes_that_memory(db_path):
     assert (old["superseded_by"], new["supersedes"]) == (new_id, old_id)
 
 
+def test_an_alias_naming_an_event_memory_is_ignored_and_the_event_stays_current(db_path):
+    went = memory_item("The user went to a support group.", "I went to a support group", kind="event")
+    with stub_and_client(db_path) as (api, client):
+        api.chat.append(extraction_reply(went))
+        api.chat.append(extraction_reply(memory_item("The user feels accepted.", "I feel accepted", supersedes=1)))
+        old_id = record(client, "e1", "I went to a support group yesterday.")["memory_ids"][0]
+        result = record(client, "e2", "I feel accepted now.")
+        old = read_memory(client, old_id)
+    assert old["status"] == "current" and old["valid_to"] is None
+    assert len(result["memory_ids"]) == 1
+    assert any("is an event" in warning for warning in result["warnings"])
+
+
 def test_an_unknown_alias_is_ignored_with_a_warning_and_the_memory_kept(db_path):
     with stub_and_client(db_path) as (api, client):
         api.chat.append(extraction_reply(memory_item("The user sold a car.", "I sold my car", supersedes=7)))

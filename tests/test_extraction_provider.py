@@ -10,7 +10,7 @@ from conftest import make_settings
 from openai_stub import Reply, ScriptedOpenAI, chat_reply, extraction_reply, memory_item
 
 from memlikehuman.engine import Engine
-from memlikehuman.lifecycle.extract import SCHEMA
+from memlikehuman.lifecycle import extract_schema
 from memlikehuman.records import Scope
 
 REJECT_FORMAT = Reply(status=400, body={"error": {"message": "response_format json_schema is not supported"}})
@@ -55,7 +55,7 @@ def test_the_request_asks_the_configured_model_for_the_strict_json_schema(engine
     assert body["temperature"] == 0
     assert body["response_format"] == {
         "type": "json_schema",
-        "json_schema": {"name": "memories", "schema": SCHEMA, "strict": True},
+        "json_schema": {"name": "memories", "schema": extract_schema.for_event("I like tea."), "strict": True},
     }
 
 
@@ -136,4 +136,4 @@ def test_a_server_refusing_json_schema_with_a_500_that_names_response_format_get
     result = record(engine, "e1")
     assert result.extraction_state == "complete"
     assert formats(stub) == ["json_schema", "json_object"]
-    assert stub.requests[1][1]["response_format"]["schema"] == SCHEMA
+    assert stub.requests[1][1]["response_format"]["schema"] == extract_schema.for_event("I like tea.")

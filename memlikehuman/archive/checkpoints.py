@@ -8,7 +8,6 @@ Limits of a state (documented in tools.md terms): ``goal`` 1-4,000 characters; `
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -110,6 +109,8 @@ def create(db: Database, scope: Scope, state: Mapping[str, Any], covered_event_i
     Raises InvalidArgument/LimitExceeded for a bad state or a session mismatch, NotFound when the
     event is not in this scope. Nothing is stored on failure.
     """
+    import uuid  # here, not at the top: it imports `platform`, a cost on the hook path (SessionStart)
+
     scope = Scope(*validate.scope(scope.persona_id, scope.project_id))
     validate.identifier(session_id, "session_id")
     validate.identifier(covered_event_id, "covered_event_id", max_len=256)

@@ -18,8 +18,6 @@ Times are unix seconds (``time.time()``): leases must mean the same in every pro
 from __future__ import annotations
 
 import os
-import secrets
-import socket
 import time
 from collections.abc import Iterable
 
@@ -54,9 +52,21 @@ _FINISHED = (
 )
 
 
+def _hostname() -> str:
+    """This host's name, as socket.gethostname() gives it (on POSIX both read uname's nodename).
+
+    Not `socket` where uname exists: every engine names its worker at start, and importing socket
+    is a measurable part of a hook's start-up (a process per prompt)."""
+    if hasattr(os, "uname"):
+        return os.uname().nodename
+    import socket
+
+    return socket.gethostname()
+
+
 def owner_id() -> str:
     """A worker's name in claims: host, process ID and a random part (one per worker)."""
-    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
+    return f"{_hostname()}:{os.getpid()}:{os.urandom(4).hex()}"
 
 
 def claim_next(
@@ -202,7 +212,7 @@ def reap_dead(db: Database) -> int:
 
     Returns how many claims of killed processes were ended.
     """
-    host = socket.gethostname()
+    host = _hostname()
     now = time.time()
     rows = db.query("SELECT event_sequence, claimed_by FROM extraction_claims WHERE claimed_until >= ?", (now,))
     dead = [row for row in rows if _holder_gone(str(row["claimed_by"]), host)]

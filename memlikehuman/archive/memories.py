@@ -5,7 +5,6 @@ The links between versions of a fact are set by timeline.py."""
 from __future__ import annotations
 
 import re
-import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -33,6 +32,8 @@ FROM memories m JOIN events e ON e.sequence = m.event_sequence
 
 def new_memory_id() -> str:
     """A server-made memory ID; the prefix is refused as an event ID."""
+    import uuid  # here, not at the top: it imports `platform`, a cost on the hook path
+
     return MEMORY_PREFIX + uuid.uuid4().hex
 
 

@@ -10,8 +10,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ..clock import now_stamp
-from . import fulltext
 from .db import Database
+from .migrations_frozen import m004_index_all
 
 Migration = Callable[[Any], None]
 MIGRATIONS: list[Migration] = []
@@ -251,7 +251,8 @@ def m004_purgeable_fulltext(conn: Any) -> None:
     # row's terms stayed readable in the index segments until an 'optimize' rewrote the whole
     # index (~0.4-0.7 s per forget at 100k events). Plain contentless tables delete with the FTS5
     # 'delete' command and the row's exact values (fulltext.unindex_*), and with secure-delete the
-    # terms leave the b-tree at once. The rows are rebuilt from the stored records.
+    # terms leave the b-tree at once. The rows are rebuilt from the stored records, by a frozen copy
+    # of the fulltext code of the day (migrations_frozen.py), so later changes there cannot alter it.
     conn.execute(
         """
         DROP TABLE events_fts;
@@ -270,10 +271,7 @@ def m004_purgeable_fulltext(conn: Any) -> None:
         INSERT INTO memories_fts(memories_fts, rank) VALUES ('secure-delete', 1);
         """
     )
-    for row in conn.execute("SELECT sequence FROM events ORDER BY sequence").fetchall():
-        fulltext.index_event(conn, row["sequence"])
-    for row in conn.execute("SELECT id FROM memories ORDER BY id").fetchall():
-        fulltext.index_memory(conn, row["id"])
+    m004_index_all(conn)
 
 
 @migration
@@ -382,14 +380,17 @@ def schema_version(db: Database) -> int:
     return int(db.scalar("SELECT count(*) FROM schema_migrations") or 0)
 
 
-def migrate(db: Database) -> int:
-    """Apply pending migrations, each in its own transaction; return the schema version."""
+def migrate(db: Database, upto: int | None = None) -> int:
+    """Apply pending migrations, each in its own transaction; return the schema version.
+
+    ``upto``: apply only the first ``upto`` migrations (an archive of an older schema, for tests).
+    """
     with db.write() as conn:
         conn.execute(
             "CREATE TABLE IF NOT EXISTS schema_migrations"
             " (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
         )
-    for number, fn in enumerate(MIGRATIONS, start=1):
+    for number, fn in enumerate(MIGRATIONS[:upto], start=1):
         with db.write() as conn:
             # Re-checked inside the write lock: another process may have just applied it.
             if db.scalar("SELECT 1 FROM schema_migrations WHERE id = ?", (number,)):

@@ -15,6 +15,7 @@ matched as a prefix of the terms: loose, and the recall says so in a warning.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Iterator
@@ -59,7 +60,10 @@ def _ranges() -> str:
     return "".join(re.escape(chr(a)) + ("-" + re.escape(chr(b)) if b > a else "") for a, b in spans)
 
 
-_RUN = re.compile(f"(?P<cjk>[{_CJK_RANGES}]+)|(?P<other>[{_ranges()}]+)")
+@functools.cache
+def _run_pattern() -> re.Pattern[str]:
+    """Built on first use (about 10 ms): Latin-only text, most of what a hook records, never needs it."""
+    return re.compile(f"(?P<cjk>[{_CJK_RANGES}]+)|(?P<other>[{_ranges()}]+)")
 
 
 def normalize(text: str) -> str:
@@ -71,7 +75,7 @@ def runs(text: str) -> Iterator[tuple[str, int]]:
     """Each run of n-gram script characters in the (normalized) text, with its n."""
     if text.isascii():
         return
-    for match in _RUN.finditer(normalize(text)):
+    for match in _run_pattern().finditer(normalize(text)):
         yield match.group(0), CJK_N if match.lastgroup == "cjk" else OTHER_N
 
 

@@ -15,9 +15,21 @@ from ..hosts import hook as hooks
 @click.option("--db", default=None, help="Archive file (default: $MEMLIKEHUMAN_DB, else the user data directory).")
 @click.option("--persona", default=None, help="Persona of the scope (default: $MEMLIKEHUMAN_PERSONA, else default).")
 @click.option("--project", default=None, help="Project of the scope, or `auto` for the payload's directory.")
+@click.option(
+    "--record",
+    default=None,
+    help="What to record besides prompts: assistant,tools,subagents or none (default: $MEMLIKEHUMAN_HOOK_RECORD,"
+    " else assistant).",
+)
 @click.pass_context
 def hook(
-    ctx: click.Context, host: str, event: str | None, db: str | None, persona: str | None, project: str | None
+    ctx: click.Context,
+    host: str,
+    event: str | None,
+    db: str | None,
+    persona: str | None,
+    project: str | None,
+    record: str | None,
 ) -> None:
     """Handle one hook call of HOST (claude-code, codex, cursor, gemini): JSON on stdin, the host's answer on stdout.
 
@@ -26,7 +38,7 @@ def hook(
     session end. Always exits 0: a failure goes to stderr and to `<archive>.hooks.log`.
     """
     chosen = db or ((ctx.obj or {}).get("db") and str(ctx.obj["db"]))
-    options = hooks.Options(host=host, event=event, db=chosen, persona=persona, project=project)
+    options = hooks.Options(host=host, event=event, db=chosen, persona=persona, project=project, record=record)
     sys.exit(hooks.run(options, sys.stdin, sys.stdout, sys.stderr))
 
 

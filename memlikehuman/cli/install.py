@@ -24,11 +24,12 @@ def run(
     db: Path | None,
     persona: str | None = None,
     no_hooks: bool = False,
+    record: str | None = None,
 ) -> None:
     """Plan, then print the diff (dry run) or write with backups; shared by install and uninstall."""
     settings = settings_from(ctx, db)
     try:
-        wiring = installer.wiring(settings.db_path, persona or settings.persona_id, project)
+        wiring = installer.wiring(settings.db_path, persona or settings.persona_id, project, record)
         changes = installer.plan(host, wiring, project, remove=remove, hooks=not no_hooks)
         if dry_run:
             for change in changes:
@@ -53,6 +54,12 @@ def run(
 @click.option("--project", type=PROJECT, default=None, help="Wire this project's config files, not the user's.")
 @click.option("--persona", default=None, help="Persona of the scope (default: $MEMLIKEHUMAN_PERSONA, else default).")
 @click.option("--no-hooks", is_flag=True, help="Only the MCP server entry; no hooks.")
+@click.option(
+    "--record",
+    default=None,
+    help="What the hooks record besides prompts: a comma-separated list of assistant (final replies),"
+    " tools, subagents, or none (default: assistant, or $MEMLIKEHUMAN_HOOK_RECORD when the hooks run).",
+)
 @click.option("--dry-run", is_flag=True, help="Print the change as a diff; write nothing.")
 @db_option
 @click.pass_context
@@ -62,6 +69,7 @@ def install(
     project: Path | None,
     persona: str | None,
     no_hooks: bool,
+    record: str | None,
     dry_run: bool,
     db: Path | None,
 ) -> None:
@@ -73,7 +81,7 @@ def install(
     twice changes nothing the second time. The scope is persona `default` (or --persona) and, with
     --project DIR, the stable name of DIR; without it `auto` (the project directory the host runs in).
     """
-    run(ctx, host, project, dry_run, remove=False, db=db, persona=persona, no_hooks=no_hooks)
+    run(ctx, host, project, dry_run, remove=False, db=db, persona=persona, no_hooks=no_hooks, record=record)
 
 
 COMMAND = install

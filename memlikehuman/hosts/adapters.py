@@ -1,15 +1,15 @@
 """What each host sends to a hook and what it expects back, normalized to five steps.
 
 Steps: `start` (session start), `prompt` (a prompt was submitted), `reply` (the assistant
-answered: Stop / afterAgentResponse / AfterAgent), `compact` (before compaction), `end`.
+answered: Stop / afterAgentResponse / AfterAgent), `compact` (before compaction), `end`, and the
+two that record only when configured (tools.py): `tool` (a tool call finished) and `subagent`.
 Field names per host are in docs/hosts.md with the sources they were checked against.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 HOSTS = ("claude-code", "codex", "cursor", "gemini")
 
@@ -20,6 +20,8 @@ _EVENTS: dict[str, dict[str, str]] = {
         "Stop": "reply",
         "PreCompact": "compact",
         "SessionEnd": "end",
+        "PostToolUse": "tool",
+        "SubagentStop": "subagent",
     },
     "cursor": {
         "sessionStart": "start",
@@ -28,6 +30,7 @@ _EVENTS: dict[str, dict[str, str]] = {
         "stop": "reply",
         "preCompact": "compact",
         "sessionEnd": "end",
+        "postToolUse": "tool",
     },
     "gemini": {
         "SessionStart": "start",
@@ -35,6 +38,7 @@ _EVENTS: dict[str, dict[str, str]] = {
         "AfterAgent": "reply",
         "PreCompress": "compact",
         "SessionEnd": "end",
+        "AfterTool": "tool",
     },
 }
 _EVENTS["codex"] = dict(_EVENTS["claude-code"])
@@ -45,13 +49,12 @@ def events_of(host: str) -> dict[str, str]:
     return _EVENTS[host]
 
 
-@dataclass(frozen=True)
-class HookInput:
-    """One hook call, normalized."""
+class HookInput(NamedTuple):
+    """One hook call, normalized (a named tuple: cheaper to define than a dataclass on the hook path)."""
 
     host: str
     event: str  # the host's own event name
-    step: str  # start | prompt | reply | compact | end | "" (an event this adapter does not handle)
+    step: str  # start | prompt | reply | compact | end | tool | subagent | "" (not handled)
     session_id: str
     turn_id: str | None  # the host's ID of this prompt/turn, when it sends one
     cwd: str | None
@@ -59,6 +62,9 @@ class HookInput:
     source: str | None  # SessionStart: startup | resume | clear | compact
     prompt: str | None
     reply: str | None  # the assistant's final message, when the payload carries it
+    agent_id: str | None = None  # SubagentStop: the subagent's ID
+    agent_transcript_path: str | None = None  # SubagentStop: the subagent's own transcript
+    payload: dict[str, Any] | None = None  # the payload as sent (the tool step reads its tool fields)
 
 
 def _str(payload: dict[str, Any], *keys: str) -> str | None:
@@ -86,6 +92,9 @@ def parse(host: str, payload: dict[str, Any], event: str | None) -> HookInput:
         source=_str(payload, "source", "trigger"),
         prompt=_str(payload, "prompt"),
         reply=_str(payload, "last_assistant_message", "prompt_response", "text"),
+        agent_id=_str(payload, "agent_id"),
+        agent_transcript_path=_str(payload, "agent_transcript_path"),
+        payload=payload,
     )
 
 

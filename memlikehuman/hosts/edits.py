@@ -20,12 +20,17 @@ from typing import Any
 
 import platformdirs
 
-from ..errors import Conflict
+from ..errors import Conflict, InvalidArgument
 from . import jsonedit
 
 HOOK_MARK = " hook "  # our hook commands run `<memlikehuman> hook HOST`
 TOML_BEGIN = "# >>> memlikehuman (added by `memlikehuman install codex`; `memlikehuman uninstall codex` removes it)"
 TOML_END = "# <<< memlikehuman"
+# Codex versions that keep hooks behind a feature flag know it as `codex_hooks` (newer ones also
+# accept `hooks`, the name they use now, and have hooks on by default).
+FEATURE_KEYS = ("hooks", "codex_hooks")
+FEATURE_LINE = "codex_hooks = true  # added by `memlikehuman install codex`; uninstall removes it"
+_FEATURES_HEADER = re.compile(r"^[ \t]*\[[ \t]*features[ \t]*\][ \t]*(?:#.*)?$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -35,6 +40,9 @@ class JsonEdit:
     members: tuple[tuple[tuple[str, ...], Any], ...] = ()  # (path to the member, value)
     items: tuple[tuple[tuple[str, ...], Any], ...] = ()  # (path to the array, item)
     root: tuple[tuple[str, Any], ...] = ()  # members a new file starts with, e.g. Cursor's "version": 1
+    # Settings our hooks need (Gemini's hooksConfig.enabled): set unless the file already has that value;
+    # only what install set (noted in the record) is removed or restored by uninstall.
+    flags: tuple[tuple[tuple[str, ...], Any], ...] = ()
 
 
 def records_path() -> Path:
@@ -110,19 +118,8 @@ def json_install(text: str | None, edit: JsonEdit, source: str, record: dict[str
         raise Conflict(f"{source}: the document is not a JSON object: fix the file, then install again")
     unit = jsonedit.indent_unit(text, root)
     for path, value in edit.members:
-        text = _ensure(text, path[:-1], source, unit, created)
-        parent = _walk(text, path[:-1], source)
-        assert parent is not None
-        current = parent.get(path[-1])
-        if current is not None and current.value == value:
-            continue
-        if current is not None:
-            record.setdefault("replaced", {})[".".join(path)] = current.value
-            index = [k for k, _, _ in parent.members].index(path[-1])
-            text = jsonedit.remove_child(text, parent, index)
-            parent = _walk(text, path[:-1], source)
-            assert parent is not None
-        text = jsonedit.insert_member(text, parent, path[-1], value, unit)
+        text = _set_member(text, path, value, source, unit, record)[0]
+    text = _set_flags(text, edit, source, unit, record)
     for path, item in edit.items:
         array = _walk(text, path, source)
         if array is None:
@@ -146,6 +143,51 @@ def json_install(text: str | None, edit: JsonEdit, source: str, record: dict[str
     return text
 
 
+def _set_member(
+    text: str, path: tuple[str, ...], value: Any, source: str, unit: str, record: dict[str, Any]
+) -> tuple[str, bool]:
+    """Set one member, an other value replaced in place and noted in record["replaced"]; return the
+    text and whether it changed."""
+    text = _ensure(text, path[:-1], source, unit, record["created"])
+    parent = _walk(text, path[:-1], source)
+    assert parent is not None
+    current = parent.get(path[-1])
+    if current is not None and current.value == value:
+        return text, False
+    dotted = ".".join(path)
+    inserted: list[str] = record.setdefault("inserted", [])
+    if current is None:
+        inserted.append(dotted)
+        return jsonedit.insert_member(text, parent, path[-1], value, unit), True
+    if dotted not in inserted:  # our own older value (another archive path) is simply updated
+        record.setdefault("replaced", {}).setdefault(dotted, current.value)
+    return jsonedit.replace_value(text, current, value, unit), True
+
+
+def _unset_member(text: str, path: tuple[str, ...], source: str, record: dict[str, Any]) -> str:
+    """Remove our member, or put back in its place the value it replaced."""
+    parent = _walk(text, path[:-1], source)
+    current = parent.get(path[-1]) if parent is not None and isinstance(parent.value, dict) else None
+    if parent is None or current is None:
+        return text
+    replaced = record.get("replaced", {})
+    if ".".join(path) in replaced:
+        unit = jsonedit.indent_unit(text, jsonedit.parse(text, source))
+        return jsonedit.replace_value(text, current, replaced[".".join(path)], unit)
+    index = [k for k, _, _ in parent.members].index(path[-1])
+    return jsonedit.remove_child(text, parent, index)
+
+
+def _set_flags(text: str, edit: JsonEdit, source: str, unit: str, record: dict[str, Any]) -> str:
+    ours: list[str] = record.setdefault("flags", [])
+    for path, value in edit.flags:
+        # Already so (the user's own setting, or ours from an earlier install): left alone.
+        text, changed = _set_member(text, path, value, source, unit, record)
+        if changed and ".".join(path) not in ours:
+            ours.append(".".join(path))
+    return text
+
+
 def _remove_items(text: str, path: tuple[str, ...], source: str, match: Callable[[Any], bool]) -> str:
     while True:
         array = _walk(text, path, source)
@@ -160,18 +202,11 @@ def _remove_items(text: str, path: tuple[str, ...], source: str, match: Callable
 def json_uninstall(text: str, edit: JsonEdit, source: str, record: dict[str, Any]) -> str | None:
     """The file's text without our entries (None: delete the file, install created it)."""
     for path, _ in edit.members:
-        parent = _walk(text, path[:-1], source)
-        if parent is not None and isinstance(parent.value, dict) and parent.get(path[-1]) is not None:
-            index = [k for k, _, _ in parent.members].index(path[-1])
-            text = jsonedit.remove_child(text, parent, index)
-            original = record.get("replaced", {}).get(".".join(path))
-            if original is not None:
-                parent = _walk(text, path[:-1], source)
-                assert parent is not None
-                unit = jsonedit.indent_unit(text, jsonedit.parse(text, source))
-                text = jsonedit.insert_member(text, parent, path[-1], original, unit)
+        text = _unset_member(text, path, source, record)
     for path, _ in edit.items:
         text = _remove_items(text, path, source, is_ours)
+    for dotted in record.get("flags", []):
+        text = _unset_member(text, tuple(dotted.split(".")), source, record)
     for dotted in sorted(record.get("created", []), key=lambda p: -p.count(".")):
         text = _drop_if_empty(text, tuple(dotted.split(".")), source)
     remaining = jsonedit.parse(text, source).value
@@ -197,12 +232,17 @@ def _drop_if_empty(text: str, path: tuple[str, ...], source: str) -> str:
 _TOML_BLOCK = re.compile(rf"\n*{re.escape(TOML_BEGIN)}\n.*?{re.escape(TOML_END)}\n?", re.DOTALL)
 
 
-def toml_install(text: str | None, block: str, source: str, record: dict[str, Any]) -> str:
-    """The TOML text with our block (replacing an older one of ours) at its end."""
+def toml_install(text: str | None, block: str, source: str, record: dict[str, Any], *, hooks: bool = False) -> str:
+    """The TOML text with our block (replacing an older one of ours) at its end.
+
+    hooks: also turn Codex's hooks feature on where the file does not say (see _features).
+    """
     if text is None:
         record["created_file"] = True
         text = ""
     text = _TOML_BLOCK.sub("", text) if TOML_BEGIN in text else text
+    if hooks:
+        text, block = _features(text, block, source, record)
     if re.search(r"^\s*\[\s*mcp_servers\s*\.\s*[\"']?memlikehuman[\"']?\s*\]", text, re.MULTILINE):
         raise Conflict(
             f"{source} already has an [mcp_servers.memlikehuman] table that install did not write:"
@@ -216,8 +256,33 @@ def toml_install(text: str | None, block: str, source: str, record: dict[str, An
     return f"{text}{separator}{TOML_BEGIN}\n{block}{TOML_END}\n"
 
 
+def _features(text: str, block: str, source: str, record: dict[str, Any]) -> tuple[str, str]:
+    """Text and block with the hooks feature on: a [features] table in our block when the file has
+    none, our one line under the file's own [features] header when that names neither key; a file
+    that already names one (true or false: the user's choice) or writes features another way
+    (inline table, dotted keys) is left as it is."""
+    import tomllib
+
+    try:
+        features = tomllib.loads(text).get("features")
+    except tomllib.TOMLDecodeError as exc:
+        raise InvalidArgument(f"{source} is not valid TOML ({exc}): fix the file, then install again") from None
+    if features is None:
+        return text, f"{block}\n[features]\n{FEATURE_LINE}\n"
+    header = _FEATURES_HEADER.search(text)
+    if not isinstance(features, dict) or any(key in features for key in FEATURE_KEYS) or header is None:
+        return text, block
+    record["feature_line"] = True
+    cut = header.end() + 1 if text.startswith("\n", header.end()) else header.end()
+    line = FEATURE_LINE + "\n" if cut > header.end() else "\n" + FEATURE_LINE
+    return text[:cut] + line + text[cut:], block
+
+
 def toml_uninstall(text: str, source: str, record: dict[str, Any]) -> str | None:
     """The TOML text without our block (None: delete the file, install created it)."""
+    if record.get("feature_line"):
+        ours = FEATURE_LINE + "\n" if FEATURE_LINE + "\n" in text else "\n" + FEATURE_LINE
+        text = text.replace(ours, "", 1)
     start = text.find(TOML_BEGIN)
     if start < 0:
         return text

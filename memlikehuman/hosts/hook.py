@@ -13,11 +13,11 @@ import dataclasses
 import hashlib
 import json
 import sys
-from typing import TYPE_CHECKING, Any, TextIO
+from collections.abc import Collection
+from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
 
 from ..projects import resolve_project
-from . import adapters, markers, state
-from . import transcript as transcripts
+from . import adapters, markers, state, tools
 
 if TYPE_CHECKING:
     from ..config import Settings
@@ -25,14 +25,13 @@ if TYPE_CHECKING:
     from ..records import Scope
 
 MAX_CONTEXT_CHARS = 10_000  # what Claude Code delivers whole (docs/hosts.md)
-RESUME_BUDGETS = (9_000, 6_000, 3_000, 1_500, 800)  # tokens, tried in turn until the context fits
+MIN_RESUME_CHARS = 500  # less room than this after the instructions and a checkpoint: no resume context
 RECALL_LIMIT = 5
 INJECT_ITEMS = 4
 ITEM_CHARS = 400
 
 
-@dataclasses.dataclass(frozen=True)
-class Options:
+class Options(NamedTuple):
     """The hook command's options, as the installer wrote them."""
 
     host: str
@@ -40,6 +39,7 @@ class Options:
     db: str | None = None
     persona: str | None = None
     project: str | None = None
+    record: str | None = None  # what is recorded besides prompts (tools.parts); None: the setting
 
 
 def run(options: Options, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
@@ -77,6 +77,13 @@ def _settings(db: str | None) -> Settings:
 def _dispatch(hook: adapters.HookInput, settings: Settings, options: Options) -> str | None:
     if not hook.step:
         return None
+    # Read only where it matters: a mistyped setting must not stop the prompt and start hooks.
+    recording = hook.step not in ("start", "prompt")
+    parts = tools.parts(options.record if options.record is not None else settings.hook_record) if recording else ()
+    if hook.step == "tool" and "tools" not in parts:
+        return None
+    if hook.step == "subagent" and "subagents" not in parts:
+        return None
     from ..engine import Engine
     from ..records import Scope
 
@@ -88,7 +95,15 @@ def _dispatch(hook: adapters.HookInput, settings: Settings, options: Options) ->
             return _start(engine, scope, hook)
         if hook.step == "prompt":
             return _prompt(engine, scope, hook)
-        _reply(engine, scope, hook)
+        if hook.step == "tool":
+            call = tools.from_payload(hook.payload or {})
+            if call is not None:
+                record_tool(engine, scope, hook.host, hook.session_id, call)
+            return None
+        if hook.step == "subagent":
+            _subagent(engine, scope, hook)
+            return None
+        _reply(engine, scope, hook, parts)
         if hook.step in ("compact", "end"):
             _checkpoint(engine, scope, hook)
     return None
@@ -110,6 +125,18 @@ def record(engine: Engine, scope: Scope, host: str, session_id: str, role: str, 
     return eid
 
 
+def record_tool(engine: Engine, scope: Scope, host: str, session_id: str, call: tools.ToolCall) -> str:
+    """Record one tool call (role `tool`) under the host's ID of the call; a call already stored is left as it is."""
+    from ..errors import Conflict
+
+    text = tools.render(call)
+    eid = f"{host}:{session_id}:tool:{call.call_id}" if call.call_id else event_id(host, session_id, "tool", text)
+    # Conflict: stored before from the other source (turn-end scan or per-call hook), in other words.
+    with contextlib.suppress(Conflict):
+        engine.record(scope, eid, text, "tool", host, session_id=session_id)
+    return eid
+
+
 # -- steps ---------------------------------------------------------------------------------------
 
 
@@ -121,13 +148,14 @@ def _start(engine: Engine, scope: Scope, hook: adapters.HookInput) -> str:
         if chosen is not None and chosen.state is not None:
             session = hook.session_id
             first.append(_checkpoint_text(chosen.state.as_dict(), chosen.created_at))
-    head = _instructions(scope, hook.host)
-    for budget in RESUME_BUDGETS:
-        resumed = engine.resume(scope, token_budget=budget, session_id=session)
-        text = "\n\n".join([head, *first, resumed.context])
-        if len(markers.wrap(text)) <= MAX_CONTEXT_CHARS:
-            return markers.wrap(text)
-    return markers.wrap("\n\n".join([head, *first]))[:MAX_CONTEXT_CHARS]
+    head = "\n\n".join([_instructions(scope, hook.host), *first])
+    # The limit is in characters: counted as UTF-8 bytes (never fewer than characters), the resume
+    # context fits the room the rest leaves, and no tokenizer is loaded on this path.
+    room = MAX_CONTEXT_CHARS - len(markers.wrap(head + "\n\n"))
+    if room < MIN_RESUME_CHARS:
+        return markers.wrap(head)[:MAX_CONTEXT_CHARS]
+    resumed = engine.resume(scope, token_budget=room, session_id=session, count_bytes=True)
+    return markers.wrap(f"{head}\n\n{resumed.context}")[:MAX_CONTEXT_CHARS]
 
 
 def _instructions(scope: Scope, host: str) -> str:
@@ -183,21 +211,47 @@ def _one_line(text: str) -> str:
     return flat if len(flat) <= ITEM_CHARS else flat[: ITEM_CHARS - 1] + "…"
 
 
-def _reply(engine: Engine, scope: Scope, hook: adapters.HookInput) -> None:
+def _reply(engine: Engine, scope: Scope, hook: adapters.HookInput, parts: Collection[str]) -> None:
+    from . import transcript as transcripts
+
+    lines = transcripts.lines(hook.transcript_path) if hook.transcript_path else []
+    if "tools" in parts:
+        for call in tools.last_turn(lines):
+            record_tool(engine, scope, hook.host, hook.session_id, call)
+    if "assistant" not in parts:
+        return
     text = hook.reply if hook.step == "reply" else None
     if text is None:
-        last = transcripts.last_assistant(transcripts.read(hook.transcript_path))
+        last = transcripts.last_assistant(list(transcripts.parse_lines(lines, "transcript", strict=False)))
         text = last.text if last else None
     if text:
         record(engine, scope, hook.host, hook.session_id, "assistant", text)
 
 
+def _subagent(engine: Engine, scope: Scope, hook: adapters.HookInput) -> None:
+    """A subagent's final message (SubagentStop), as the assistant's, source `HOST/subagent`."""
+    from . import transcript as transcripts
+
+    text = hook.reply
+    if text is None:
+        last = transcripts.last_assistant(transcripts.read(hook.agent_transcript_path, sidechain=True))
+        text = last.text if last else None
+    clean = markers.strip(text or "")
+    if clean:
+        eid = event_id(hook.host, hook.session_id, f"subagent:{hook.agent_id or '-'}", clean)
+        engine.record(scope, eid, clean, "assistant", f"{hook.host}/subagent", session_id=hook.session_id)
+
+
 def _checkpoint(engine: Engine, scope: Scope, hook: adapters.HookInput) -> None:
+    from . import transcript as transcripts
+
     turns = engine.session_turns(scope, hook.session_id)
     covered = turns[-1].event_id if turns else None
     if covered is None:
         raise ValueError(f"no event of session {hook.session_id!r} is recorded yet: no checkpoint was written")
-    messages = [(m.role, m.text) for m in transcripts.read(hook.transcript_path)] or [(t.role, t.text) for t in turns]
+    messages = [(m.role, m.text) for m in transcripts.read(hook.transcript_path)] or [
+        (t.role, t.text) for t in turns
+    ]
     engine.checkpoint(scope, extractive_state(messages, hook.event), covered, hook.session_id)
 
 
@@ -217,15 +271,15 @@ def extractive_state(messages: list[tuple[str, str]], event: str) -> dict[str, A
 
 
 def main(argv: list[str]) -> int:
-    """The fast entry point: `memlikehuman hook HOST [--event E] [--db P] [--persona X] [--project Y]`."""
-    values: dict[str, str | None] = {"event": None, "db": None, "persona": None, "project": None}
+    """The fast entry point: `memlikehuman hook HOST [--event E] [--db P] [--persona X] [--project Y] [--record R]`."""
+    values: dict[str, str | None] = {"event": None, "db": None, "persona": None, "project": None, "record": None}
     host = ""
     args = list(argv)
     while args:
         arg = args.pop(0)
-        key, _, inline = arg.partition("=")
+        key, equals, inline = arg.partition("=")
         if key.startswith("--") and key[2:] in values:
-            values[key[2:]] = inline if inline else (args.pop(0) if args else None)
+            values[key[2:]] = inline if equals else (args.pop(0) if args else None)
         elif not host and not arg.startswith("-"):
             host = arg
     options = Options(host=host, **values)

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..errors import InvalidArgument
 from ..projects import AUTO, project_name
-from . import edits
+from . import edits, tools
 from .edits import JsonEdit
 
 HOSTS = ("claude-code", "claude-desktop", "codex", "cursor", "vscode", "gemini")
@@ -29,7 +29,15 @@ HOOK_EVENTS = {
     "cursor": ("sessionStart", "beforeSubmitPrompt", "afterAgentResponse", "preCompact", "sessionEnd"),
     "gemini": ("SessionStart", "BeforeAgent", "AfterAgent", "PreCompress", "SessionEnd"),
 }
+# Installed only when `install --record` names the part. Claude Code and Codex tool calls are read from
+# the transcript at turn end (no hook per call); Cursor and Gemini CLI report each call to a hook.
+RECORD_EVENTS = {
+    "tools": {"cursor": ("postToolUse",), "gemini": ("AfterTool",)},
+    "subagents": {"claude-code": ("SubagentStop",), "codex": ("SubagentStop",)},
+}
 HOOK_TIMEOUT_SECONDS = 10
+# Gemini CLI versions that keep hooks behind a setting read this one (docs/hosts.md, "Gemini CLI").
+GEMINI_ENABLE = (("hooksConfig", "enabled"), True)
 
 
 @dataclass(frozen=True)
@@ -40,6 +48,13 @@ class Wiring:
     db: Path
     persona: str
     project: str  # a project ID, or `auto`
+    record: str | None = None  # `--record` of the hook commands (tools.parts); None: the default
+
+    def events(self, host: str, every: bool = False) -> tuple[str, ...]:
+        """The host's hook events; with `every`, also those of parts not recorded (uninstall)."""
+        chosen = set(tools.PARTS) if every else tools.parts(self.record)
+        extra = [event for part in tools.PARTS if part in chosen for event in RECORD_EVENTS.get(part, {}).get(host, ())]
+        return (*HOOK_EVENTS[host], *extra)
 
     def server(self) -> dict[str, Any]:
         env = {"MEMLIKEHUMAN_DB": str(self.db), "MEMLIKEHUMAN_PERSONA": self.persona}
@@ -48,6 +63,7 @@ class Wiring:
 
     def hook(self, host: str) -> str:
         options = ["--db", str(self.db), "--persona", self.persona, "--project", self.project]
+        options += ["--record", self.record] if self.record is not None else []
         return shlex.join([*self.program, "hook", host, *options])
 
 
@@ -81,10 +97,18 @@ def program() -> tuple[str, ...]:
     return (str(Path(found).absolute()),) if found else (str(Path(sys.executable).absolute()), "-m", "memlikehuman")
 
 
-def wiring(db: Path, persona: str, project_dir: Path | None) -> Wiring:
-    """The entries' contents: persona as given, project = the directory's stable name or `auto`."""
+def wiring(db: Path, persona: str, project_dir: Path | None, record: str | None = None) -> Wiring:
+    """The entries' contents: persona as given, project = the directory's stable name or `auto`.
+
+    Raises InvalidArgument when `record` names an unknown part.
+    """
     project = project_name(project_dir) if project_dir is not None else AUTO
-    return Wiring(program(), db.expanduser().absolute(), persona, project)
+    if record is not None:
+        try:
+            record = ",".join(sorted(tools.parts(record))) or "none"
+        except ValueError as exc:
+            raise InvalidArgument(f"--record: {exc}") from None
+    return Wiring(program(), db.expanduser().absolute(), persona, project, record)
 
 
 def _app_dir(name: str) -> Path:
@@ -105,16 +129,21 @@ def _group(host: str, command: str) -> dict[str, Any]:
     return {"hooks": [entry]}
 
 
-def _hooks(host: str, w: Wiring) -> tuple[tuple[tuple[str, ...], Any], ...]:
+def _hooks(host: str, w: Wiring, every: bool) -> tuple[tuple[tuple[str, ...], Any], ...]:
     item = _group(host, w.hook(host))
-    return tuple((("hooks", event), item) for event in HOOK_EVENTS[host])
+    return tuple((("hooks", event), item) for event in w.events(host, every))
 
 
-def targets(host: str, w: Wiring, project_dir: Path | None, hooks: bool = True) -> list[tuple[Path, JsonEdit | str]]:
-    """Each file of the host and our part of it (a JsonEdit, or the TOML block for Codex)."""
+def targets(
+    host: str, w: Wiring, project_dir: Path | None, hooks: bool = True, every: bool = False
+) -> list[tuple[Path, JsonEdit | str]]:
+    """Each file of the host and our part of it (a JsonEdit, or the TOML block for Codex).
+
+    every: the hook items of every event we may have installed (what uninstall looks for).
+    """
     home, base = Path.home(), project_dir.absolute() if project_dir else None
     server = ((("mcpServers", SERVER), w.server()),)
-    hook_items = _hooks(host, w) if hooks and host in HOOK_EVENTS else ()
+    hook_items = _hooks(host, w, every) if hooks and host in HOOK_EVENTS else ()
     if host == "claude-code":
         mcp = base / ".mcp.json" if base else home / ".claude.json"
         settings = base / ".claude" / "settings.local.json" if base else home / ".claude" / "settings.json"
@@ -134,7 +163,7 @@ def targets(host: str, w: Wiring, project_dir: Path | None, hooks: bool = True) 
         return [(path, JsonEdit(members=((("servers", SERVER), {"type": "stdio", **w.server()}),)))]
     if host == "gemini":
         path = (base or home) / ".gemini" / "settings.json"
-        return [(path, JsonEdit(members=server, items=hook_items))]
+        return [(path, JsonEdit(members=server, items=hook_items, flags=(GEMINI_ENABLE,) if hook_items else ()))]
     raise InvalidArgument(f"unknown host {host!r}: use one of {', '.join(HOSTS)}")
 
 
@@ -164,7 +193,7 @@ def plan(host: str, w: Wiring, project_dir: Path | None, *, remove: bool, hooks:
     """The file changes install (or, with remove, uninstall) would make; nothing is written."""
     records = edits.load_records()
     changes = []
-    for path, part in targets(host, w, project_dir, hooks=hooks or remove):
+    for path, part in targets(host, w, project_dir, hooks=hooks or remove, every=remove):
         before = _read(path)
         record = dict(records.get(str(path), {}))
         if remove:
@@ -176,7 +205,7 @@ def plan(host: str, w: Wiring, project_dir: Path | None, *, remove: bool, hooks:
                 else edits.json_uninstall(before, part, str(path), record)
             )
         elif isinstance(part, str):
-            after = edits.toml_install(before, part, str(path), record)
+            after = edits.toml_install(before, part, str(path), record, hooks=hooks)
         else:
             after = edits.json_install(before, part, str(path), record)
         changes.append(Change(path, before, after, record))

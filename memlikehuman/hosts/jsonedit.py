@@ -73,7 +73,8 @@ class _Parser:
             return self.container("[", "]")
         if char == '"':
             start = self.pos
-            return Node(start, self.pos, self.string())
+            string = self.string()  # moves self.pos past the closing quote
+            return Node(start, self.pos, string)
         for word, literal in _LITERALS.items():
             if self.text.startswith(word, self.pos):
                 start, self.pos = self.pos, self.pos + len(word)
@@ -177,6 +178,11 @@ def insert_member(text: str, container: Node, key: str, value: Any, unit: str) -
     indent = _child_indent(text, container, unit)
     entry = f"{json.dumps(key, ensure_ascii=False)}: {render(value, unit, indent)}"
     return _insert(text, container, entry, indent)
+
+
+def replace_value(text: str, node: Node, value: Any, unit: str) -> str:
+    """Text with the value `node` spans replaced in place (a scalar written back gives the original bytes)."""
+    return text[: node.start] + render(value, unit, _line_indent(text, node.start)) + text[node.end :]
 
 
 def append_item(text: str, container: Node, value: Any, unit: str) -> str:

@@ -39,10 +39,20 @@ def last_runs(db_path: Path) -> dict[str, dict[str, str]]:
 
 
 def ran(db_path: Path, host: str, event: str) -> None:
-    """Note a successful run (atomically replaced; never raises)."""
+    """Note a successful run (atomically replaced; never raises).
+
+    A run within the same minute as the noted one writes nothing: `doctor` shows minutes, and a
+    prompt hook saves the rewrite.
+    """
     try:
         runs = last_runs(db_path)
-        runs.setdefault(host, {})[event] = _now()
+        now = _now()
+        noted = runs.get(host)
+        if not isinstance(noted, dict):
+            noted = runs[host] = {}
+        if str(noted.get(event, ""))[:16] == now[:16]:
+            return
+        noted[event] = now
         # A per-process temporary name (not tempfile: the hook's import path stays short).
         tmp = db_path.with_name(f".{db_path.name}.hooks.{os.getpid()}.tmp")
         tmp.write_text(json.dumps(runs, indent=1, sort_keys=True), encoding="utf-8")

@@ -41,8 +41,10 @@ def content_text(content: Any, kinds: tuple[str, ...] = ("text", "input_text", "
     return "\n\n".join(p for p in parts if isinstance(p, str) and p)
 
 
-def _claude(entry: dict[str, Any], line: int) -> tuple[Message, str | None] | None:
-    if entry.get("type") not in ("user", "assistant") or entry.get("isMeta") or entry.get("isSidechain"):
+def _claude(entry: dict[str, Any], line: int, sidechain: bool) -> tuple[Message, str | None] | None:
+    if entry.get("type") not in ("user", "assistant") or entry.get("isMeta"):
+        return None
+    if entry.get("isSidechain") and not sidechain:
         return None
     message = entry.get("message")
     if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
@@ -74,11 +76,12 @@ def _codex(entry: dict[str, Any], line: int) -> Message | None:
     return Message(payload["role"], text, None, stamp, None, line)
 
 
-def parse_lines(lines: Iterable[str], source: str, *, strict: bool) -> Iterator[Message]:
+def parse_lines(lines: Iterable[str], source: str, *, strict: bool, sidechain: bool = False) -> Iterator[Message]:
     """The messages of transcript lines, in order.
 
     strict: a line that is not a JSON object raises InvalidArgument naming `source` and the line;
     otherwise it is skipped (a transcript being written may end in a partial line).
+    sidechain: also subagent lines (a subagent's own transcript has only those).
     """
     pending: Message | None = None
     pending_id: str | None = None
@@ -95,7 +98,7 @@ def parse_lines(lines: Iterable[str], source: str, *, strict: bool) -> Iterator[
             if strict:
                 raise InvalidArgument(f"{source}, line {number}: not a JSON object: is this a transcript?")
             continue
-        parsed = _claude(entry, number)
+        parsed = _claude(entry, number, sidechain)
         if parsed is None:
             codex = _codex(entry, number)
             parsed = (codex, None) if codex else None
@@ -116,8 +119,8 @@ def _keep(message: Message) -> tuple[str | None, str | None, str | None, int]:
     return message.uuid, message.timestamp, message.session_id, message.line
 
 
-def read(path: str | Path | None, *, limit_bytes: int = 20_000_000) -> list[Message]:
-    """The messages of a transcript file, leniently; [] when it is missing or unreadable."""
+def lines(path: str | Path | None, *, limit_bytes: int = 20_000_000) -> list[str]:
+    """The lines of a transcript file (its last `limit_bytes`); [] when it is missing or unreadable."""
     if not path:
         return []
     try:
@@ -127,9 +130,14 @@ def read(path: str | Path | None, *, limit_bytes: int = 20_000_000) -> list[Mess
             stream.seek(max(0, size - limit_bytes))
             if size > limit_bytes:
                 stream.readline()  # a partial first line after seeking
-            return list(parse_lines(stream, str(path), strict=False))
+            return stream.readlines()
     except OSError:
         return []
+
+
+def read(path: str | Path | None, *, sidechain: bool = False) -> list[Message]:
+    """The messages of a transcript file, leniently; [] when it is missing or unreadable."""
+    return list(parse_lines(lines(path), str(path), strict=False, sidechain=sidechain))
 
 
 def last_assistant(messages: list[Message]) -> Message | None:

@@ -15,8 +15,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import os
 import re
-import secrets
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,7 +27,8 @@ from ..archive import events, memories, timeline
 from ..archive.db import Database
 from ..errors import Transient, Unavailable
 from ..providers.base import Extractor
-from ..records import BASES, MEMORY_KINDS, Candidate, Event, Memory
+from ..records import BASES, Candidate, Event, Memory
+from . import extract_schema
 from .fields import Rejected, gist, kind_of, subject_of, target_of, text_of, valid_from_of
 
 log = logging.getLogger("memlikehuman.extract")
@@ -39,33 +40,6 @@ SHOWN_MEMORIES = 40
 RELEVANT_MEMORIES = 20
 SHOWN_MEMORY_CHARS = 600
 RETRY_HINT = "the raw text is stored and searchable; record the same event again or run `memlikehuman retry`"
-
-_NULLABLE_STRING = {"type": ["string", "null"]}
-SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["memories"],
-    "properties": {
-        "memories": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "additionalProperties": False,
-                "required": ["content", "quote", "kind", "basis", "subject", "supersedes", "valid_from", "gist"],
-                "properties": {
-                    "content": {"type": "string"},
-                    "quote": {"type": "string"},
-                    "kind": {"type": "string", "enum": list(MEMORY_KINDS)},
-                    "basis": {"type": "string", "enum": list(BASES)},
-                    "subject": _NULLABLE_STRING,
-                    "supersedes": {"type": ["integer", "null"]},
-                    "valid_from": _NULLABLE_STRING,
-                    "gist": _NULLABLE_STRING,
-                },
-            },
-        }
-    },
-}
 
 SYSTEM = """\
 You extract long-term memories from one recorded event for a personal memory archive.
@@ -156,7 +130,7 @@ def run(db: Database, extractor: Extractor | None, sequence: int) -> Outcome:
         return _leave(db, event, "pending", events.PENDING_UNCONFIGURED)
     prompt = build_prompt(db, event)
     try:
-        answer = extractor.complete(prompt.system, prompt.user, SCHEMA)
+        answer = extractor.complete(prompt.system, prompt.user, extract_schema.for_event(event.text))
     except Unavailable as exc:
         left = _leave(db, event, "pending", f"{exc.message}; {RETRY_HINT}")
         return dataclasses.replace(left, transient=isinstance(exc, Transient))
@@ -233,7 +207,7 @@ def context_blocks(token: str, preceding: Sequence[dict[str, Any]], aliases: dic
 def _token(texts: Sequence[str]) -> str:
     """A random boundary token that occurs in none of the data (so no data can forge a marker)."""
     while True:
-        token = secrets.token_hex(8)
+        token = os.urandom(8).hex()  # as secrets.token_hex(8); secrets (random) is slow to import for a hook
         if not any(token in text for text in texts):
             return token
 

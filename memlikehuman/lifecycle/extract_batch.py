@@ -12,7 +12,6 @@ pending, an unusable answer leaves them all failed.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import json
 from collections.abc import Sequence
@@ -24,9 +23,9 @@ from ..archive.db import Database
 from ..errors import NotFound, Transient, Unavailable
 from ..providers.base import Extractor
 from ..records import Event, Memory
+from . import extract_schema
 from .extract import (
     RETRY_HINT,
-    SCHEMA,
     SYSTEM,
     Outcome,
     Unusable,
@@ -45,17 +44,6 @@ MAX_EVENTS = 6
 SHORT_CHARS = 600
 
 
-def _batch_schema() -> dict[str, Any]:
-    schema = copy.deepcopy(SCHEMA)
-    item = schema["properties"]["memories"]["items"]
-    item["properties"] = {"event": {"type": "integer"}, **item["properties"]}
-    item["required"] = ["event", *item["required"]]
-    return schema
-
-
-BATCH_SCHEMA = _batch_schema()
-
-
 def run_batch(db: Database, extractor: Extractor, sequences: Sequence[int]) -> dict[int, Outcome]:
     """Extract several events of one session with one call; return the outcome of each.
 
@@ -66,7 +54,7 @@ def run_batch(db: Database, extractor: Extractor, sequences: Sequence[int]) -> d
         return {}
     system, user, aliases = build_prompt(db, batch)
     try:
-        answer = extractor.complete(system, user, BATCH_SCHEMA)
+        answer = extractor.complete(system, user, extract_schema.for_batch([e.text for e in batch]))
     except Unavailable as exc:
         transient = isinstance(exc, Transient)
         return {

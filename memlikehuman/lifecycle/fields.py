@@ -67,6 +67,11 @@ def target_of(value: Any, event: Event, aliases: dict[int, Memory], notes: list[
     if memory.category != event.category:
         notes.append(f"a {event.category} event cannot supersede memory #{value} of category {memory.category}")
         return None
+    if memory.kind == "event":
+        # Something that happened stays true; small models name an alias here for unrelated items, and
+        # a closed event memory would hide its event from recall (issue 15).
+        notes.append(f"memory #{value} is an event (something that happened), which no later memory ends; ignored")
+        return None
     return memory
 
 

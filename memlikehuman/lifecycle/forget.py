@@ -20,19 +20,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-import apsw
-
 from .. import validate
 from ..archive import events, fulltext, memories, timeline
 from ..archive.db import Database
 from ..errors import Conflict, NotFound
 from ..index import vectors
 from ..records import ForgetResult, Preview, Scope
+from .scrubbing import Gone, rewrite_stale_pages, scrub
 
 log = logging.getLogger("memlikehuman")
 
-# How long the WAL truncation waits for other connections' read transactions to end.
-SCRUB_TIMEOUT_MS = 5_000
 
 
 @dataclass(frozen=True)
@@ -78,6 +75,7 @@ def forget(db: Database, scope: Scope, record_id: str, *, expected: Preview | No
         if expected is not None:
             _check_expected(plan, expected)
         dependents = _context_dependents(conn, plan)
+        gone = _texts(conn, plan)
         # Full-text rows go first, while the values they were built from are all still stored.
         _unindex(conn, plan, dependents)
         held = timeline.release_originals(conn, plan.memories)
@@ -98,7 +96,7 @@ def forget(db: Database, scope: Scope, record_id: str, *, expected: Preview | No
         event_sequences=tuple(plan.events),
         memory_rowids=tuple(sorted(plan.memories)),
         reembed_sequences=tuple(dependents),
-        scrubbed=scrub(db),
+        scrubbed=scrub(db) and rewrite_stale_pages(db, gone),
     )
 
 
@@ -204,26 +202,14 @@ def _unindex(conn: Any, plan: _Plan, dependents: list[int]) -> None:
         fulltext.unindex_event(conn, sequence)
 
 
-def scrub(db: Database, timeout_ms: int = SCRUB_TIMEOUT_MS) -> bool:
-    """Checkpoint the WAL into the database file and truncate it to zero bytes.
-
-    Old page images holding deleted text live on in the -wal file until it is truncated. A
-    separate short-lived connection does it, so its own busy timeout (``timeout_ms``) bounds the
-    wait for other connections' read transactions. Returns False when they outlast it: the old
-    images then stay until the next successful checkpoint (the next forget, or when the last
-    connection closes and SQLite checkpoints and deletes the WAL itself).
-    """
-    if str(db.path) == ":memory:":
-        return True
-    conn = apsw.Connection(str(db.path))
-    try:
-        conn.set_busy_timeout(timeout_ms)
-        row = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-        busy = 1 if row is None else int(row[0])
-    except apsw.BusyError:
-        busy = 1
-    finally:
-        conn.close()
-    if busy:
-        log.warning("memory_forget: another connection kept the WAL from being truncated; retried at the next forget")
-    return not busy
+def _texts(conn: Any, plan: _Plan) -> Gone:
+    """The texts that go, by table: what the stale-page check looks for after the commit."""
+    seqs, rowids = list(plan.events), list(plan.memories)
+    events = conn.execute(f"SELECT text FROM events WHERE sequence IN ({_marks(seqs)})", seqs).fetchall()
+    rows = conn.execute(
+        f"SELECT content, quote, coalesce(gist, '') AS gist FROM memories WHERE id IN ({_marks(rowids)})", rowids
+    ).fetchall()
+    return {
+        "events": ([row["text"] for row in events], seqs),
+        "memories": ([row[key] for row in rows for key in ("content", "quote", "gist")], rowids),
+    }

@@ -10,10 +10,16 @@ Forms understood (English and numeric):
   Memorial Day, Mother's Day, Father's Day; with a year (`Christmas 2023`) or without one.
 
 A span without a year (`yearless`) matches the month-day part of a timestamp in any year.
+
+The patterns are compiled on first use (31 of them took ~8 ms at import, a cost every hook run paid),
+and an ASCII text that contains none of the words (or years) a group of patterns needs is not
+scanned at all: most prompts and replies name no date. Non-ASCII text is always scanned, since
+case-insensitive matching lets some non-ASCII letters match ASCII ones (K, ſ, ı).
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -48,17 +54,34 @@ _DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
 _YEAR = r"((?:19|20)\d\d)"
 _NOT_YEAR = r"(?![\d,]*\s*(?:19|20)\d\d\b)(?!\d)"
 _LEAD = r"(?:in|during|since|of|last|this|next|early|late|mid|until|till|before|after|by|around|from|through)"
-_PATTERNS = (
-    ("mdy", re.compile(rf"\b{_MONTH}\s+{_DAY},?\s+{_YEAR}\b", re.I)),
-    ("dmy", re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH},?\s+{_YEAR}\b", re.I)),
-    ("my", re.compile(rf"\b{_MONTH},?\s+{_YEAR}\b", re.I)),
-    ("iso", re.compile(r"\b((?:19|20)\d\d)[-/](\d\d?)[-/](\d\d?)\b")),
-    ("dotted", re.compile(r"\b(\d{1,2})\.(\d{1,2})\.((?:19|20)\d\d)\b")),
-    ("y", re.compile(r"\b(?:in|of|during|since)\s+((?:19|20)\d\d)\b", re.I)),
-    ("md", re.compile(rf"\b{_MONTH}\s+{_DAY}\b{_NOT_YEAR}", re.I)),
-    ("dm", re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH}(?!\w)(?!,?\s*(?:19|20)\d\d)", re.I)),
-    ("m", re.compile(rf"\b{_LEAD}\s+{_MONTH}(?!\w)(?!,?\s*(?:19|20)\d\d)", re.I)),
+_PATTERN_SOURCES = (
+    ("mdy", rf"\b{_MONTH}\s+{_DAY},?\s+{_YEAR}\b", re.I),
+    ("dmy", rf"\b{_DAY}\s+(?:of\s+)?{_MONTH},?\s+{_YEAR}\b", re.I),
+    ("my", rf"\b{_MONTH},?\s+{_YEAR}\b", re.I),
+    ("iso", r"\b((?:19|20)\d\d)[-/](\d\d?)[-/](\d\d?)\b", 0),
+    ("dotted", r"\b(\d{1,2})\.(\d{1,2})\.((?:19|20)\d\d)\b", 0),
+    ("y", r"\b(?:in|of|during|since)\s+((?:19|20)\d\d)\b", re.I),
+    ("md", rf"\b{_MONTH}\s+{_DAY}\b{_NOT_YEAR}", re.I),
+    ("dm", rf"\b{_DAY}\s+(?:of\s+)?{_MONTH}(?!\w)(?!,?\s*(?:19|20)\d\d)", re.I),
+    ("m", rf"\b{_LEAD}\s+{_MONTH}(?!\w)(?!,?\s*(?:19|20)\d\d)", re.I),
 )
+# Every pattern above needs a month name or a year (19xx, 20xx).
+_EXPLICIT_WORDS = (*MONTHS, "19", "20")
+
+
+@functools.cache
+def _compiled(group: str) -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """The patterns of one group ("explicit", "holiday", "relative"), compiled once, on first use."""
+    sources = {"explicit": _PATTERN_SOURCES, "holiday": _HOLIDAY_SOURCES, "relative": _RELATIVE_SOURCES}[group]
+    return tuple((name, re.compile(source, flags)) for name, source, flags in sources)
+
+
+def _may_match(text: str, words: Sequence[str]) -> bool:
+    """False only when no pattern that needs one of `words` can match the text."""
+    if not text.isascii():
+        return True
+    lowered = text.lower()
+    return any(word in lowered for word in words)
 
 
 @dataclass(frozen=True)
@@ -101,13 +124,15 @@ def in_windows(stamp: str, windows: Sequence[DateWindow]) -> bool:
 
 
 def _found(query: str) -> Iterator[tuple[tuple[int, int], DateWindow]]:
-    for name, pattern in _HOLIDAY_PATTERNS:
+    holidays = _compiled("holiday") if _may_match(query, _HOLIDAY_WORDS) else ()
+    for name, pattern in holidays:
         for match in pattern.finditer(query):
             year = int(match.group("year")) if match.group("year") else None
             window = _holiday(name, year)
             if window is not None:
                 yield match.span(), window
-    for form, pattern in _PATTERNS:
+    explicit = _compiled("explicit") if _may_match(query, _EXPLICIT_WORDS) else ()
+    for form, pattern in explicit:
         for match in pattern.finditer(query):
             window = _window(form, match.groups())
             if window is not None:
@@ -196,10 +221,12 @@ _HOLIDAY_NAMES = {
     "mother's day": r"mother['’]?s\s+day",
     "father's day": r"father['’]?s\s+day",
 }
-_HOLIDAY_PATTERNS = tuple(
-    (name, re.compile(rf"\b(?:{form})\b(?:,?\s+(?P<year>(?:19|20)\d\d)\b)?", re.I))
-    for name, form in _HOLIDAY_NAMES.items()
+_HOLIDAY_SOURCES = tuple(
+    (name, rf"\b(?:{form})\b(?:,?\s+(?P<year>(?:19|20)\d\d)\b)?", re.I) for name, form in _HOLIDAY_NAMES.items()
 )
+# One of these is in every holiday form above.
+_HOLIDAY_WORDS: tuple[str, ...] = ("christmas", "xmas", "year", "nye", "valentine", "hallowe", "independence")
+_HOLIDAY_WORDS += ("july", "patrick", "easter", "thanksgiving", "labo", "memorial", "mother", "father")
 
 
 def _holiday(name: str, year: int | None) -> DateWindow | None:
@@ -247,16 +274,20 @@ _COUNTS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5
 _COUNTS |= {"eight": 8, "nine": 9, "ten": 10, "a couple of": 2, "a few": 3, "few": 3, "couple of": 2}
 _COUNT = r"(\d{1,2}|a couple of|couple of|a few|few|an?|one|two|three|four|five|six|seven|eight|nine|ten)"
 _WEEKDAY = "(" + "|".join(WEEKDAYS) + ")"
-_RELATIVE = (
-    ("before_yesterday", re.compile(r"\bthe\s+day\s+before\s+yesterday\b", re.I)),
-    ("yesterday", re.compile(r"\b(?:yesterday|last\s+night)\b", re.I)),
-    ("today", re.compile(r"\b(?:today|tonight|this\s+(?:morning|afternoon|evening))\b", re.I)),
-    ("tomorrow", re.compile(r"\btomorrow\b", re.I)),
-    ("ago", re.compile(rf"\b{_COUNT}\s+(day|week|month|year)s?\s+ago\b", re.I)),
-    ("weekday", re.compile(rf"\b(last|this\s+past|next|this\s+coming)\s+{_WEEKDAY}\b", re.I)),
-    ("weekend", re.compile(r"\b(last|this\s+past|next|this)\s+weekend\b", re.I)),
-    ("period", re.compile(r"\b(last|next|this)\s+(week|month|year)\b", re.I)),
+_RELATIVE_SOURCES = (
+    ("before_yesterday", r"\bthe\s+day\s+before\s+yesterday\b", re.I),
+    ("yesterday", r"\b(?:yesterday|last\s+night)\b", re.I),
+    ("today", r"\b(?:today|tonight|this\s+(?:morning|afternoon|evening))\b", re.I),
+    ("tomorrow", r"\btomorrow\b", re.I),
+    ("ago", rf"\b{_COUNT}\s+(day|week|month|year)s?\s+ago\b", re.I),
+    ("weekday", rf"\b(last|this\s+past|next|this\s+coming)\s+{_WEEKDAY}\b", re.I),
+    ("weekend", r"\b(last|this\s+past|next|this)\s+weekend\b", re.I),
+    ("period", r"\b(last|next|this)\s+(week|month|year)\b", re.I),
 )
+# One of these is in every relative form above ("weekend" has "week", "tonight" has "night").
+_RELATIVE_WORDS: tuple[str, ...] = ("yesterday", "night", "today", "morning", "afternoon", "evening", "tomorrow")
+_RELATIVE_WORDS += ("ago", "week")
+_RELATIVE_WORDS += ("month", "year", *WEEKDAYS)
 
 
 def relative_spans(text: str, occurred_at: str) -> list[tuple[str, str]]:
@@ -272,7 +303,9 @@ def relative_spans(text: str, occurred_at: str) -> list[tuple[str, str]]:
         return []
     found: list[tuple[str, str]] = []
     taken: list[tuple[int, int]] = []
-    for form, pattern in _RELATIVE:
+    if not _may_match(text, _RELATIVE_WORDS):
+        return found
+    for form, pattern in _compiled("relative"):
         for match in pattern.finditer(text):
             if any(a < match.end() and match.start() < b for a, b in taken):
                 continue

@@ -124,3 +124,27 @@ def with_factors(
             factor += date
         out[seq] = value * factor
     return out
+
+
+def with_covered(
+    scores: Mapping[int, float],
+    covered: Mapping[int, tuple[float, bool]],
+    memories: Sequence[tuple[int, int]],
+    eligible: Container[int],
+) -> Scores:
+    """Memory scores where each event raw fallback left out as covered passes its score to its best memory.
+
+    `covered`: event sequence -> (its score, whether its own text holds a query word); `memories`:
+    (memory rowid, event sequence) of those events. The best memory is the best-scoring eligible one;
+    one that matched no query word stands in for its event only when the event's own text holds one.
+    """
+    best: dict[int, int] = {}
+    for rowid, sequence in memories:
+        if rowid not in eligible or (rowid not in scores and not covered[sequence][1]):
+            continue
+        if sequence not in best or scores.get(rowid, 0.0) > scores.get(best[sequence], 0.0):
+            best[sequence] = rowid
+    ranked = dict(scores)
+    for sequence, rowid in best.items():
+        ranked[rowid] = max(ranked.get(rowid, 0.0), covered[sequence][0])
+    return ranked

@@ -19,7 +19,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from .. import clock, validate
 from ..archive import event_dates, events, memories, ngrams
@@ -30,14 +30,11 @@ from .dates import date_windows, in_windows, spans_meet
 from .excerpts import excerpt
 from .ranking import DEFAULT_TUNING, Tuning
 from .search import Filters
+from .sources import Sources, Upkeep
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from ..archive.db import Database
-    from ..config import Settings
-    from ..index.vectors import VectorCache
-    from ..providers.base import Embedder
 else:
     from ..lazy_numpy import np  # numpy stays unimported on the hooks' path
 
@@ -47,32 +44,6 @@ RAW_PAGE = 50
 DETAILS = ("auto", "gist", "detailed")
 
 
-
-
-class Sources(Protocol):
-    """What recall reads: the archive, the vector cache, the settings and the query embedder."""
-
-    @property
-    def db(self) -> Database: ...
-    @property
-    def vectors(self) -> VectorCache: ...
-    @property
-    def settings(self) -> Settings: ...
-    @property
-    def embedder(self) -> Embedder | None: ...
-
-
-@dataclass(frozen=True)
-class Upkeep:
-    """What a recall noticed for its caller to act on; recall itself writes nothing.
-
-    `stale_events`: cached vectors (in `scope`) of events deleted since the cache loaded them;
-    `unindexed`: events in scope lack a vector of the query's model.
-    """
-
-    scope: Scope
-    stale_events: tuple[int, ...] = ()
-    unindexed: bool = False
 
 
 def recall(
@@ -160,6 +131,9 @@ class _Recall:
         self.links: dict[int, tuple[int | None, int | None]] = {}
         self.stale: list[int] = []
         self.unindexed = False
+        # Events raw fallback left out because their memories cover what matched:
+        # sequence -> (score, whether the event's own text holds a query word).
+        self.covered: dict[int, tuple[float, bool]] = {}
 
     def run(self) -> RecallResult:
         mode = self._prepare_dense()
@@ -172,8 +146,8 @@ class _Recall:
             coverage = self._coverage()
             memory_scores = self._rank("memory")
             event_scores = self._rank("event")
-            memory_hits = self._memory_hits(memory_scores)
             raw_hits = self._raw_hits(event_scores)
+            memory_hits = self._memory_hits(self._covered_rank(memory_scores))
         self._coverage_warnings(coverage, mode)
         if any(hit.detail == "overview" for hit in memory_hits):
             self.warnings.append(
@@ -380,6 +354,7 @@ class _Recall:
                 if sequence in quotes:
                     found = gaps.uncovered_text(text, quotes[sequence], self.words) if self.words else None
                     if found is None:
+                        self.covered[sequence] = (scores[sequence], gaps.matches(text, self.words))
                         continue  # what matched is covered by the event's memories
                     text, whole = found, False
                 shown, truncated = excerpt(text, self.words)
@@ -387,6 +362,28 @@ class _Recall:
                 if len(hits) == self.limit:
                     return hits
         return hits
+
+    def _covered_rank(self, scores: dict[int, float]) -> dict[int, float]:
+        """Memory scores where each event raw fallback left out as covered passes its score to its best memory.
+
+        Events and memories are scored on their own scales, so without this a covered event's memory
+        could rank far below the raw event it replaces (issue 15: memories + raw scored lower than raw).
+        The best memory is the best-scoring current one; one that matched no query word stands in for
+        its event only when the event's own text holds a query word (not when only context ranked it).
+        """
+        if not self.covered:
+            return scores
+        marks = ",".join("?" * len(self.covered))
+        rows = self.db.query(
+            f"SELECT id, event_sequence FROM memories WHERE event_sequence IN ({marks})", tuple(self.covered)
+        )
+        ids = [row["id"] for row in rows]
+        # Current ones only: with include_history, a superseded version keeps its own (lower) rank.
+        eligible = search.eligible_memories(self.db, ids, self.filters) - search.closed_by_as_of(
+            self.db, ids, self.filters.as_of
+        )
+        pairs = [(row["id"], row["event_sequence"]) for row in rows]
+        return ranking.with_covered(scores, self.covered, pairs, eligible)
 
     # -- coverage ----------------------------------------------------------------------------------
 

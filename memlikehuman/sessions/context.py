@@ -34,7 +34,7 @@ from . import tokens
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from ..retrieval.recall import Sources, Upkeep
+    from ..retrieval.sources import Sources, Upkeep
 
 DEFAULT_BUDGET = 4_096
 MAX_BUDGET = 1_000_000
@@ -288,11 +288,16 @@ def resume(
     target_model: str | None = None,
     session_id: str | None = None,
     upkeep: Callable[[Upkeep], None] | None = None,
+    counter: tokens.TokenCounter | None = None,
 ) -> ResumeResult:
     """Build the budgeted resume context. Raises InvalidArgument for bad inputs; reads only
-    (what the query's recall notices about the vector index goes to `upkeep`)."""
+    (what the query's recall notices about the vector index goes to `upkeep`).
+
+    ``counter`` replaces the one ``target_model`` names (the hooks, whose limit is in characters,
+    count UTF-8 bytes: no tokenizer is loaded on their path).
+    """
     scope = _validated(scope, query, token_budget, session_id)
-    counter = tokens.counter_for(target_model, sources.settings.tokenizer_json)
+    counter = counter or tokens.counter_for(target_model, sources.settings.tokenizer_json)
     db = sources.db
     with db.read():
         persona = personas.current(db, scope.persona_id)

@@ -1,0 +1,71 @@
+"""Speaker aliases learned from a conversation, and the phrasings they give a query."""
+
+from __future__ import annotations
+
+from memlikehuman.retrieval import aliases
+from memlikehuman.retrieval.aliases import Alias
+
+CHAT = [
+    ("Melanie", "I finally finished the painting of the lake."),
+    ("Caroline", "Hey Mel! That sounds gorgeous."),
+    ("Melanie", "Thanks! I used the new brushes."),
+    ("Caroline", "You always pick great colours, Mel!"),
+    ("Melanie", "My dog Max loves the lake too."),
+    ("Caroline", "Thanks! Appreciate it. Hey Max!"),
+]
+
+
+def test_a_name_used_in_address_belongs_to_the_speaker_of_the_turn_before():
+    seen = aliases.observations(CHAT)
+    assert seen[("Melanie", "Mel")] == 2
+
+
+def test_greetings_and_common_words_are_not_names():
+    assert aliases.addressed("Thanks! Appreciate it.") == []
+    assert aliases.addressed("Hey You, well done") == []
+    assert aliases.addressed("Wow, Great work!") == []
+
+
+def test_a_short_form_seen_twice_becomes_an_alias_of_the_speaker():
+    learned = aliases.learn(aliases.observations(CHAT), ["Caroline", "Melanie"])
+    assert learned == [Alias("Melanie", "Mel", 2)]
+
+
+def test_a_pet_addressed_once_with_an_unlike_name_is_no_alias():
+    learned = aliases.learn(aliases.observations(CHAT), ["Caroline", "Melanie"])
+    assert all(alias.name != "Max" for alias in learned)
+
+
+def test_an_unlike_nickname_needs_more_evidence():
+    chat = [("Robert", "Hi."), ("Ann", "Hey Bobby!")] * (aliases.MIN_UNLIKE - 1)
+    assert aliases.learn(aliases.observations(chat), ["Robert", "Ann"]) == []
+    chat += [("Robert", "Hi."), ("Ann", "Hey Bobby!")]
+    assert aliases.learn(aliases.observations(chat), ["Robert", "Ann"]) == [
+        Alias("Robert", "Bobby", aliases.MIN_UNLIKE)
+    ]
+
+
+def test_another_speakers_label_is_never_an_alias():
+    chat = [("Jon", "Hi."), ("Gina", "Hey Gina! I mean hey Jon!")] * 3
+    assert all(alias.name != "Gina" for alias in aliases.learn(aliases.observations(chat), ["Jon", "Gina"]))
+
+
+def test_a_query_naming_a_speaker_gets_a_phrasing_with_each_other_name():
+    learned = [Alias("Melanie", "Mel", 40)]
+    assert aliases.phrasings("What did Melanie paint?", learned, ["Caroline", "Melanie"]) == ["What did Mel paint?"]
+    assert aliases.phrasings("What did Mel paint?", learned, ["Caroline", "Melanie"]) == ["What did Melanie paint?"]
+
+
+def test_possessives_and_near_misses_of_a_name_are_matched():
+    learned = [Alias("Deborah", "Deb", 30)]
+    assert aliases.phrasings("What is Deborah's job?", learned, ["Deborah"]) == ["What is Deb's job?"]
+    assert aliases.phrasings("Where did Deboran go?", learned, ["Deborah"]) == [
+        "Where did Deb go?",
+        "Where did Deborah go?",
+    ]
+
+
+def test_a_query_without_a_speaker_with_aliases_gets_no_phrasing():
+    learned = [Alias("Melanie", "Mel", 40)]
+    assert aliases.phrasings("What did Caroline paint?", learned, ["Caroline", "Melanie"]) == []
+    assert aliases.phrasings("what did she paint", learned, ["Caroline", "Melanie"]) == []

@@ -1,0 +1,89 @@
+"""What keeps `memlikehuman hook` quick to start: modules it never imports, and the shortcuts it takes.
+
+The latency itself is measured by bench/hooks.py (docs/benchmarks.md, "hooks"), not asserted here.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import platformdirs
+import pytest
+from hook_support import stored
+
+from memlikehuman import config
+from memlikehuman.archive import claims
+from memlikehuman.retrieval import dates
+
+# Imported by none of the hook steps below: each costs milliseconds of every prompt's start-up.
+NEVER = ("mcp", "click", "numpy", "pydantic", "openai", "quicktok", "tiktoken", "tokenizers", "platformdirs")
+NEVER += ("socket", "tomllib", "uuid", "memlikehuman.lifecycle.forget", "memlikehuman.lifecycle.correct")
+
+
+def imported_by_one_hook_run(event: dict[str, object], db: Path) -> list[str]:
+    code = (
+        "import io, json, sys\n"
+        "sys.argv = ['memlikehuman', 'hook', 'claude-code', '--project', 'app']\n"
+        f"sys.stdin = io.StringIO({json.dumps(json.dumps(event))})\n"
+        "from memlikehuman.hosts.entry import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        f"sys.stderr.write(json.dumps(sorted(m for m in {NEVER!r} if m in sys.modules)))\n"
+    )
+    env = {"MEMLIKEHUMAN_DB": str(db), "MEMLIKEHUMAN_EMBEDDER": "none", "MEMLIKEHUMAN_CONFIG": "/nonexistent"}
+    env["HOME"] = str(db.parent)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    return list(json.loads(done.stderr.splitlines()[-1]))
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        {"hook_event_name": "UserPromptSubmit", "prompt": "where do we deploy?"},
+        {"hook_event_name": "SessionStart", "source": "startup"},
+    ],
+)
+def test_the_prompt_and_start_hooks_import_no_slow_module(db: Path, project: Path, event: dict[str, object]) -> None:
+    seed = {"session_id": "s0", "cwd": str(project), "hook_event_name": "UserPromptSubmit", "prompt": "we deploy"}
+    assert imported_by_one_hook_run(seed, db) == []
+    assert imported_by_one_hook_run({"session_id": "s1", "cwd": str(project), **event}, db) == []
+    assert len(stored(db)) == 1 + (event["hook_event_name"] == "UserPromptSubmit")
+
+
+@pytest.mark.parametrize("xdg", [None, "/srv/conf", "relative/conf", ""])
+def test_the_config_file_path_is_the_one_platformdirs_gives(monkeypatch: pytest.MonkeyPatch, xdg: str | None) -> None:
+    if xdg is None:
+        monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    else:
+        monkeypatch.setenv("XDG_CONFIG_HOME", xdg)
+    expected = Path(platformdirs.user_config_dir("memlikehuman")) / "config.toml"
+    assert config.default_config_path() == expected
+
+
+def test_a_workers_host_in_its_claims_is_the_socket_host_name() -> None:
+    host, pid, token = claims.owner_id().rsplit(":", 2)
+    assert host == socket.gethostname()
+    assert pid.isdigit() and len(token) == 8
+
+
+def test_text_that_names_no_date_compiles_no_date_pattern() -> None:
+    code = (
+        "from memlikehuman.retrieval import dates\n"
+        "assert dates.relative_spans('we deploy on the staging box', '2024-05-08T10:00:00Z') == []\n"
+        "assert dates.date_windows('which staging database does release 5 use?') == []\n"
+        "assert dates._compiled.cache_info().currsize == 0, dates._compiled.cache_info()\n"
+        "assert dates.relative_spans('we shipped yesterday', '2024-05-08') == [('2024-05-07', '2024-05-08')]\n"
+        "assert dates._compiled.cache_info().currsize == 1\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize(
+    "text", ["Yesterday we shipped", "yeſterday we shipped", "two WEEKS AGO", "Xmas 2023", "on 12.01.2024"]
+)
+def test_a_date_in_any_case_or_with_a_non_ascii_look_alike_is_still_found(text: str) -> None:
+    found = dates.relative_spans(text, "2024-05-08T10:00:00Z") or dates.date_windows(text)
+    assert found, text
