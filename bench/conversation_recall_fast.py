@@ -57,10 +57,9 @@ def main() -> None:
             for conv in conversations:
                 tuning = dataclasses.replace(DEFAULT_TUNING, relative_dates=False)
                 ask(engine, conv, "fast", rows["relative dates not used"], tuning)
-            rows["speaker-alias phrasings (memlikehuman.retrieval.aliases)"] = Scores()
+            aliased = rows["speaker-alias phrasings (memlikehuman.retrieval.aliases)"] = Scores()
             for conv in conversations:
-                ask(engine, conv, "fast", rows["speaker-alias phrasings (memlikehuman.retrieval.aliases)"], DEFAULT_TUNING,
-                    alias_phrasings(conv))  # fmt: skip
+                ask(engine, conv, "fast", aliased, DEFAULT_TUNING, alias_phrasings(conv))
             for fusion in ("rrf", "max"):
                 name = f"rule alternatives, {fusion} fusion"
                 rows[name] = Scores()
