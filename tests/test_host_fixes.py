@@ -390,6 +390,8 @@ def test_ctrl_c_ends_a_cli_command_with_exit_status_130(tmp_path: Path):
         stderr=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         env={**os.environ, **BASE_ENV},
+        # A suite started in the background inherits "ignore SIGINT"; a terminal's Ctrl-C does not.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     assert proc.stderr is not None and proc.stdin is not None
     assert b"importing" in proc.stderr.readline()  # it is reading standard input now
