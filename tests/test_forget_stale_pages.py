@@ -1,7 +1,7 @@
 """Forget leaves no stale copy of a deleted row in the unallocated space of a live page.
 
 SQLite's rebalancing leaves old bytes of moved cells in a page's gap; secure_delete does not reach
-them (memlikehuman/residue.py). These tests make rows move the way the extraction worker does (an
+them (memlikehuman/lifecycle/residue.py). These tests make rows move the way the extraction worker does (an
 event row grows when its state and error are written), then forget some of them.
 """
 
@@ -90,7 +90,7 @@ def test_short_texts_give_no_pieces_to_look_for():
 
 
 def test_the_leaves_around_a_rows_key_hold_nearly_every_stale_copy_of_it(tmp_path):
-    # Above forget.WHOLE_TREES_BYTES only these leaves are read; docs/reliability.md states the share.
+    # Above scrubbing.WHOLE_TREES_BYTES only these leaves are read; docs/reliability.md states the share.
     engine, texts = _archive_with_moved_rows(tmp_path, count=1500, seed=5)
     with engine:
         engine.db.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
