@@ -8,7 +8,7 @@ MCP SDK's worker threads need.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,11 @@ PRAGMAS = (
     # FULL: a returned memory_record survives power loss, not only a crash.
     "PRAGMA synchronous=FULL",
 )
+
+
+def placeholders(values: Iterable[Any]) -> str:
+    """One "?" per value, comma-separated: for ``IN (...)`` lists."""
+    return ",".join("?" for _ in values)
 
 
 def _dict_row(cursor: apsw.Cursor, row: tuple[Any, ...]) -> Row:

@@ -28,11 +28,11 @@ Invariants, kept by every function here inside the caller's write transaction:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from ..errors import InvalidArgument
 from ..records import Candidate, Event, Memory
+from .db import placeholders
 
 FORGOTTEN_CORRECTION = (
     "its correction was forgotten with memory_forget; it stays revoked (the user said it was wrong):"
@@ -51,10 +51,6 @@ def status_sql(alias: str = "m") -> str:
         f"CASE WHEN {alias}.revoked_at IS NOT NULL THEN 'revoked' WHEN {alias}.valid_to IS NOT NULL"
         " THEN 'superseded' ELSE 'current' END"
     )
-
-
-def _marks(values: Sequence[Any]) -> str:
-    return ",".join("?" for _ in values)
 
 
 # -- a new version (extraction) ----------------------------------------------------------------
@@ -199,7 +195,8 @@ def release_originals(conn: Any, deleted: dict[int, str]) -> set[int]:
     so that unlinking them leaves the version before them closed where the user's statement closed it.
     """
     gone = list(deleted)
-    rows = conn.execute(f"SELECT id, replaced_by FROM memories WHERE replaced_by IN ({_marks(gone)})", gone).fetchall()
+    sql = f"SELECT id, replaced_by FROM memories WHERE replaced_by IN ({placeholders(gone)})"
+    rows = conn.execute(sql, gone).fetchall()
     places: set[int] = set()
     for row in rows:
         if row["id"] in deleted:

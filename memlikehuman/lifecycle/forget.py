@@ -16,20 +16,18 @@ text leave the -wal file (see ``scrub`` for what happens when another process bl
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from .. import validate
 from ..archive import events, fulltext, memories, timeline
-from ..archive.db import Database
+from ..archive.db import Database, placeholders
 from ..errors import Conflict, NotFound
 from ..index import vectors
 from ..records import ForgetResult, Preview, Scope
 from .scrubbing import Gone, rewrite_stale_pages, scrub
 
 log = logging.getLogger("memlikehuman")
-
 
 
 @dataclass(frozen=True)
@@ -135,7 +133,7 @@ def _plan(conn: Any, root: int) -> _Plan:
     found_memories: dict[int, str] = {}
     frontier = [root]
     while frontier:
-        marks = _marks(frontier)
+        marks = placeholders(frontier)
         for row in conn.execute(f"SELECT sequence, event_id FROM events WHERE sequence IN ({marks})", frontier):
             found_events.setdefault(row["sequence"], row["event_id"])
         new_memories = {
@@ -149,16 +147,13 @@ def _plan(conn: Any, root: int) -> _Plan:
         frontier = [
             row["event_sequence"]
             for row in conn.execute(
-                f"SELECT event_sequence FROM corrections WHERE original_id IN ({_marks(ids)}) ORDER BY event_sequence",
+                f"SELECT event_sequence FROM corrections WHERE original_id IN ({placeholders(ids)})"
+                " ORDER BY event_sequence",
                 ids,
             )
             if row["event_sequence"] not in found_events
         ]
     return _Plan(found_events, found_memories)
-
-
-def _marks(values: Iterable[Any]) -> str:
-    return ",".join("?" for _ in values)
 
 
 def _context_dependents(conn: Any, plan: _Plan) -> list[int]:
@@ -170,14 +165,14 @@ def _context_dependents(conn: Any, plan: _Plan) -> list[int]:
     gone = list(plan.events)
     forgotten = conn.execute(
         f"SELECT sequence, persona_id, project_id, session_id FROM events WHERE kind = 'record'"
-        f" AND sequence IN ({_marks(gone)})",
+        f" AND sequence IN ({placeholders(gone)})",
         gone,
     ).fetchall()
     dependents: set[int] = set()
     for row in forgotten:
         where = (
             "persona_id = ? AND project_id = ? AND session_id = ? AND sequence > ?"
-            f" AND sequence NOT IN ({_marks(gone)})"
+            f" AND sequence NOT IN ({placeholders(gone)})"
         )
         params = (row["persona_id"], row["project_id"], row["session_id"], row["sequence"], *gone)
         bound = conn.execute(f"SELECT min(sequence) AS s FROM events WHERE {where} AND kind = 'record'", params)
@@ -205,9 +200,9 @@ def _unindex(conn: Any, plan: _Plan, dependents: list[int]) -> None:
 def _texts(conn: Any, plan: _Plan) -> Gone:
     """The texts that go, by table: what the stale-page check looks for after the commit."""
     seqs, rowids = list(plan.events), list(plan.memories)
-    events = conn.execute(f"SELECT text FROM events WHERE sequence IN ({_marks(seqs)})", seqs).fetchall()
+    events = conn.execute(f"SELECT text FROM events WHERE sequence IN ({placeholders(seqs)})", seqs).fetchall()
     rows = conn.execute(
-        f"SELECT content, quote, coalesce(gist, '') AS gist FROM memories WHERE id IN ({_marks(rowids)})", rowids
+        f"SELECT content, quote, coalesce(gist, '') AS gist FROM memories WHERE id IN ({placeholders(rowids)})", rowids
     ).fetchall()
     return {
         "events": ([row["text"] for row in events], seqs),

@@ -14,17 +14,13 @@ from typing import Any
 
 import apsw
 
-from ..archive.db import Database
+from ..archive.db import Database, placeholders
 from . import residue
 
 log = logging.getLogger("memlikehuman")
 
 # How long the WAL truncation waits for other connections' read transactions to end.
 SCRUB_TIMEOUT_MS = 5_000
-
-
-def _marks(values: list[Any]) -> str:
-    return ",".join("?" for _ in values)
 
 
 def scrub(db: Database, timeout_ms: int = SCRUB_TIMEOUT_MS) -> bool:
@@ -132,6 +128,8 @@ def _gone_terms(conn: apsw.Connection, index: str, texts: list[str]) -> set[str]
     conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{index}_terms USING fts5vocab(main, {index}, row)")
     kept = {
         row[0]
-        for row in conn.execute(f"SELECT term FROM temp.{index}_terms WHERE term IN ({_marks(long_terms)})", long_terms)
+        for row in conn.execute(
+            f"SELECT term FROM temp.{index}_terms WHERE term IN ({placeholders(long_terms)})", long_terms
+        )
     }
     return set(long_terms) - kept
