@@ -7,7 +7,9 @@ The config file is TOML with the same keys as the environment variables, e.g.
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -67,10 +69,39 @@ class Settings:
     # what the hooks record at turn end besides prompts: a comma-separated list of assistant, tools,
     # subagents (None: assistant only); parsed by hosts/tools.py
     hook_record: str | None = None
+    # a PostgreSQL archive (MEMLIKEHUMAN_DB=postgresql://...); db_path then only places side files
+    # (the hooks' log and state, the UI's key) in the user data directory
+    db_url: str | None = None
 
     def with_db(self, path: Path | str) -> Settings:
-        """A copy with another archive path."""
-        return replace(self, db_path=Path(path))
+        """A copy with another archive (a file path or a PostgreSQL URL)."""
+        url, local = _archive(path)
+        return replace(self, db_path=local, db_url=url)
+
+    @property
+    def archive(self) -> Path | str:
+        """What opens the archive: the PostgreSQL URL, else the file path."""
+        return self.db_url or self.db_path
+
+    @property
+    def archive_label(self) -> str:
+        """The archive for messages and logs (a URL's password left out)."""
+        if self.db_url is None:
+            return str(self.db_path)
+        return re.sub(r"(://[^:/@]*):[^@]*@", r"\1@", self.db_url)
+
+    def archive_exists(self) -> bool:
+        """Whether the archive is there: the file exists (a PostgreSQL archive always counts as there)."""
+        return self.db_url is not None or self.db_path.exists()
+
+
+def _archive(target: Path | str) -> tuple[str | None, Path]:
+    """(PostgreSQL URL or None, local path): a URL keeps its side files beside the default archive."""
+    text = str(target)
+    if text.startswith(("postgresql://", "postgres://")):
+        digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+        return text, default_db_path().with_name(f"postgres-{digest}")
+    return None, Path(target).expanduser()
 
 
 def default_db_path() -> Path:
@@ -132,10 +163,11 @@ def load(db: str | Path | None = None, env: Mapping[str, str] | None = None) -> 
         raise InvalidArgument("MEMLIKEHUMAN_EXTRACTOR must be 'none' or 'openai'")
     if embedder not in ("none", "local", "openai"):
         raise InvalidArgument("MEMLIKEHUMAN_EMBEDDER must be 'none', 'local' or 'openai'")
-    path = db or values.get("MEMLIKEHUMAN_DB") or default_db_path()
+    url, path = _archive(db or values.get("MEMLIKEHUMAN_DB") or default_db_path())
     tokenizer = values.get("MEMLIKEHUMAN_TOKENIZER_JSON")
     return Settings(
-        db_path=Path(path).expanduser(),
+        db_path=path,
+        db_url=url,
         extractor=extractor,
         extractor_model=values.get("MEMLIKEHUMAN_EXTRACTOR_MODEL") or "gpt-4o-mini",
         extractor_base_url=values.get("MEMLIKEHUMAN_EXTRACTOR_BASE_URL") or None,

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from . import clock, validate
 from .admin.operations import Operations, diagnose, open_archive
 from .archive import claims, events, fulltext, memories
-from .archive.db import Database
+from .archive.db import open_database
 from .archive.migrations import migrate
 from .config import Settings
 from .errors import InvalidArgument
@@ -87,7 +87,7 @@ class Engine(Operations):
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.db = Database(settings.db_path)
+        self.db = open_database(settings.archive)
         self.schema_version = migrate(self.db)
         # m006 adds the n-gram index empty; an older archive's rows are written now, in batches.
         fulltext.complete_ngrams(self.db, fulltext.logged_progress(log, "n-gram full-text index (schema 6)"))

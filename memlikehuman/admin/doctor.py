@@ -18,7 +18,7 @@ import apsw
 
 from .. import config
 from ..archive import fulltext
-from ..archive.db import Database
+from ..archive.db import Database, open_database
 from ..archive.migrations import MIGRATIONS, schema_version
 from ..errors import MemLikeHumanError
 from ..providers.embedders import build_embedder
@@ -48,7 +48,7 @@ def diagnose(
 
 def _configuration(settings: config.Settings) -> Check:
     summary = (
-        f"archive {settings.db_path}; extractor {settings.extractor}; embedder {settings.embedder};"
+        f"archive {settings.archive_label}; extractor {settings.extractor}; embedder {settings.embedder};"
         f" timeout {settings.timeout:g} s"
     )
     if settings.tokenizer_json is not None and not settings.tokenizer_json.is_file():
@@ -57,10 +57,10 @@ def _configuration(settings: config.Settings) -> Check:
 
 
 def _archive(settings: config.Settings) -> list[Check]:
-    if not settings.db_path.exists():
-        return [Check("archive", "warn", f"no archive at {settings.db_path} yet: it is created on first use")]
+    if not settings.archive_exists():
+        return [Check("archive", "warn", f"no archive at {settings.archive_label} yet: it is created on first use")]
     try:
-        db = Database(settings.db_path)
+        db = open_database(settings.archive)
     except MemLikeHumanError as exc:
         return [Check("archive", "fail", exc.message)]
     try:
@@ -71,7 +71,7 @@ def _archive(settings: config.Settings) -> list[Check]:
             checks.append(_vectors(db, settings))
         return checks
     except apsw.Error as exc:
-        return [Check("archive", "fail", f"cannot read {settings.db_path} ({exc}): restore it from a backup")]
+        return [Check("archive", "fail", f"cannot read {settings.archive_label} ({exc}): restore it from a backup")]
     except MemLikeHumanError as exc:  # locked by another process's long write, such as an import
         return [Check("archive", "fail", exc.message)]
     finally:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from ..archive import claims, events
-from ..archive.db import Database
+from ..archive.db import Database, open_database
 from ..archive.migrations import migrate
 from ..config import Settings
 from ..index import indexer as indexing
@@ -153,8 +153,8 @@ class Operations:
 
 
 def open_archive(settings: Settings) -> int:
-    """Create or upgrade the archive at settings.db_path and close it again; return its schema version."""
-    db = Database(settings.db_path)
+    """Create or upgrade the archive settings name and close it again; return its schema version."""
+    db = open_database(settings.archive)
     try:
         return migrate(db)
     finally:

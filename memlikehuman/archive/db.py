@@ -62,6 +62,8 @@ class _Rows:
 class Database:
     """An open archive file with WAL, foreign keys, secure delete and a busy timeout."""
 
+    dialect = "sqlite"
+
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
         if str(path) != ":memory:":
@@ -86,6 +88,10 @@ class Database:
         except apsw.Error as exc:
             self.conn.close()
             raise Unavailable(unreadable(self.path, exc)) from None
+
+    def data_version(self) -> int:
+        """A number that changes when another connection commits (PRAGMA data_version)."""
+        return int(self.scalar("PRAGMA data_version"))
 
     def close(self) -> None:
         """Close the connection (idempotent)."""
@@ -154,3 +160,17 @@ class Database:
                 raise
             self._depth = 0
             self.conn.execute("COMMIT")
+
+
+def dialect(conn: Any) -> str:
+    """"sqlite" or "postgres": of a Database, a PgDatabase or the connection a transaction yields."""
+    return getattr(conn, "dialect", "sqlite")
+
+
+def open_database(target: Path | str) -> Any:
+    """The archive a setting names: a PostgreSQL URL opens a PgDatabase (archive/pg.py), else a file."""
+    from . import pg
+
+    if pg.is_url(target):
+        return pg.PgDatabase(str(target))
+    return Database(target)

@@ -19,7 +19,7 @@ def write(conn: Any, sequence: int, text: str, occurred_at: str) -> None:
     spans = dates.relative_spans(text, occurred_at)
     if spans:
         conn.executemany(
-            "INSERT OR IGNORE INTO event_dates (event_sequence, day_from, day_to) VALUES (?, ?, ?)",
+            "INSERT INTO event_dates (event_sequence, day_from, day_to) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
             [(sequence, start, end) for start, end in spans],
         )
 

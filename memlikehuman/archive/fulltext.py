@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..records import Cue
-from . import ngrams
-from .db import Database
+from . import ngrams, pg_fulltext
+from .db import Database, dialect
 
 BATCH = 500
 Progress = Callable[[int, int], None]
@@ -113,6 +113,9 @@ def _write(conn: Any, table: str, rowid: int, values: tuple[str, ...], *, delete
     """Insert (or 'delete') a row of a table from the record's word-index values."""
     if table in NGRAM_TABLES.values():
         values = tuple(ngrams.index_text(value) for value in values)
+    if dialect(conn) == "postgres":
+        pg_fulltext.write(conn, table, rowid, values, delete=delete)
+        return
     columns = _COLUMNS[_KIND[table]]
     marks = ", ".join("?" * (len(values) + 1))
     if delete:
@@ -128,6 +131,8 @@ def _tables(conn: Any, kind: str) -> tuple[str, ...]:
     it a frozen copy instead); until then the n-gram tables may not exist while it runs.
     """
     ngram = NGRAM_TABLES[kind]
+    if dialect(conn) == "postgres":
+        return (TABLES[kind], ngram)
     exists = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (ngram,)).fetchone()
     return (TABLES[kind], ngram) if exists else (TABLES[kind],)
 
@@ -195,7 +200,10 @@ def clear(db: Database) -> None:
     """Empty every full-text index in one transaction (the start of a full rebuild)."""
     with db.write() as conn:
         for table in ALL_TABLES:
-            conn.execute(f"INSERT INTO {table}({table}) VALUES ('delete-all')")
+            if dialect(conn) == "postgres":
+                pg_fulltext.clear(conn, table)
+            else:
+                conn.execute(f"INSERT INTO {table}({table}) VALUES ('delete-all')")
 
 
 def fill_missing(
@@ -244,8 +252,9 @@ def ngrams_behind(db: Database) -> bool:
     """
     events = int(db.scalar("SELECT count(*) FROM events") or 0)
     memories = int(db.scalar("SELECT count(*) FROM memories") or 0)
-    indexed_events = int(db.scalar("SELECT count(*) FROM events_ngrams_docsize") or 0)
-    indexed_memories = int(db.scalar("SELECT count(*) FROM memories_ngrams_docsize") or 0)
+    rows = "" if dialect(db) == "postgres" else "_docsize"  # PostgreSQL: a row per record (pg_fulltext.py)
+    indexed_events = int(db.scalar(f"SELECT count(*) FROM events_ngrams{rows}") or 0)
+    indexed_memories = int(db.scalar(f"SELECT count(*) FROM memories_ngrams{rows}") or 0)
     return indexed_events < events or indexed_memories < memories
 
 
@@ -273,7 +282,45 @@ def integrity_check(db: Database, table: str) -> None:
     """FTS5's integrity-check of one full-text table; raises apsw.Error when it is damaged.
 
     FTS5 takes the check as an INSERT command, so it needs a write transaction; the command changes
-    nothing and the transaction commits empty.
+    nothing and the transaction commits empty. PostgreSQL checks its own tables (nothing to do here).
     """
+    if dialect(db) == "postgres":
+        return
     with db.write() as conn:
         conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)")
+
+
+def match_expression(words: Sequence[str]) -> str | None:
+    """An FTS5 query OR-ing the quoted words; None when there is nothing to match."""
+    if not words:
+        return None
+    return " OR ".join(_quoted(w) for w in words)
+
+
+def _quoted(word: str) -> str:
+    # A trailing '*' marks an n-gram prefix (ngrams.Query.terms); word tokens (\w+) never have one.
+    if word.endswith("*"):
+        return '"' + word[:-1].replace('"', '""') + '"*'
+    return '"' + word.replace('"', '""') + '"'
+
+
+def scored(
+    db: Database,
+    table: str,
+    words: Sequence[str],
+    weights: Sequence[float],
+    counts: dict[str, int] | None = None,
+    floor: int | None = None,
+) -> tuple[str, str, str, dict[str, Any]]:
+    """The rows of a full-text table matching any word, with their bm25 score, as SQL pieces.
+
+    (FROM item aliased f, score expression, condition, parameters): FTS5's own table and bm25() in
+    SQLite; on PostgreSQL a scored subquery of its postings (archive/pg_fulltext.py), same scores.
+    """
+    if dialect(db) == "postgres":
+        sql, params = pg_fulltext.scored(db, table, words, weights, counts, floor)
+        return f"{sql} f", "f.score", "TRUE", params
+    marks = ", ".join(f":w{i}" for i in range(len(weights)))
+    condition = f"{table} MATCH :match" + ("" if floor is None else " AND f.rowid >= :floor")
+    params = {"match": match_expression(words), "floor": floor, **{f"w{i}": w for i, w in enumerate(weights)}}
+    return f"{table} f", f"-bm25({table}, {marks})", condition, params

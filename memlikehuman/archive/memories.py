@@ -10,8 +10,8 @@ from typing import Any
 
 from ..errors import NotFound
 from ..records import Candidate, Event, Memory, Scope
-from . import fulltext, timeline
-from .db import Database, Row
+from . import fulltext, pg_fulltext, timeline
+from .db import Database, Row, dialect
 
 MEMORY_PREFIX = "mem_"
 
@@ -167,15 +167,19 @@ def _repeats_current(db: Database, scope: Scope, content: str) -> bool:
     does not grow with the number of memories in the scope.
     """
     live = f"m.persona_id = ? AND m.project_id = ? AND {timeline.current_sql()}"
-    if re.search(r"\w", content):
+    params: list[Any]
+    if re.search(r"\w", content) and dialect(db) == "postgres":
+        rowids, params = pg_fulltext.containing_all("memories_fts", 0, content)
+        sql = f"SELECT m.content FROM memories m WHERE m.id IN ({rowids})"
+    elif re.search(r"\w", content):
         sql = (
             "SELECT m.content FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid WHERE memories_fts MATCH ?"
         )
         # SQLite reads an FTS5 query as a C string: a NUL would end it inside the phrase's quotes.
-        needle = 'content : "' + content.replace('"', '""').replace("\x00", " ") + '"'
+        params = ['content : "' + content.replace('"', '""').replace("\x00", " ") + '"']
     else:  # no words to search for: compare the text itself
-        sql, needle = "SELECT m.content FROM memories m WHERE m.content = ?", content
-    rows = db.query(f"{sql} AND {live}", (needle, scope.persona_id, scope.project_id))
+        sql, params = "SELECT m.content FROM memories m WHERE m.content = ?", [content]
+    rows = db.query(f"{sql} AND {live}", (*params, scope.persona_id, scope.project_id))
     key = normalized(content)
     return any(normalized(row["content"]) == key for row in rows)
 

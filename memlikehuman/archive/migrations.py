@@ -10,7 +10,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ..clock import now_stamp
-from .db import Database
+from . import pg_schema
+from .db import Database, dialect
 from .migrations_frozen import m004_index_all
 
 Migration = Callable[[Any], None]
@@ -374,6 +375,8 @@ def m008_event_dates(conn: Any) -> None:
 
 def schema_version(db: Database) -> int:
     """How many migrations the archive has applied (0 for a new file)."""
+    if dialect(db) == "postgres":
+        return pg_schema.schema_version(db)
     exists = db.scalar("SELECT count(*) FROM sqlite_master WHERE name = 'schema_migrations'")
     if not exists:
         return 0
@@ -384,7 +387,10 @@ def migrate(db: Database, upto: int | None = None) -> int:
     """Apply pending migrations, each in its own transaction; return the schema version.
 
     ``upto``: apply only the first ``upto`` migrations (an archive of an older schema, for tests).
+    A PostgreSQL archive has its own list (archive/pg_schema.py).
     """
+    if dialect(db) == "postgres":
+        return pg_schema.migrate(db, upto)
     with db.write() as conn:
         conn.execute(
             "CREATE TABLE IF NOT EXISTS schema_migrations"

@@ -176,7 +176,7 @@ def settle_known_from(conn: Any) -> None:
     while True:
         conn.execute(
             f"UPDATE memories SET known_from = {original} WHERE event_sequence IN"
-            f" (SELECT event_sequence FROM corrections) AND known_from IS NOT {original}"
+            f" (SELECT event_sequence FROM corrections) AND known_from IS DISTINCT FROM {original}"
         )
         if not conn.changes():
             return

@@ -43,10 +43,10 @@ def settings_from(ctx: click.Context, db: Path | None) -> config.Settings:
 
 def require_archive(settings: config.Settings) -> None:
     """Exit 1 unless the archive exists: a mistyped --db must not silently create an empty one."""
-    if not settings.db_path.exists():
+    if not settings.archive_exists():
         fail(
             NotFound(
-                f"no archive at {settings.db_path}: check --db or MEMLIKEHUMAN_DB"
+                f"no archive at {settings.archive_label}: check --db or MEMLIKEHUMAN_DB"
                 " (`serve` and `import` create a new archive)"
             )
         )

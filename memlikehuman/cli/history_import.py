@@ -27,7 +27,7 @@ def run(
     project: str | None,
 ) -> None:
     """Read the whole file (any problem: exit 1 naming file and line, nothing written), then store it."""
-    if dry_run and not settings.db_path.exists():
+    if dry_run and not settings.archive_exists():
         settings = dataclasses.replace(settings, db_path=Path(":memory:"))
     settings = dataclasses.replace(settings, extractor="none", embedder="none")
     try:

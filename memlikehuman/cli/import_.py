@@ -71,7 +71,7 @@ def import_(
     if chosen != "export":
         history_cli.run(settings, source, chosen, dry_run, as_json, persona, project)
         return
-    if dry_run and not settings.db_path.exists():
+    if dry_run and not settings.archive_exists():
         # Compared with an empty archive held in memory: a dry run creates no file.
         settings = dataclasses.replace(settings, db_path=Path(":memory:"))
     try:

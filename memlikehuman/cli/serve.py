@@ -31,7 +31,7 @@ def serve(ctx: click.Context, db: Path | None) -> None:
 
         server = build_server(settings)
     click.echo(
-        f"memlikehuman: archive {settings.db_path}; extractor {settings.extractor}, embedder {settings.embedder};"
+        f"memlikehuman: archive {settings.archive_label}; extractor {settings.extractor}, embedder {settings.embedder};"
         " waiting for an MCP host on stdio (Ctrl-C to stop)",
         err=True,
     )

@@ -4,7 +4,7 @@ Brute-force cosine over a numpy matrix is exact and fast far beyond a personal a
 (100k x 384 in a few milliseconds), so there is no approximate index to keep consistent.
 One matrix per (table, model, scope) is loaded from SQLite on first use and then kept current
 in place: the indexer adds what it writes, forgotten rows are dropped when recall meets them,
-and a commit by another process (seen through `PRAGMA data_version`) empties the cache.
+and a commit by another process (seen through ``Database.data_version``) empties the cache.
 Vectors of another model are never loaded: they count as missing.
 """
 
@@ -190,8 +190,8 @@ class VectorCache:
             return ids, rows, matrix.ids[: matrix.n - len(ids)]
 
     def _check_outside_writes(self, db: Database) -> None:
-        # PRAGMA data_version changes only when another connection commits.
-        version = int(db.scalar("PRAGMA data_version"))
+        # Changes only when another connection commits (SQLite) or writes vectors (PostgreSQL).
+        version = db.data_version()
         with self._lock:
             if self._outside_version is not None and version != self._outside_version:
                 self._matrices.clear()

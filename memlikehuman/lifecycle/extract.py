@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import clock
-from ..archive import events, memories, timeline
+from ..archive import events, fulltext, memories, timeline
 from ..archive.db import Database
 from ..errors import Transient, Unavailable
 from ..providers.base import Extractor
@@ -247,12 +247,14 @@ def _shown_memories(db: Database, event: Event) -> list[Memory]:
     live = f"m.persona_id = ? AND m.project_id = ? AND {timeline.current_sql()}"
     scope = (event.persona_id, event.project_id)
     rowids: list[int] = []
-    terms = _search_terms(event.text)
-    if terms:
+    words = _search_words(event.text)
+    if words:
+        source, score, condition, params = fulltext.scored(db, "memories_fts", words, (1.0, 1.0))
         rows = db.query(
-            "SELECT m.id FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid"
-            f" WHERE memories_fts MATCH ? AND {live} ORDER BY memories_fts.rank LIMIT ?",
-            (terms, *scope, RELEVANT_MEMORIES),
+            f"SELECT m.id FROM {source} JOIN memories m ON m.id = f.rowid WHERE {condition}"
+            f" AND m.persona_id = :persona AND m.project_id = :project AND {timeline.current_sql()}"
+            f" ORDER BY {score} DESC LIMIT :limit",
+            {**params, "persona": scope[0], "project": scope[1], "limit": RELEVANT_MEMORIES},
         )
         rowids += [row["id"] for row in rows]
     recent = db.query(f"SELECT m.id FROM memories m WHERE {live} ORDER BY m.id DESC LIMIT ?", (*scope, SHOWN_MEMORIES))
@@ -261,10 +263,9 @@ def _shown_memories(db: Database, event: Event) -> list[Memory]:
     return [found[rowid] for rowid in rowids[:SHOWN_MEMORIES] if rowid in found]
 
 
-def _search_terms(text: str) -> str:
-    """An FTS5 OR-query of the event's longest distinct words (long words are the rare ones)."""
-    words = sorted(set(re.findall(r"\w{4,}", text.casefold())), key=lambda w: (-len(w), w))[:24]
-    return " OR ".join(f'"{word}"' for word in words)
+def _search_words(text: str) -> list[str]:
+    """The event's longest distinct words (long words are the rare ones), for an OR-query."""
+    return sorted(set(re.findall(r"\w{4,}", text.casefold())), key=lambda w: (-len(w), w))[:24]
 
 
 # -- the answer ----------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from typing import Any
 
 import apsw
 
-from ..archive.db import Database, placeholders
+from ..archive.db import Database, dialect, placeholders
 from . import residue
 
 log = logging.getLogger("memlikehuman")
@@ -34,6 +34,8 @@ def scrub(db: Database, timeout_ms: int = SCRUB_TIMEOUT_MS) -> bool:
     """
     if str(db.path) == ":memory:":
         return True
+    if dialect(db) == "postgres":
+        return _vacuum_postgres(db)
     conn = apsw.Connection(str(db.path))
     try:
         conn.set_busy_timeout(timeout_ms)
@@ -57,7 +59,7 @@ def rewrite_stale_pages(db: Database, gone: Gone, timeout_ms: int = SCRUB_TIMEOU
     ``scrub`` then truncates the WAL it filled. Returns False when the VACUUM or that scrub could
     not run within ``timeout_ms`` (other connections busy): the copies stay until the next forget.
     """
-    if str(db.path) == ":memory:" or not any(texts for texts, _ in gone.values()):
+    if str(db.path) == ":memory:" or dialect(db) == "postgres" or not any(texts for texts, _ in gone.values()):
         return True
     conn = apsw.Connection(str(db.path))
     try:
@@ -73,6 +75,38 @@ def rewrite_stale_pages(db: Database, gone: Gone, timeout_ms: int = SCRUB_TIMEOU
     finally:
         conn.close()
     return scrub(db, timeout_ms)
+
+
+# The PostgreSQL tables a forget deletes from (docs/reliability.md says what VACUUM leaves).
+POSTGRES_TABLES = (
+    "events",
+    "cues",
+    "memories",
+    "corrections",
+    "event_vectors",
+    "memory_vectors",
+    "checkpoints",
+    "extraction_claims",
+    "event_dates",
+    "events_fts",
+    "events_fts_terms",
+    "memories_fts",
+    "memories_fts_terms",
+    "events_ngrams",
+    "events_ngrams_terms",
+    "memories_ngrams",
+    "memories_ngrams_terms",
+)
+
+
+def _vacuum_postgres(db: Any) -> bool:
+    """VACUUM what a forget deleted from: the dead rows, their index entries and TOAST chunks go."""
+    try:
+        db.vacuum(POSTGRES_TABLES)
+    except Exception as exc:  # noqa: BLE001 - the forget has committed: report, never fail it
+        log.warning("memory_forget: VACUUM after the forget failed (%s); dead rows stay until autovacuum", exc)
+        return False
+    return True
 
 
 # Up to this size every page of the text tables is read after a forget; above it only the pages

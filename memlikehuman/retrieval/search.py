@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..archive import fulltext, ngrams
-from ..archive.db import Database, Row
+from ..archive import fulltext, ngrams, pg_fulltext
+from ..archive.db import Database, Row, dialect
 from ..records import Kind, Scope
 
 MAX_TERMS = 48
@@ -65,18 +65,7 @@ def terms(query: str) -> list[str]:
     return (content or words)[:MAX_TERMS]
 
 
-def match_expression(words: Sequence[str]) -> str | None:
-    """An FTS5 query OR-ing the quoted words; None when there is nothing to match."""
-    if not words:
-        return None
-    return " OR ".join(_quoted(w) for w in words)
-
-
-def _quoted(word: str) -> str:
-    # A trailing '*' marks an n-gram prefix (ngrams.Query.terms); word tokens (\w+) never have one.
-    if word.endswith("*"):
-        return '"' + word[:-1].replace('"', '""') + '"*'
-    return '"' + word.replace('"', '""') + '"'
+match_expression = fulltext.match_expression
 
 
 def _event_rules(filters: Filters) -> str:
@@ -231,7 +220,7 @@ def _ranked(
     if not words:
         return []
     if sum(counts[w] for w in words) <= cap:
-        return _bm25(db, kind, table, words, filters, limit, weights, None)
+        return _bm25(db, kind, table, words, filters, limit, weights, None, counts)
     found: dict[int, Hit] = {}
     rare, budget = [], cap
     for word in sorted(words, key=lambda w: counts[w]):
@@ -240,13 +229,10 @@ def _ranked(
         rare.append(word)
         budget -= counts[word]
     if rare:
-        found.update((hit.id, hit) for hit in _bm25(db, kind, table, rare, filters, limit, weights, None))
-    newest = db.scalar(
-        f"SELECT rowid FROM {table} WHERE {table} MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?",
-        (match_expression(words), cap),
-    )
+        found.update((hit.id, hit) for hit in _bm25(db, kind, table, rare, filters, limit, weights, None, counts))
+    newest = _nth_newest(db, table, words, cap)
     # Scored with every word, so these scores replace the rare-word-only ones of the same rows.
-    found.update((hit.id, hit) for hit in _bm25(db, kind, table, words, filters, limit, weights, newest))
+    found.update((hit.id, hit) for hit in _bm25(db, kind, table, words, filters, limit, weights, newest, counts))
     return sorted(found.values(), key=lambda hit: -hit.score)[:limit]
 
 
@@ -262,7 +248,7 @@ def speaker_words(db: Database, scope: Scope) -> frozenset[str]:
     if cached is None or now - cached[0] > COUNT_SECONDS:
         rows = db.query(
             "SELECT DISTINCT source FROM (SELECT source FROM events WHERE persona_id = ? AND project_id = ?"
-            " ORDER BY sequence DESC LIMIT ?)",
+            " ORDER BY sequence DESC LIMIT ?) AS recent",
             (scope.persona_id, scope.project_id, SPEAKER_EVENTS),
         )
         cached = _SPEAKERS[key] = (now, frozenset(w for r in rows for w in terms(r["source"])))
@@ -288,10 +274,22 @@ def row_counts(db: Database, table: str, words: Sequence[str]) -> dict[str, int]
         key = (id(db), table, word)
         cached = _COUNTS.get(key)
         if cached is None or now - cached[0] > COUNT_SECONDS:
-            n = int(db.scalar(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (match_expression([word]),)))
-            cached = _COUNTS[key] = (now, n)
+            cached = _COUNTS[key] = (now, _count(db, table, word))
         counts[word] = cached[1]
     return counts
+
+
+def _count(db: Database, table: str, word: str) -> int:
+    if dialect(db) == "postgres":
+        return pg_fulltext.count_matching(db, table, word)
+    return int(db.scalar(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (match_expression([word]),)))
+
+
+def _nth_newest(db: Database, table: str, words: Sequence[str], offset: int) -> int | None:
+    if dialect(db) == "postgres":
+        return pg_fulltext.nth_newest(db, table, words, offset)
+    sql = f"SELECT rowid FROM {table} WHERE {table} MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?"
+    return db.scalar(sql, (match_expression(words), offset))
 
 
 def _bm25(
@@ -303,18 +301,16 @@ def _bm25(
     limit: int,
     weights: Sequence[float],
     floor: int | None,
+    counts: dict[str, int] | None = None,
 ) -> list[Hit]:
     join, session = _LEXICAL[kind]
     rules = _event_rules(filters) if kind == "event" else _memory_rules(filters)
-    marks = ", ".join(f":w{i}" for i in range(len(weights)))
+    source, score, condition, matched = fulltext.scored(db, table, words, weights, counts, floor)
     sql = (
-        f"SELECT f.rowid AS id, -bm25({table}, {marks}) AS score, e.source, {session} AS session_id, e.occurred_at"
-        f" FROM {table} f {join} WHERE {table} MATCH :match AND {rules}"
-        + ("" if floor is None else " AND f.rowid >= :floor")
-        + " ORDER BY score DESC LIMIT :limit"
+        f"SELECT f.rowid AS id, {score} AS score, e.source, {session} AS session_id, e.occurred_at"
+        f" FROM {source} {join} WHERE {condition} AND {rules} ORDER BY score DESC LIMIT :limit"
     )
-    params = {**filters.params(), "match": match_expression(words), "limit": limit, "floor": floor}
-    params.update({f"w{i}": w for i, w in enumerate(weights)})
+    params = {**filters.params(), **matched, "limit": limit}
     return [
         Hit(row["id"], float(row["score"]), row["source"], row["session_id"], row["occurred_at"])
         for row in db.query(sql, params)

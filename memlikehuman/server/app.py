@@ -196,7 +196,7 @@ def make_server(settings: Settings) -> tuple[MemoryMCPServer, Holder]:
         engine = Engine(settings)
         holder._engine = engine
         engine.start_extraction()  # events left pending by an earlier run are extracted again
-        log.info("archive open: %s (schema %d)", settings.db_path, engine.schema_version)
+        log.info("archive open: %s (schema %d)", settings.archive_label, engine.schema_version)
         try:
             yield {"engine": engine}
         finally:

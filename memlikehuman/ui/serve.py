@@ -47,7 +47,9 @@ def run(engine: Engine, sock: socket.socket, *, open_browser: bool) -> None:
     keys = Secrets(port=int(sock.getsockname()[1]))
     app = build_app(engine, keys)
     print(keys.url, flush=True)
-    print(f"memlikehuman: the UI of {engine.settings.db_path} is at {keys.url} (Ctrl-C stops it)", file=sys.stderr)
+    print(
+        f"memlikehuman: the UI of {engine.settings.archive_label} is at {keys.url} (Ctrl-C stops it)", file=sys.stderr
+    )
     if open_browser:
         threading.Thread(target=open_in_browser, args=(keys.url,), daemon=True).start()
     config = uvicorn.Config(

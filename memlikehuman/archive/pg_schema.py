@@ -1,0 +1,330 @@
+"""The PostgreSQL schema: its own append-only list of migrations, with the same ledger table.
+
+The tables and columns are those of the SQLite schema after its migrations (archive/migrations.py),
+so every query of the archive modules runs on both. What differs:
+
+- Text columns compare bytewise (COLLATE "C"), as SQLite's do: orders, exports and ranges agree.
+- The full-text indexes are plain tables (archive/pg_fulltext.py): per table a row per record with
+  its token count, and its postings (term, column, count). BM25 is computed from them the way
+  FTS5's bm25() does, from the same tokens (FTS5's own tokenizers, run in process).
+- The scope counters of SQLite's m003 are kept by PL/pgSQL triggers.
+- ``archive_writes`` counts vector writes per server connection, the way SQLite's
+  ``PRAGMA data_version`` tells a connection that another one committed (index/vectors.py).
+- The SQLite functions the queries use and PostgreSQL lacks are created here.
+
+Several servers starting at once on an empty database: every migration runs in one write
+transaction with its ledger row, and write transactions hold the archive's write lock (pg.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..clock import now_stamp
+
+Migration = Callable[[Any], None]
+MIGRATIONS: list[Migration] = []
+FULLTEXT_TABLES = {
+    "events_fts": 3,
+    "memories_fts": 2,
+    "events_ngrams": 3,
+    "memories_ngrams": 2,
+}
+
+
+def migration(fn: Migration) -> Migration:
+    MIGRATIONS.append(fn)
+    return fn
+
+
+_FUNCTIONS = """
+CREATE FUNCTION unixepoch(modifier text) RETURNS double precision LANGUAGE sql VOLATILE
+    AS $$ SELECT extract(epoch FROM clock_timestamp())::double precision $$;
+CREATE FUNCTION mlh_total_step(acc double precision, value double precision) RETURNS double precision
+    LANGUAGE sql IMMUTABLE AS $$ SELECT acc + coalesce(value, 0) $$;
+CREATE AGGREGATE total(double precision) (SFUNC = mlh_total_step, STYPE = double precision, INITCOND = '0');
+CREATE FUNCTION mlh_concat_step(acc text, value text, separator text) RETURNS text
+    LANGUAGE sql IMMUTABLE AS $$ SELECT CASE WHEN value IS NULL THEN acc WHEN acc IS NULL THEN value
+                                        ELSE acc || separator || value END $$;
+CREATE AGGREGATE group_concat(text, text) (SFUNC = mlh_concat_step, STYPE = text);
+CREATE FUNCTION mlh_array_step(acc json[], value json) RETURNS json[]
+    LANGUAGE sql IMMUTABLE AS $$ SELECT array_append(acc, value) $$;
+CREATE FUNCTION mlh_array_text(acc json[]) RETURNS text
+    LANGUAGE sql IMMUTABLE AS $$ SELECT coalesce(array_to_json(acc)::text, '[]') $$;
+CREATE AGGREGATE json_group_array(json) (
+    SFUNC = mlh_array_step, STYPE = json[], INITCOND = '{}', FINALFUNC = mlh_array_text);
+"""
+
+_TABLES = """
+CREATE TABLE events (
+    sequence          bigserial PRIMARY KEY,
+    event_id          text COLLATE "C" NOT NULL UNIQUE,
+    persona_id        text COLLATE "C" NOT NULL,
+    project_id        text COLLATE "C" NOT NULL,
+    session_id        text COLLATE "C" NOT NULL,
+    role              text COLLATE "C" NOT NULL,
+    source            text COLLATE "C" NOT NULL,
+    category          text COLLATE "C" NOT NULL,
+    kind              text COLLATE "C" NOT NULL DEFAULT 'record',
+    text              text COLLATE "C" NOT NULL,
+    occurred_at       text COLLATE "C" NOT NULL,
+    occurred_at_given bigint NOT NULL,
+    recorded_at       text COLLATE "C" NOT NULL,
+    payload_hash      text COLLATE "C" NOT NULL,
+    extraction_state  text COLLATE "C" NOT NULL,
+    extraction_error  text COLLATE "C"
+);
+CREATE INDEX events_by_scope ON events(persona_id, project_id, sequence);
+CREATE INDEX events_by_session ON events(persona_id, project_id, session_id, sequence);
+CREATE INDEX events_by_state ON events(extraction_state) WHERE extraction_state != 'complete';
+CREATE INDEX events_by_time ON events(persona_id, project_id, occurred_at);
+
+CREATE TABLE cues (
+    event_sequence bigint NOT NULL REFERENCES events(sequence) ON DELETE CASCADE,
+    position       bigint NOT NULL,
+    kind           text COLLATE "C" NOT NULL,
+    key            text COLLATE "C" NOT NULL,
+    label          text COLLATE "C",
+    PRIMARY KEY (event_sequence, position)
+);
+CREATE INDEX cues_by_key ON cues(key);
+
+CREATE TABLE memories (
+    id              bigserial PRIMARY KEY,
+    memory_id       text COLLATE "C" NOT NULL UNIQUE,
+    event_sequence  bigint NOT NULL REFERENCES events(sequence) ON DELETE CASCADE,
+    persona_id      text COLLATE "C" NOT NULL,
+    project_id      text COLLATE "C" NOT NULL,
+    session_id      text COLLATE "C" NOT NULL,
+    content         text COLLATE "C" NOT NULL,
+    quote           text COLLATE "C" NOT NULL,
+    kind            text COLLATE "C" NOT NULL,
+    basis           text COLLATE "C" NOT NULL,
+    category        text COLLATE "C" NOT NULL,
+    subject         text COLLATE "C",
+    gist            text COLLATE "C",
+    valid_from      text COLLATE "C" NOT NULL,
+    valid_to        text COLLATE "C",
+    recorded_at     text COLLATE "C" NOT NULL,
+    supersedes      bigint REFERENCES memories(id) ON DELETE SET NULL,
+    superseded_by   bigint REFERENCES memories(id) ON DELETE SET NULL,
+    revoked_at      text COLLATE "C",
+    revoke_reason   text COLLATE "C",
+    replaced_by     bigint REFERENCES memories(id) ON DELETE SET NULL,
+    known_from      text COLLATE "C"
+);
+CREATE INDEX memories_by_scope ON memories(persona_id, project_id, id);
+CREATE INDEX memories_by_event ON memories(event_sequence);
+CREATE INDEX memories_by_subject ON memories(persona_id, project_id, subject) WHERE subject IS NOT NULL;
+CREATE INDEX memories_by_supersedes ON memories(supersedes) WHERE supersedes IS NOT NULL;
+CREATE INDEX memories_by_superseded_by ON memories(superseded_by) WHERE superseded_by IS NOT NULL;
+CREATE INDEX memories_by_replaced_by ON memories(replaced_by) WHERE replaced_by IS NOT NULL;
+
+CREATE TABLE corrections (
+    event_sequence  bigint PRIMARY KEY REFERENCES events(sequence) ON DELETE CASCADE,
+    original_id     bigint NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+    reason          text COLLATE "C" NOT NULL
+);
+CREATE INDEX corrections_by_original ON corrections(original_id);
+
+CREATE TABLE event_vectors (
+    event_sequence bigint PRIMARY KEY REFERENCES events(sequence) ON DELETE CASCADE,
+    model          text COLLATE "C" NOT NULL,
+    dim            bigint NOT NULL,
+    vector         bytea NOT NULL
+);
+CREATE TABLE memory_vectors (
+    memory_rowid   bigint PRIMARY KEY REFERENCES memories(id) ON DELETE CASCADE,
+    model          text COLLATE "C" NOT NULL,
+    dim            bigint NOT NULL,
+    vector         bytea NOT NULL
+);
+
+CREATE TABLE checkpoints (
+    id                 bigserial PRIMARY KEY,
+    checkpoint_id      text COLLATE "C" NOT NULL UNIQUE,
+    persona_id         text COLLATE "C" NOT NULL,
+    project_id         text COLLATE "C" NOT NULL,
+    session_id         text COLLATE "C" NOT NULL,
+    covered_event_id   text COLLATE "C" NOT NULL,
+    covered_sequence   bigint NOT NULL,
+    state              text COLLATE "C",
+    created_at         text COLLATE "C" NOT NULL,
+    invalidated_at     text COLLATE "C",
+    invalidated_reason text COLLATE "C"
+);
+CREATE INDEX checkpoints_by_scope ON checkpoints(persona_id, project_id, session_id, id);
+
+CREATE TABLE persona_versions (
+    persona_id  text COLLATE "C" NOT NULL,
+    version     bigint NOT NULL,
+    text        text COLLATE "C" NOT NULL,
+    created_at  text COLLATE "C" NOT NULL,
+    PRIMARY KEY (persona_id, version)
+);
+
+CREATE TABLE extraction_claims (
+    event_sequence  bigint PRIMARY KEY REFERENCES events(sequence) ON DELETE CASCADE,
+    persona_id      text COLLATE "C" NOT NULL,
+    project_id      text COLLATE "C" NOT NULL,
+    claimed_by      text COLLATE "C",
+    claimed_until   double precision,
+    attempts        bigint NOT NULL DEFAULT 0,
+    retry_at        double precision
+);
+CREATE INDEX extraction_claims_by_scope ON extraction_claims(persona_id, project_id);
+
+CREATE TABLE event_dates (
+    event_sequence bigint NOT NULL REFERENCES events(sequence) ON DELETE CASCADE,
+    day_from       text COLLATE "C" NOT NULL,
+    day_to         text COLLATE "C" NOT NULL,
+    PRIMARY KEY (event_sequence, day_from, day_to)
+);
+CREATE INDEX event_dates_by_day ON event_dates (day_from);
+"""
+
+_COUNTERS = """
+CREATE TABLE scope_counts (
+    persona_id text COLLATE "C" NOT NULL,
+    project_id text COLLATE "C" NOT NULL,
+    events     bigint NOT NULL,
+    pending    bigint NOT NULL,
+    failed     bigint NOT NULL,
+    PRIMARY KEY (persona_id, project_id)
+);
+CREATE TABLE scope_vector_counts (
+    persona_id text COLLATE "C" NOT NULL,
+    project_id text COLLATE "C" NOT NULL,
+    model      text COLLATE "C" NOT NULL,
+    events     bigint NOT NULL,
+    PRIMARY KEY (persona_id, project_id, model)
+);
+
+CREATE FUNCTION mlh_scope_counts() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        INSERT INTO scope_counts AS s VALUES (NEW.persona_id, NEW.project_id, 1,
+            (NEW.extraction_state = 'pending')::int, (NEW.extraction_state = 'failed')::int)
+        ON CONFLICT (persona_id, project_id) DO UPDATE SET events = s.events + 1,
+            pending = s.pending + excluded.pending, failed = s.failed + excluded.failed;
+        RETURN NEW;
+    ELSIF TG_OP = 'UPDATE' THEN
+        UPDATE scope_counts
+        SET pending = pending + (NEW.extraction_state = 'pending')::int - (OLD.extraction_state = 'pending')::int,
+            failed = failed + (NEW.extraction_state = 'failed')::int - (OLD.extraction_state = 'failed')::int
+        WHERE persona_id = NEW.persona_id AND project_id = NEW.project_id;
+        RETURN NEW;
+    END IF;
+    UPDATE scope_counts
+    SET events = events - 1, pending = pending - (OLD.extraction_state = 'pending')::int,
+        failed = failed - (OLD.extraction_state = 'failed')::int
+    WHERE persona_id = OLD.persona_id AND project_id = OLD.project_id;
+    UPDATE scope_vector_counts SET events = events - 1
+    WHERE persona_id = OLD.persona_id AND project_id = OLD.project_id
+      AND model IN (SELECT model FROM event_vectors WHERE event_sequence = OLD.sequence);
+    RETURN OLD;
+END $$;
+CREATE TRIGGER scope_counts_insert AFTER INSERT ON events FOR EACH ROW EXECUTE FUNCTION mlh_scope_counts();
+CREATE TRIGGER scope_counts_state AFTER UPDATE OF extraction_state ON events FOR EACH ROW
+    WHEN (OLD.extraction_state IS DISTINCT FROM NEW.extraction_state) EXECUTE FUNCTION mlh_scope_counts();
+-- BEFORE: the event's vectors are still there to be counted out (the cascade deletes them after).
+CREATE TRIGGER scope_counts_delete BEFORE DELETE ON events FOR EACH ROW EXECUTE FUNCTION mlh_scope_counts();
+
+CREATE FUNCTION mlh_vector_counts() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP IN ('UPDATE', 'DELETE') THEN
+        UPDATE scope_vector_counts SET events = events - 1
+        WHERE model = OLD.model AND (persona_id, project_id) =
+            (SELECT persona_id, project_id FROM events WHERE sequence = OLD.event_sequence);
+    END IF;
+    IF TG_OP IN ('UPDATE', 'INSERT') THEN
+        INSERT INTO scope_vector_counts AS s
+            SELECT persona_id, project_id, NEW.model, 1 FROM events WHERE sequence = NEW.event_sequence
+        ON CONFLICT (persona_id, project_id, model) DO UPDATE SET events = s.events + 1;
+    END IF;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER scope_vector_counts_insert AFTER INSERT ON event_vectors FOR EACH ROW
+    EXECUTE FUNCTION mlh_vector_counts();
+CREATE TRIGGER scope_vector_counts_model AFTER UPDATE OF model ON event_vectors FOR EACH ROW
+    WHEN (OLD.model IS DISTINCT FROM NEW.model) EXECUTE FUNCTION mlh_vector_counts();
+CREATE TRIGGER scope_vector_counts_delete AFTER DELETE ON event_vectors FOR EACH ROW
+    EXECUTE FUNCTION mlh_vector_counts();
+
+CREATE TABLE archive_writes (pid integer PRIMARY KEY, n bigint NOT NULL);
+CREATE FUNCTION mlh_archive_write() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO archive_writes AS w VALUES (pg_backend_pid(), 1)
+    ON CONFLICT (pid) DO UPDATE SET n = w.n + 1;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER event_vectors_written AFTER INSERT OR UPDATE OR DELETE ON event_vectors
+    FOR EACH STATEMENT EXECUTE FUNCTION mlh_archive_write();
+CREATE TRIGGER memory_vectors_written AFTER INSERT OR UPDATE OR DELETE ON memory_vectors
+    FOR EACH STATEMENT EXECUTE FUNCTION mlh_archive_write();
+"""
+
+
+def _fulltext_tables() -> str:
+    parts = [
+        'CREATE TABLE fulltext_stats (name text COLLATE "C" PRIMARY KEY, rows bigint NOT NULL,'
+        " tokens bigint NOT NULL);",
+        """CREATE FUNCTION mlh_fulltext_stats() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        INSERT INTO fulltext_stats AS s VALUES (TG_TABLE_NAME, 1, NEW.tokens)
+        ON CONFLICT (name) DO UPDATE SET rows = s.rows + 1, tokens = s.tokens + NEW.tokens;
+        RETURN NULL;
+    END IF;
+    UPDATE fulltext_stats SET rows = rows - 1, tokens = tokens - OLD.tokens WHERE name = TG_TABLE_NAME;
+    RETURN NULL;
+END $$;""",
+    ]
+    for table in FULLTEXT_TABLES:
+        parts.append(
+            f"""
+CREATE TABLE {table} (rowid bigint PRIMARY KEY, tokens integer NOT NULL);
+CREATE TABLE {table}_terms (
+    term   text COLLATE "C" NOT NULL,
+    rowid  bigint NOT NULL REFERENCES {table}(rowid) ON DELETE CASCADE,
+    col    smallint NOT NULL,
+    tf     integer NOT NULL,
+    PRIMARY KEY (term, rowid, col)
+);
+CREATE INDEX {table}_terms_by_row ON {table}_terms(rowid);
+CREATE TRIGGER {table}_stats AFTER INSERT OR DELETE ON {table} FOR EACH ROW EXECUTE FUNCTION mlh_fulltext_stats();
+"""
+        )
+    return "\n".join(parts)
+
+
+@migration
+def p001_create_archive(conn: Any) -> None:
+    conn.script(_FUNCTIONS + _TABLES + _COUNTERS + _fulltext_tables())
+
+
+def schema_version(db: Any) -> int:
+    """How many migrations the database has applied (0 for a new one)."""
+    if not db.scalar("SELECT to_regclass('schema_migrations') IS NOT NULL AS present"):
+        return 0
+    return int(db.scalar("SELECT count(*) FROM schema_migrations") or 0)
+
+
+def migrate(db: Any, upto: int | None = None) -> int:
+    """Apply pending migrations, one write transaction each; return the schema version."""
+    with db.write() as conn:
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations"
+            " (id integer PRIMARY KEY, name text NOT NULL, applied_at text NOT NULL)"
+        )
+    for number, fn in enumerate(MIGRATIONS[:upto], start=1):
+        with db.write() as conn:
+            if db.scalar("SELECT 1 FROM schema_migrations WHERE id = ?", (number,)):
+                continue
+            fn(conn)
+            conn.execute(
+                "INSERT INTO schema_migrations (id, name, applied_at) VALUES (?, ?, ?)",
+                (number, fn.__name__, now_stamp()),
+            )
+    return schema_version(db)
