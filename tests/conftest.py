@@ -20,6 +20,9 @@ from memlikehuman.engine import Engine
 from memlikehuman.records import Candidate, Scope
 from memlikehuman.server import build_server
 
+# PostgreSQL fixtures (pg_server, pg_url, pg_role_url, backend, archive_target): see tests/pg_support.py.
+pytest_plugins = ["pg_support"]
+
 DEFAULT_SCOPE = Scope()
 # Tests choose providers explicitly; nothing leaks in from the developer's environment.
 BASE_ENV = {"MEMLIKEHUMAN_EXTRACTOR": "none", "MEMLIKEHUMAN_EMBEDDER": "none", "MEMLIKEHUMAN_CONFIG": "/nonexistent"}
@@ -27,6 +30,9 @@ BASE_ENV = {"MEMLIKEHUMAN_EXTRACTOR": "none", "MEMLIKEHUMAN_EMBEDDER": "none", "
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--runslow", action="store_true", default=False, help="run long variants")
+    parser.addoption(
+        "--backends", default="sqlite,postgres", help="archive backends the `backend` fixture runs (comma-separated)"
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
