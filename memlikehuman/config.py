@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -88,7 +87,9 @@ class Settings:
         """The archive for messages and logs (a URL's password left out)."""
         if self.db_url is None:
             return str(self.db_path)
-        return re.sub(r"(://[^:/@]*):[^@]*@", r"\1@", self.db_url)
+        from .archive.pg import redacted
+
+        return redacted(self.db_url)
 
     def archive_exists(self) -> bool:
         """Whether the archive is there: the file exists (a PostgreSQL archive always counts as there)."""

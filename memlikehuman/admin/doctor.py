@@ -17,8 +17,8 @@ from pathlib import Path
 import apsw
 
 from .. import config
-from ..archive import fulltext
-from ..archive.db import Database, open_database
+from ..archive import fulltext, pg_schema
+from ..archive.db import Database, dialect, open_database
 from ..archive.migrations import MIGRATIONS, schema_version
 from ..errors import MemLikeHumanError
 from ..providers.embedders import build_embedder
@@ -79,7 +79,7 @@ def _archive(settings: config.Settings) -> list[Check]:
 
 
 def _schema(db: Database) -> Check:
-    version, latest = schema_version(db), len(MIGRATIONS)
+    version, latest = schema_version(db), len(pg_schema.MIGRATIONS if dialect(db) == "postgres" else MIGRATIONS)
     if version == latest:
         return Check("schema", "ok", f"version {version} (the latest)")
     if version < latest:
@@ -93,6 +93,8 @@ def _schema(db: Database) -> Check:
 
 
 def _integrity(db: Database) -> Check:
+    if dialect(db) == "postgres":
+        return Check("integrity", "ok", "PostgreSQL keeps its own pages consistent (no file check here)")
     rows = [str(next(iter(row.values()))) for row in db.query("PRAGMA integrity_check")]
     if rows == ["ok"]:
         return Check("integrity", "ok", "SQLite integrity_check found no problem")

@@ -8,7 +8,7 @@ from typing import Any
 
 from .. import validate
 from ..archive import timeline
-from ..archive.db import Database
+from ..archive.db import Database, dialect
 from ..records import Scope
 
 
@@ -59,7 +59,7 @@ _QUERIES = (
     """SELECT persona_id, project_id, 'extraction_in_flight' AS name, count(*) AS n FROM extraction_claims c
        {where} {and} claimed_until >= unixepoch('subsec') AND EXISTS (SELECT 1 FROM events e
        WHERE e.sequence = c.event_sequence AND e.extraction_state = 'pending') GROUP BY 1, 2""",
-    f"""SELECT persona_id, project_id, 'memories_' || {timeline.status_sql('memories')} AS name, count(*) AS n
+    f"""SELECT persona_id, project_id, 'memories_' || {timeline.status_sql("memories")} AS name, count(*) AS n
        FROM memories {{where}} GROUP BY 1, 2, 3""",
     """SELECT persona_id, project_id,
               CASE WHEN invalidated_at IS NULL THEN 'checkpoints_valid' ELSE 'checkpoints_invalidated' END AS name,
@@ -114,8 +114,7 @@ def collect(
             for row in db.query(query, params):
                 scope = counts.setdefault(Scope(row["persona_id"], row["project_id"]), {})
                 scope[row["name"]] = scope.get(row["name"], 0) + row["n"]
-        page_size = int(db.scalar("PRAGMA page_size"))
-        free = int(db.scalar("PRAGMA freelist_count")) * page_size
+        file_bytes, wal_bytes, free = _sizes(db)
     scopes = tuple(
         ScopeStats(
             scope.persona_id,
@@ -125,13 +124,21 @@ def collect(
         for scope, values in sorted(counts.items(), key=lambda item: (item[0].persona_id, item[0].project_id))
     )
     return ArchiveStats(
-        path=str(db.path),
-        file_bytes=_size(str(db.path)),
-        wal_bytes=_size(f"{db.path}-wal"),
+        path=db.label,
+        file_bytes=file_bytes,
+        wal_bytes=wal_bytes,
         free_bytes=free,
         vector_model=vector_model,
         scopes=scopes,
     )
+
+
+def _sizes(db: Database) -> tuple[int, int, int]:
+    """(file, WAL, free bytes): of the SQLite file; of the database on PostgreSQL (no WAL or free list of its own)."""
+    if dialect(db) == "postgres":
+        return int(db.scalar("SELECT pg_database_size(current_database())")), 0, 0
+    free = int(db.scalar("PRAGMA freelist_count")) * int(db.scalar("PRAGMA page_size"))
+    return _size(str(db.path)), _size(f"{db.path}-wal"), free
 
 
 def _size(path: str) -> int:

@@ -89,6 +89,11 @@ class Database:
             self.conn.close()
             raise Unavailable(unreadable(self.path, exc)) from None
 
+    @property
+    def label(self) -> str:
+        """The archive for messages and logs."""
+        return str(self.path)
+
     def data_version(self) -> int:
         """A number that changes when another connection commits (PRAGMA data_version)."""
         return int(self.scalar("PRAGMA data_version"))
@@ -163,7 +168,7 @@ class Database:
 
 
 def dialect(conn: Any) -> str:
-    """"sqlite" or "postgres": of a Database, a PgDatabase or the connection a transaction yields."""
+    """ "sqlite" or "postgres": of a Database, a PgDatabase or the connection a transaction yields."""
     return getattr(conn, "dialect", "sqlite")
 
 

@@ -47,6 +47,11 @@ _REWRITES = (
 _PIECES = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|--[^\n]*|\?|(?<!:):(\w+)|%")
 
 
+def redacted(url: str) -> str:
+    """The URL without its password, for messages and logs."""
+    return re.sub(r"(://[^:/@]*):[^@]*@", r"\1@", url)
+
+
 def is_url(target: str | Path) -> bool:
     """Whether an archive setting names a PostgreSQL database rather than a SQLite file."""
     return isinstance(target, str) and target.startswith(URL_PREFIXES)
@@ -144,6 +149,7 @@ class PgDatabase:
 
     def __init__(self, url: str) -> None:
         self.url = url
+        self.label = redacted(url)
         self.path = Path(url)
         self.raw = _connect(url)
         self.conn = PgConnection(self.raw)

@@ -6,7 +6,6 @@ import json
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 import click
@@ -21,17 +20,17 @@ EXIT_INTERRUPTED = 130  # the shell's code for Ctrl-C (128 + SIGINT)
 
 
 def db_option(fn: F) -> F:
-    """--db PATH on any command (it overrides the group's --db and MEMLIKEHUMAN_DB)."""
+    """--db FILE|URL on any command (it overrides the group's --db and MEMLIKEHUMAN_DB)."""
     return click.option(
         "--db",
         "db",
-        type=click.Path(dir_okay=False, path_type=Path),
+        metavar="FILE|URL",
         default=None,
-        help="Archive file (default: $MEMLIKEHUMAN_DB, else the user data directory).",
+        help="Archive file or postgresql:// URL (default: $MEMLIKEHUMAN_DB, else the user data directory).",
     )(fn)
 
 
-def settings_from(ctx: click.Context, db: Path | None) -> config.Settings:
+def settings_from(ctx: click.Context, db: str | None) -> config.Settings:
     """Resolve settings with the command's --db, else the group's."""
     chosen = db or (ctx.obj or {}).get("db")
     try:

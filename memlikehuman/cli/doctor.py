@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 from dataclasses import asdict
-from pathlib import Path
 
 import click
 
@@ -19,7 +18,7 @@ MARKS = {"ok": "ok", "warn": "WARN", "fail": "FAIL"}
 @db_option
 @click.option("--json", "as_json", is_flag=True, help="Print the checks as JSON on stdout.")
 @click.pass_context
-def doctor(ctx: click.Context, db: Path | None, as_json: bool) -> None:
+def doctor(ctx: click.Context, db: str | None, as_json: bool) -> None:
     """Check the configuration, the archive and the providers; say what to fix.
 
     \b

@@ -27,7 +27,7 @@ from .common import EXIT_ERROR, db_option, fail, progress_bar, require_archive, 
 )
 @click.pass_context
 def export(
-    ctx: click.Context, db: Path | None, persona_id: str | None, project_id: str | None, output: Path | None
+    ctx: click.Context, db: str | None, persona_id: str | None, project_id: str | None, output: Path | None
 ) -> None:
     """Write the archive as JSON Lines: events with cues, memories, corrections, checkpoints, personas.
 

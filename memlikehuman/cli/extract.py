@@ -5,7 +5,6 @@ from __future__ import annotations
 import signal
 import sys
 from collections import Counter
-from pathlib import Path
 from types import FrameType
 
 import click
@@ -23,7 +22,7 @@ from .common import EXIT_INTERRUPTED, EXIT_PROBLEM, EXIT_USAGE, db_option, fail,
 @click.option("--project", "project_id", default=None, help="Only this project (with --persona; default: all).")
 @click.option("--follow", is_flag=True, help="Keep running and extract events as they are recorded (Ctrl-C stops).")
 @click.pass_context
-def extract(ctx: click.Context, db: Path | None, persona_id: str | None, project_id: str | None, follow: bool) -> None:
+def extract(ctx: click.Context, db: str | None, persona_id: str | None, project_id: str | None, follow: bool) -> None:
     """Extract memories from pending events, as a server does in the background.
 
     For imports and host hooks, which record events without a server. Events are taken in recording

@@ -12,7 +12,12 @@ from ..hosts import hook as hooks
 @click.command(context_settings={"ignore_unknown_options": True})
 @click.argument("host", required=False, default="")
 @click.option("--event", default=None, help="The host's event name, for hosts whose payload names none.")
-@click.option("--db", default=None, help="Archive file (default: $MEMLIKEHUMAN_DB, else the user data directory).")
+@click.option(
+    "--db",
+    default=None,
+    metavar="FILE|URL",
+    help="Archive file or postgresql:// URL (default: $MEMLIKEHUMAN_DB, else the user data directory).",
+)
 @click.option("--persona", default=None, help="Persona of the scope (default: $MEMLIKEHUMAN_PERSONA, else default).")
 @click.option("--project", default=None, help="Project of the scope, or `auto` for the payload's directory.")
 @click.option(

@@ -35,7 +35,7 @@ from .common import EXIT_ERROR, db_option, echo_json, echo_table, fail, progress
 @click.pass_context
 def import_(
     ctx: click.Context,
-    db: Path | None,
+    db: str | None,
     source: Path,
     dry_run: bool,
     as_json: bool,

@@ -21,7 +21,7 @@ def run(
     dry_run: bool,
     *,
     remove: bool,
-    db: Path | None,
+    db: str | None,
     persona: str | None = None,
     no_hooks: bool = False,
     record: str | None = None,
@@ -29,7 +29,7 @@ def run(
     """Plan, then print the diff (dry run) or write with backups; shared by install and uninstall."""
     settings = settings_from(ctx, db)
     try:
-        wiring = installer.wiring(settings.db_path, persona or settings.persona_id, project, record)
+        wiring = installer.wiring(settings.archive, persona or settings.persona_id, project, record)
         changes = installer.plan(host, wiring, project, remove=remove, hooks=not no_hooks)
         if dry_run:
             for change in changes:
@@ -71,7 +71,7 @@ def install(
     no_hooks: bool,
     record: str | None,
     dry_run: bool,
-    db: Path | None,
+    db: str | None,
 ) -> None:
     """Add memlikehuman to HOST's config: the MCP server entry and, where the host has them, its hooks.
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import sys
-from pathlib import Path
 from typing import Any
 
 import apsw
@@ -49,7 +48,7 @@ class Group(click.Group):
 @click.option("-v", "--verbose", is_flag=True, help="Log debug details to stderr.")
 @click.version_option(package_name="memlikehuman")
 @click.pass_context
-def main(ctx: click.Context, db: Path | None, verbose: bool) -> None:
+def main(ctx: click.Context, db: str | None, verbose: bool) -> None:
     """MemLikeHuman: local long-term memory for LLM agents (an MCP server over stdio).
 
     `memlikehuman serve` is the command an MCP host runs. The others look after the archive.

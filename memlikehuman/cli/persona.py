@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import TextIO
 
 import click
@@ -22,7 +21,7 @@ persona_option = click.option(
 )
 
 
-def _engine(ctx: click.Context, db: Path | None, *, existing: bool = False) -> Engine:
+def _engine(ctx: click.Context, db: str | None, *, existing: bool = False) -> Engine:
     """The engine on the archive; with ``existing``, exit 1 instead of creating a missing one."""
     settings = settings_from(ctx, db)
     if existing:
@@ -47,7 +46,7 @@ def persona() -> None:
 @click.option("--history", is_flag=True, help="Show every version, newest first.")
 @db_option
 @click.pass_context
-def show(ctx: click.Context, persona_id: str, history: bool, db: Path | None) -> None:
+def show(ctx: click.Context, persona_id: str, history: bool, db: str | None) -> None:
     """Print the current core persona (or all versions with --history)."""
     with _engine(ctx, db, existing=True) as engine:
         try:
@@ -64,7 +63,7 @@ def show(ctx: click.Context, persona_id: str, history: bool, db: Path | None) ->
             click.echo()
 
 
-def _store(ctx: click.Context, db: Path | None, persona_id: str, text: str) -> None:
+def _store(ctx: click.Context, db: str | None, persona_id: str, text: str) -> None:
     with _engine(ctx, db) as engine:
         try:
             version, changed = engine.set_persona(persona_id, text)
@@ -81,7 +80,7 @@ def _store(ctx: click.Context, db: Path | None, persona_id: str, text: str) -> N
 @click.argument("source", type=click.File("r", encoding="utf-8"), default="-")
 @db_option
 @click.pass_context
-def set_(ctx: click.Context, persona_id: str, source: TextIO, db: Path | None) -> None:
+def set_(ctx: click.Context, persona_id: str, source: TextIO, db: str | None) -> None:
     """Set the core persona from a file (SOURCE) or standard input (SOURCE omitted or '-')."""
     _store(ctx, db, persona_id, source.read())
 
@@ -90,7 +89,7 @@ def set_(ctx: click.Context, persona_id: str, source: TextIO, db: Path | None) -
 @persona_option
 @db_option
 @click.pass_context
-def edit(ctx: click.Context, persona_id: str, db: Path | None) -> None:
+def edit(ctx: click.Context, persona_id: str, db: str | None) -> None:
     """Edit the core persona in $EDITOR (VISUAL/EDITOR); saving a change stores a new version."""
     with _engine(ctx, db) as engine:
         try:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import click
@@ -45,7 +44,7 @@ CLIP = 90
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the memory_recall tool's structured output as JSON.")
 @click.pass_context
-def recall(ctx: click.Context, db: Path | None, query: str, as_json: bool, **options: Any) -> None:
+def recall(ctx: click.Context, db: str | None, query: str, as_json: bool, **options: Any) -> None:
     """Search the memories and original events of one persona and project, as the memory_recall tool does.
 
     Prints two tables, memories and raw excerpts (events no memory covers yet), best first, then

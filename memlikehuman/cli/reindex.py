@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import click
 
@@ -22,7 +21,7 @@ from .common import EXIT_INTERRUPTED, db_option, fail, progress_bar, require_arc
     help="Rebuild only the full-text index or only the vectors (default: both).",
 )
 @click.pass_context
-def reindex(ctx: click.Context, db: Path | None, missing: bool, only: str | None) -> None:
+def reindex(ctx: click.Context, db: str | None, missing: bool, only: str | None) -> None:
     """Rebuild the full-text index and the vectors from the stored events and memories.
 
     Without --missing, each index is emptied and written again (use this after `doctor` reports

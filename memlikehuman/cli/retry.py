@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
-from pathlib import Path
 
 import click
 
@@ -24,9 +23,7 @@ GIVE_UP_AFTER = 3
 @click.option("--project", "project_id", default=None, help="Project of the scope (default: default).")
 @click.option("--all", "all_scopes", is_flag=True, help="Retry the events of every scope.")
 @click.pass_context
-def retry(
-    ctx: click.Context, db: Path | None, persona_id: str | None, project_id: str | None, all_scopes: bool
-) -> None:
+def retry(ctx: click.Context, db: str | None, persona_id: str | None, project_id: str | None, all_scopes: bool) -> None:
     """Extract memories again from every pending or failed event of one scope, or of all.
 
     Shows progress on stderr and prints a summary. Stops early after 3 events in a row could not reach

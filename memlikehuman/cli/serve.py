@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from pathlib import Path
 
 import click
 
@@ -17,7 +16,7 @@ from .common import db_option, fail, settings_from
 @click.command()
 @db_option
 @click.pass_context
-def serve(ctx: click.Context, db: Path | None) -> None:
+def serve(ctx: click.Context, db: str | None) -> None:
     """Run the MCP server on stdin/stdout (the command an MCP host starts).
 
     Standard output carries JSON-RPC only; the archive path and all logs go to stderr.

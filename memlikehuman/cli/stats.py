@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import asdict
-from pathlib import Path
 
 import click
 
@@ -33,7 +32,7 @@ COLUMNS = (
 @click.option("--project", "project_id", default=None, help="Only this project (default: every project).")
 @click.option("--json", "as_json", is_flag=True, help="Print the numbers as JSON on stdout.")
 @click.pass_context
-def stats(ctx: click.Context, db: Path | None, persona_id: str | None, project_id: str | None, as_json: bool) -> None:
+def stats(ctx: click.Context, db: str | None, persona_id: str | None, project_id: str | None, as_json: bool) -> None:
     """Count, per persona and project: events, extractions pending/failed, memories, checkpoints, vectors.
 
     \b

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from ..engine import Engine
@@ -18,7 +16,7 @@ from .common import db_option, fail, require_archive, settings_from
 )
 @click.option("--no-browser", is_flag=True, help="Only print the URL; do not open a browser.")
 @click.pass_context
-def ui(ctx: click.Context, db: Path | None, port: int, no_browser: bool) -> None:
+def ui(ctx: click.Context, db: str | None, port: int, no_browser: bool) -> None:
     """Browse, search, correct and forget in a web page on this machine only.
 
     The first line of standard output is the URL to open, http://127.0.0.1:PORT/?token=...; the

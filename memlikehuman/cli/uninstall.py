@@ -16,7 +16,7 @@ from .install import HOST, PROJECT, run
 @click.option("--dry-run", is_flag=True, help="Print the change as a diff; write nothing.")
 @db_option
 @click.pass_context
-def uninstall(ctx: click.Context, host: str, project: Path | None, dry_run: bool, db: Path | None) -> None:
+def uninstall(ctx: click.Context, host: str, project: Path | None, dry_run: bool, db: str | None) -> None:
     """Remove memlikehuman's MCP server entry and hooks from HOST's config files.
 
     Only what `install` added goes: other settings stay byte for byte, and files or sections that

@@ -45,7 +45,7 @@ class Wiring:
     """What every entry names: the program, the archive and the scope."""
 
     program: tuple[str, ...]  # the absolute path of `memlikehuman` (or python -m memlikehuman)
-    db: Path
+    db: Path | str  # an archive file, or a PostgreSQL URL (kept as written)
     persona: str
     project: str  # a project ID, or `auto`
     record: str | None = None  # `--record` of the hook commands (tools.parts); None: the default
@@ -97,7 +97,7 @@ def program() -> tuple[str, ...]:
     return (str(Path(found).absolute()),) if found else (str(Path(sys.executable).absolute()), "-m", "memlikehuman")
 
 
-def wiring(db: Path, persona: str, project_dir: Path | None, record: str | None = None) -> Wiring:
+def wiring(db: Path | str, persona: str, project_dir: Path | None, record: str | None = None) -> Wiring:
     """The entries' contents: persona as given, project = the directory's stable name or `auto`.
 
     Raises InvalidArgument when `record` names an unknown part.
@@ -108,7 +108,8 @@ def wiring(db: Path, persona: str, project_dir: Path | None, record: str | None 
             record = ",".join(sorted(tools.parts(record))) or "none"
         except ValueError as exc:
             raise InvalidArgument(f"--record: {exc}") from None
-    return Wiring(program(), db.expanduser().absolute(), persona, project, record)
+    archive = db if isinstance(db, str) else db.expanduser().absolute()
+    return Wiring(program(), archive, persona, project, record)
 
 
 def _app_dir(name: str) -> Path:
