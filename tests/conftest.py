@@ -15,7 +15,7 @@ from mcp import Client, StdioServerParameters
 
 from memlikehuman import config
 from memlikehuman.archive import events, memories
-from memlikehuman.archive.db import Database
+from memlikehuman.archive.db import open_database
 from memlikehuman.engine import Engine
 from memlikehuman.records import Candidate, Scope
 from memlikehuman.server import build_server
@@ -44,7 +44,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
-def make_settings(db: Path, **env: str) -> config.Settings:
+def make_settings(db: Path | str, **env: str) -> config.Settings:
     return config.load(db, env={**BASE_ENV, **env})
 
 
@@ -68,8 +68,9 @@ def db(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def settings(db_path: Path) -> config.Settings:
-    return make_settings(db_path)
+def settings(archive_target: str) -> config.Settings:
+    """Settings on a fresh archive of each backend in turn (SQLite: the file at db_path)."""
+    return make_settings(archive_target)
 
 
 @pytest.fixture
@@ -124,7 +125,7 @@ def client(settings: config.Settings) -> Iterator[SyncClient]:
         yield opened
 
 
-def stdio_params(db: Path, **env: str) -> StdioServerParameters:
+def stdio_params(db: Path | str, **env: str) -> StdioServerParameters:
     full_env = {**os.environ, **BASE_ENV, **env}
     return StdioServerParameters(
         command=sys.executable, args=["-m", "memlikehuman", "serve", "--db", str(db)], env=full_env
@@ -132,14 +133,14 @@ def stdio_params(db: Path, **env: str) -> StdioServerParameters:
 
 
 @pytest.fixture
-def stdio_client(db_path: Path) -> Iterator[SyncClient]:
-    """A real `memlikehuman serve` subprocess over stdio, on a fresh archive."""
-    with connected(stdio_params(db_path)) as opened:
+def stdio_client(archive_target: str) -> Iterator[SyncClient]:
+    """A real `memlikehuman serve` subprocess over stdio, on a fresh archive of each backend in turn."""
+    with connected(stdio_params(archive_target)) as opened:
         yield opened
 
 
 def add_memory(
-    db_path: Path,
+    db_path: Path | str,
     event_id: str,
     content: str,
     *,
@@ -150,7 +151,7 @@ def add_memory(
     scope: Scope = DEFAULT_SCOPE,
 ) -> str:
     """Store one derived memory of a recorded event, as extraction would (public core function)."""
-    db = Database(db_path)
+    db = open_database(db_path)
     try:
         event = events.find(db, scope, event_id)
         item = Candidate(
