@@ -21,10 +21,13 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 from urllib.parse import quote
 
 import pytest
+
+if TYPE_CHECKING:
+    import psycopg
 
 ENV_URL = "MEMLIKEHUMAN_TEST_PG"
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "pg-cluster"
@@ -69,7 +72,7 @@ def unique_name(prefix: str) -> str:
     return f"{prefix}_{uuid.uuid4().hex[:16]}"
 
 
-def admin(url: str) -> Any:
+def admin(url: str) -> psycopg.Connection[tuple[Any, ...]]:
     """An autocommit connection (CREATE/DROP DATABASE cannot run in a transaction)."""
     import psycopg
 
