@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from memlikehuman import config
-from memlikehuman.archive.db import Database
+from memlikehuman.archive.db import open_database
 from memlikehuman.archive.migrations import MIGRATIONS, migrate, schema_version
 from memlikehuman.engine import Engine
 from memlikehuman.errors import InvalidArgument
@@ -18,7 +18,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "memlikehuman"
 
 def test_a_new_archive_is_created_with_its_parent_directories_in_wal_mode(tmp_path):
     path = tmp_path / "deep" / "er" / "memory.sqlite3"
-    db = Database(path)
+    db = open_database(path)
     assert path.exists()
     assert db.scalar("PRAGMA journal_mode") == "wal"
     assert db.scalar("PRAGMA foreign_keys") == 1
@@ -27,7 +27,7 @@ def test_a_new_archive_is_created_with_its_parent_directories_in_wal_mode(tmp_pa
 
 
 def test_migrations_apply_once_and_are_recorded_in_the_ledger(tmp_path):
-    db = Database(tmp_path / "m.sqlite3")
+    db = open_database(tmp_path / "m.sqlite3")
     assert schema_version(db) == 0
     assert migrate(db) == len(MIGRATIONS)
     assert migrate(db) == len(MIGRATIONS)
@@ -36,6 +36,7 @@ def test_migrations_apply_once_and_are_recorded_in_the_ledger(tmp_path):
     db.close()
 
 
+@pytest.mark.sqlite_only
 def test_the_bundled_sqlite_supports_fts5_secure_delete(engine):
     flag = engine.db.scalar("SELECT v FROM events_fts_config WHERE k = 'secure-delete'")
     assert flag == 1

@@ -11,7 +11,7 @@ from cli_support import cli, closed_port, populate
 from openai_stub import ScriptedOpenAI
 
 from memlikehuman.archive import fulltext
-from memlikehuman.archive.db import Database
+from memlikehuman.archive.db import open_database
 
 
 def run(db: Path, **env: str) -> tuple[int, dict[str, dict[str, str]]]:
@@ -87,7 +87,7 @@ def test_events_without_n_gram_rows_are_detected_and_the_next_open_adds_them(tmp
 def test_events_without_full_text_rows_are_detected(tmp_path: Path) -> None:
     db = tmp_path / "a.sqlite3"
     populate(db)
-    archive = Database(db)
+    archive = open_database(db)
     with archive.write() as conn:
         for row in conn.execute("SELECT sequence FROM events WHERE event_id IN ('u1', 'w1')").fetchall():
             fulltext.unindex_event(conn, row["sequence"])

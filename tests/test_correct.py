@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 from conftest import add_memory
 
-from memlikehuman.archive.db import Database
+from memlikehuman.archive.db import open_database
 from memlikehuman.records import Scope
 
 DEFAULT = Scope()
 
 
 def add_checkpoint(db_path: Path, checkpoint_id: str, scope: Scope = DEFAULT, invalidated: bool = False) -> None:
-    db = Database(db_path)
+    db = open_database(db_path)
     try:
         with db.write() as conn:
             conn.execute(
@@ -35,7 +35,7 @@ def add_checkpoint(db_path: Path, checkpoint_id: str, scope: Scope = DEFAULT, in
 
 
 def checkpoint_rows(db_path: Path) -> dict[str, dict[str, object]]:
-    db = Database(db_path)
+    db = open_database(db_path)
     try:
         return {r["checkpoint_id"]: r for r in db.query("SELECT * FROM checkpoints")}
     finally:
@@ -43,7 +43,7 @@ def checkpoint_rows(db_path: Path) -> dict[str, dict[str, object]]:
 
 
 def count_rows(db_path: Path, table: str) -> int:
-    db = Database(db_path)
+    db = open_database(db_path)
     try:
         return int(db.scalar(f"SELECT count(*) FROM {table}"))
     finally:

@@ -11,7 +11,7 @@ from conftest import connected, make_settings, stdio_params
 
 from bench.multilingual_set import CASES
 from memlikehuman.archive import ngrams
-from memlikehuman.archive.db import Database
+from memlikehuman.archive.db import open_database
 from memlikehuman.archive.migrations import MIGRATIONS
 from memlikehuman.engine import Engine
 from memlikehuman.records import Scope
@@ -95,6 +95,7 @@ def test_the_word_and_the_n_gram_index_together_rank_a_record_matching_both_firs
     assert [hit.event.event_id for hit in result.raw_fallback][0] == "both"
 
 
+@pytest.mark.sqlite_only  # damages FTS5's tables; the search code is the same on PostgreSQL
 def test_a_latin_only_query_never_reads_the_n_gram_index(engine: Engine) -> None:
     record_all(engine)
     with engine.db.write() as conn:
@@ -120,7 +121,7 @@ def test_arabic_vowel_signs_and_full_width_forms_compare_equal() -> None:
 
 def build_old_archive(path: Path, version: int, texts: list[str]) -> None:
     """An archive at schema `version`, filled as the code of that schema did (plain SQL, no live code)."""
-    db = Database(path)
+    db = open_database(path)
     try:
         with db.write() as conn:
             conn.execute(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memlikehuman.archive.db import Database
+from memlikehuman.archive.db import open_database
 
 STATE = {"goal": "Ship the quarterly report", "completed": ["draft"], "pending": ["review"], "next_step": "mail Bo"}
 
@@ -41,8 +41,8 @@ def blocks(context: str) -> dict[str, list[dict]]:
 
 
 def invalidate(db_path: Path, reason: str = "memory_correct: a memory was corrected", **where: str) -> None:
-    db = Database(db_path)
-    clause = " AND ".join(f"{key} = ?" for key in where) or "1"
+    db = open_database(db_path)
+    clause = " AND ".join(f"{key} = ?" for key in where) or "TRUE"
     with db.write() as conn:
         conn.execute(
             f"UPDATE checkpoints SET invalidated_at = '2026-11-30T10:00:00.000000Z', invalidated_reason = ?"

@@ -136,7 +136,8 @@ def scored(
     values = []
     for j, (index, low, high) in enumerate(ranges):
         word = words[index]
-        n = counts[word] if word in counts else count_matching(db, table, word)
+        # At most the rows there are: counts are cached (search.row_counts) while rows may be forgotten.
+        n = min(counts[word] if word in counts else count_matching(db, table, word), rows)
         values.append(f"(:ft_low{j}::text, :ft_high{j}::text, :ft_idf{j}::float8)")
         params |= {
             f"ft_low{j}": low,

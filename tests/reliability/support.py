@@ -65,7 +65,7 @@ STRUCTURE = {
     # A revoked memory has its replacement and its corrections row, unless that correction was forgotten:
     # then it stays revoked with neither, and the fixed reason says so (timeline.FORGOTTEN_CORRECTION).
     "revoked memory without a replacement": "SELECT count(*) FROM memories m WHERE m.revoked_at IS NOT NULL"
-    f" AND (m.replaced_by IS NULL AND m.revoke_reason IS NOT {FORGOTTEN_SQL}"
+    f" AND (m.replaced_by IS NULL AND m.revoke_reason IS DISTINCT FROM {FORGOTTEN_SQL}"
     " OR m.replaced_by IS NOT NULL AND NOT EXISTS (SELECT 1 FROM memories r WHERE r.id = m.replaced_by))",
     "revoked memory without its corrections row": "SELECT count(*) FROM memories m WHERE m.revoked_at IS NOT NULL"
     " AND m.replaced_by IS NOT NULL AND NOT EXISTS (SELECT 1 FROM corrections c WHERE c.original_id = m.id)",
