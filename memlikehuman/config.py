@@ -7,7 +7,6 @@ The config file is TOML with the same keys as the environment variables, e.g.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
 from collections.abc import Mapping
@@ -100,6 +99,8 @@ def _archive(target: Path | str) -> tuple[str | None, Path]:
     """(PostgreSQL URL or None, local path): a URL keeps its side files beside the default archive."""
     text = str(target)
     if text.startswith(("postgresql://", "postgres://")):
+        import hashlib  # here: importing it costs a hook's start-up ~15 ms (OpenSSL)
+
         digest = hashlib.sha256(text.encode()).hexdigest()[:16]
         return text, default_db_path().with_name(f"postgres-{digest}")
     return None, Path(target).expanduser()
