@@ -258,6 +258,19 @@ def set_state(db: Database, sequence: int, state: str, error: str | None) -> Non
         )
 
 
+def leave(db: Database, sequence: int, state: str, error: str) -> Event:
+    """Record why a recorded event is not complete, unless another process completed it meanwhile.
+
+    Returns the event as it was found under the write lock. Raises NotFound when it was deleted.
+    """
+    with db.write():
+        found = load(db, sequence)
+        unchanged = found.extraction_state == "complete" or found.kind != "record"
+        if not unchanged and (found.extraction_state, found.extraction_error) != (state, error):
+            set_state(db, sequence, state, error)
+    return found
+
+
 def page(text: str, offset: int, max_chars: int) -> Page:
     """The window [offset, offset+max_chars) of text; next_offset is None at the end."""
     if offset > len(text):
