@@ -26,7 +26,7 @@ from .archive.migrations import migrate
 from .config import Settings
 from .errors import InvalidArgument
 from .lifecycle.background import Background
-from .records import CorrectionResult, ForgetResult, Preview, ReadResult, RecallResult, RecordResult, Scope
+from .records import ReadResult, RecordResult, Scope
 
 if TYPE_CHECKING:
     from .archive.checkpoints import Checkpoint
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from .lifecycle.extract import Outcome
     from .lifecycle.worker import Worker
     from .providers.base import Embedder, Extractor
+    from .records import CorrectionResult, ForgetResult, Preview, RecallResult
     from .retrieval.sources import Upkeep
     from .sessions.context import ResumeResult
 

@@ -14,7 +14,6 @@ from ..archive import claims, events
 from ..archive.db import Database
 from ..archive.migrations import migrate
 from ..config import Settings
-from ..records import Check, HistoryMessage, HistoryReport, ImportReport, Memory, PersonaVersion, Scope
 
 if TYPE_CHECKING:
     from ..archive.fulltext import Progress, RebuildResult
@@ -22,6 +21,7 @@ if TYPE_CHECKING:
     from ..lifecycle.extract import Outcome
     from ..lifecycle.worker import Worker
     from ..providers.base import Embedder
+    from ..records import Check, HistoryMessage, HistoryReport, ImportReport, Memory, PersonaVersion, Scope
     from . import stats as archive_stats
 
 

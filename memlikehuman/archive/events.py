@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .. import clock, validate
+from ..digest import sha256_hex
 from ..errors import Conflict, InvalidArgument, NotFound
 from ..records import CATEGORIES, CUE_KINDS, ROLES, Cue, Event, Page, Scope
 from . import event_dates, fulltext
@@ -46,7 +46,7 @@ class NewEvent:
             "session_id": self.session_id,
             "cues": [cue.as_dict() for cue in self.cues],
         }
-        return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+        return sha256_hex(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode())
 
 
 def parse_cues(raw: Sequence[Any] | None) -> tuple[Cue, ...]:
