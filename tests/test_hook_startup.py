@@ -31,10 +31,12 @@ NEVER += ("memlikehuman.index.vectors", "memlikehuman.providers.embedders", "mem
 
 def imported_by_one_hook_run(event: dict[str, object], db: Path) -> list[str]:
     code = (
-        "import io, json, sys\n"
+        "import io, json, os, sys\n"
         "sys.argv = ['memlikehuman', 'hook', 'claude-code', '--project', 'app']\n"
         f"sys.stdin = io.StringIO({json.dumps(json.dumps(event))})\n"
         "from memlikehuman.hosts.entry import main\n"
+        "def stay(status):\n    raise SystemExit(status)\n"
+        "os._exit = stay\n"  # the console script ends with os._exit: keep this process to look at
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
         f"sys.stderr.write(json.dumps(sorted(m for m in {NEVER!r} if m in sys.modules)))\n"
     )
