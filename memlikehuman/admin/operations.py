@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from ..archive import claims, events
+from ..archive import events
 from ..archive.db import Database
 from ..archive.migrations import migrate
 from ..config import Settings
@@ -146,6 +146,8 @@ class Operations:
 
     def requeue(self, sequences: Sequence[int]) -> None:
         """Make these events eligible for extraction at once (their backoff and attempts reset)."""
+        from ..archive import claims
+
         claims.requeue(self.db, sequences)
 
     def drain(
