@@ -3,6 +3,11 @@
 Run: python -m bench.hooks [--events 2000] [--runs 40]
 Writes the "hooks" section of docs/benchmarks.md. Every run is a new process fed the hook JSON on
 stdin, as Claude Code runs it; the archive holds `--events` prompts and replies in the hooks' scope.
+
+What users run is a `pip install memlikehuman`: this checkout is built into a wheel and installed
+into a scratch venv (its dependencies come from this venv through a .pth line), so its console
+script starts as a user's does. The editable install of scripts/test (whose `__editable__` path
+finder costs every start of that venv's python, the floor included) is measured beside it.
 """
 
 from __future__ import annotations
@@ -12,8 +17,10 @@ import json
 import os
 import random
 import resource
+import shutil
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 from collections.abc import Callable
@@ -31,6 +38,8 @@ WORDS = "deploy staging database migration tests release invoice garden Lisbon g
 WORDS += "the a to and of we it is was that for on in with at this about really think".split()
 SCOPE = Scope("default", "bench-hooks")
 SCRIPT = Path(sys.executable).with_name("memlikehuman")
+FLOOR = "floor: python -c pass (pip install)"
+EDITABLE_FLOOR = "floor: python -c pass, editable install"
 
 
 def sentence(rng: random.Random) -> str:
@@ -58,6 +67,38 @@ def timed(argv: list[str], stdin: bytes, env: dict[str, str]) -> tuple[float, fl
 
 Payload = Callable[[int], dict[str, object] | None]
 Case = tuple[str, list[str], Payload, dict[str, str]]  # label, argv, stdin JSON per run, extra environment
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def this_checkout(tmp: Path) -> Path:
+    """A copy of the package as this checkout has it (committed or not), ready to build."""
+    src = tmp / "src"
+    shutil.copytree(ROOT / "memlikehuman", src / "memlikehuman", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        if (ROOT / name).exists():
+            shutil.copy(ROOT / name, src / name)
+    return src
+
+
+def pip_installed(src: Path, tmp: Path) -> Path:
+    """The package at src as `pip install` puts it (a wheel, its .pyc compiled) into a scratch venv; its python."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    pip = [sys.executable, "-m", "pip", "--quiet"]
+    subprocess.run([*pip, "wheel", "--no-deps", "-w", str(tmp / "wheel"), str(src)], check=True)
+    venv = tmp / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    wheel = next((tmp / "wheel").glob("memlikehuman-*.whl"))
+    subprocess.run([*pip, "--python", str(python), "install", "--no-deps", str(wheel)], check=True)
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    # The dependencies (apsw, ...) from this venv, after the scratch venv's own site-packages: no download.
+    Path(site, "zz_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    return python
 
 
 def measure(cases: list[Case], runs: int, env: dict[str, str]) -> dict[str, tuple[list[float], list[float]]]:
@@ -74,19 +115,18 @@ def measure(cases: list[Case], runs: int, env: dict[str, str]) -> dict[str, tupl
 
 
 def baseline_cases(rev: str, tmp: Path, args: list[str], start: Payload, prompt: Payload) -> list[Case]:
-    """The same two hooks run from the code of `rev` (git archive into a scratch folder, same interpreter)."""
+    """The same two hooks of the code of `rev` (git archive), pip-installed the same way."""
     commit = subprocess.run(["git", "rev-parse", "--short", rev], capture_output=True, text=True, check=True)
-    code = tmp / "baseline"
-    code.mkdir()
-    tar = subprocess.run(["git", "archive", rev, "memlikehuman"], capture_output=True, check=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(code)], input=tar, check=True)
-    # -P: no script folder on sys.path, so PYTHONPATH's copy wins over the installed (editable) package
-    argv = [sys.executable, "-P", "-c", "import sys; from memlikehuman.hosts.entry import main; main()", *args]
-    env = {"PYTHONPATH": str(code)}
+    src = tmp / "baseline-src"
+    src.mkdir()
+    files = ["memlikehuman", "pyproject.toml", "README.md"]
+    tar = subprocess.run(["git", "archive", rev, *files], capture_output=True, check=True, cwd=ROOT).stdout
+    subprocess.run(["tar", "-x", "-C", str(src)], input=tar, check=True)
+    script = str(pip_installed(src, tmp / "baseline").with_name("memlikehuman"))
     name = commit.stdout.strip()
     return [
-        (f"SessionStart at {name} (before)", argv, start, env),
-        (f"UserPromptSubmit at {name} (before)", argv, prompt, env),
+        (f"SessionStart at {name} (before)", [script, *args], start, {}),
+        (f"UserPromptSubmit at {name} (before)", [script, *args], prompt, {}),
     ]
 
 
@@ -99,9 +139,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "memory.sqlite3"
         build(db, args.events)
+        python = pip_installed(this_checkout(Path(tmp)), Path(tmp) / "installed")
         env = {**ENV, "MEMLIKEHUMAN_DB": str(db), "PATH": "/usr/bin:/bin"}
         base = {"session_id": "bench", "transcript_path": "", "cwd": tmp, "permission_mode": "default"}
-        hook = [str(SCRIPT), "hook", "claude-code", "--project", SCOPE.project_id]
+        args_ = ["hook", "claude-code", "--project", SCOPE.project_id]
+        hook, editable = [str(python.with_name("memlikehuman")), *args_], [str(SCRIPT), *args_]
 
         def start(_: int) -> dict[str, object]:
             return {**base, "hook_event_name": "SessionStart", "source": "startup"}
@@ -109,45 +151,45 @@ def main() -> None:
         def prompt(n: int) -> dict[str, object]:
             return {**base, "hook_event_name": "UserPromptSubmit", "prompt": f"when is the staging deploy {n}?"}
 
+        core = "import memlikehuman.hosts.hook, memlikehuman.engine, memlikehuman.retrieval.recall"
         cases: list[Case] = [
-            ("floor: python -c pass", [sys.executable, "-c", "pass"], lambda _: None, {}),
-            (
-                "import only: the core modules the prompt hook loads",
-                [
-                    sys.executable,
-                    "-c",
-                    "import memlikehuman.hosts.hook, memlikehuman.engine, memlikehuman.retrieval.recall",
-                ],
-                lambda _: None,
-                {},
-            ),
+            (FLOOR, [str(python), "-c", "pass"], lambda _: None, {}),
+            ("import only: the core modules the prompt hook loads", [str(python), "-c", core], lambda _: None, {}),
             ("SessionStart (resume context)", hook, start, {}),
             ("UserPromptSubmit (record + fast recall)", hook, prompt, {}),
+            (EDITABLE_FLOOR, [sys.executable, "-c", "pass"], lambda _: None, {}),
+            ("SessionStart, editable install", editable, start, {}),
+            ("UserPromptSubmit, editable install", editable, prompt, {}),
             (
-                "UserPromptSubmit via the click group (python -m memlikehuman)",
-                [sys.executable, "-m", "memlikehuman", *hook[1:]],
+                "UserPromptSubmit via the click group (python -m memlikehuman), editable",
+                [sys.executable, "-m", "memlikehuman", *args_],
                 lambda n: {**base, "hook_event_name": "UserPromptSubmit", "prompt": f"and the release budget {n}?"},
                 {},
             ),
         ]
         if args.baseline:
-            cases += baseline_cases(args.baseline, Path(tmp), hook[1:], start, prompt)
+            cases += baseline_cases(args.baseline, Path(tmp), args_, start, prompt)
         found = measure(cases, args.runs, env)
-    floor = percentile(found[cases[0][0]][0], 50)
+    floors = {name: percentile(found[name][0], 50) for name in (FLOOR, EDITABLE_FLOOR)}
     rows = []
     for label, (walls, cpus) in found.items():
         p50, p95, cpu = percentile(walls, 50), percentile(walls, 95), percentile(cpus, 50)
+        floor = floors[EDITABLE_FLOOR if "editable" in label else FLOOR]
         rows.append((label, f"{p50:.0f}", f"{p95:.0f}", f"{p50 - floor:+.0f}", f"{cpu:.0f}"))
         print(f"{label}: p50 {p50:.0f} ms, p95 {p95:.0f} ms, CPU p50 {cpu:.0f} ms", flush=True)
-    headers = ["process (new for every run)", "p50 ms", "p95 ms", "p50 above the floor", "CPU p50 ms"]
+    headers = ["process (new for every run)", "p50 ms", "p95 ms", "p50 above its floor", "CPU p50 ms"]
     body = table(headers, rows)
     body += (
         f"\n\n{args.runs} runs of each, round-robin, after 3 warm-up rounds; archive of {args.events:,} events in"
-        " the hooks' scope; target: SessionStart and UserPromptSubmit p50 <= 150 ms. CPU is the child's user +"
-        " system time, which a busy machine inflates less than wall time. The installed hook command is the"
-        " console script, which skips the click group (hosts/entry.py); the last row is the same hook through"
-        " it. The second row is the import cost of the core alone: most of a hook's time is process start plus"
-        f" imports. Load average at the end of the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores."
+        " the hooks' scope; target: SessionStart and UserPromptSubmit p50 <= 150 ms. The first four rows are"
+        " what a user runs: this checkout built into a wheel and pip-installed into a scratch venv, its"
+        " console script as the installed hook command (it skips the click group, hosts/entry.py). The"
+        " editable rows are the .venv of scripts/test, whose `__editable__` path finder every start pays"
+        " (its own floor); they are compared with that floor. `(before)` rows: --baseline's revision, pip-installed"
+        " the same way. CPU is"
+        " the child's user + system time, which a busy machine inflates less than wall time. The import-only"
+        " row is the import cost of the core alone: most of a hook's time is process start plus imports."
+        f" Load average at the end of the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores."
     )
     write_section(
         "hooks",

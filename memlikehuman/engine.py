@@ -13,7 +13,6 @@ by tool calls, the indexer thread and the extraction worker.
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
@@ -21,22 +20,22 @@ from typing import TYPE_CHECKING, Any
 
 from . import clock, validate
 from .admin.operations import Operations, diagnose, open_archive
-from .archive import claims, events, fulltext, memories
+from .archive import events, fulltext, memories
 from .archive.db import open_database
 from .archive.migrations import migrate
 from .config import Settings
 from .errors import InvalidArgument
-from .index import indexer as indexing
-from .index.vectors import VectorCache
-from .lifecycle import extract
-from .lifecycle.extract import Outcome
-from .lifecycle.worker import Worker
-from .providers.base import Embedder, Extractor
-from .providers.embedders import build_embedder
-from .records import CorrectionResult, ForgetResult, Preview, ReadResult, RecallResult, RecordResult, Scope
+from .lifecycle.background import Background
+from .records import ReadResult, RecordResult, Scope
 
 if TYPE_CHECKING:
     from .archive.checkpoints import Checkpoint
+    from .index.indexer import Indexer
+    from .index.vectors import VectorCache
+    from .lifecycle.extract import Outcome
+    from .lifecycle.worker import Worker
+    from .providers.base import Embedder, Extractor
+    from .records import CorrectionResult, ForgetResult, Preview, RecallResult
     from .retrieval.sources import Upkeep
     from .sessions.context import ResumeResult
 
@@ -49,7 +48,15 @@ __all__ = [
     "open_archive",
 ]
 
-log = logging.getLogger("memlikehuman")
+
+def __getattr__(name: str) -> Any:
+    # Outcome is imported on first use: the extraction code stays off the hooks' path (bench/hooks.py).
+    if name == "Outcome":
+        from .lifecycle.extract import Outcome
+
+        return Outcome
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 QUEUED = (
     "extraction is queued in the background (MEMLIKEHUMAN_EXTRACTION_WAIT): the raw text is durable and"
@@ -89,15 +96,32 @@ class Engine(Operations):
         self.settings = settings
         self.db = open_database(settings.archive)
         self.schema_version = migrate(self.db)
-        # m006 adds the n-gram index empty; an older archive's rows are written now, in batches.
-        fulltext.complete_ngrams(self.db, fulltext.logged_progress(log, "n-gram full-text index (schema 6)"))
+        if fulltext.ngrams_behind(self.db):
+            # m006 adds the n-gram index empty; an older archive's rows are written now, in batches.
+            import logging
+
+            progress = fulltext.logged_progress(logging.getLogger("memlikehuman"), "n-gram full-text index (schema 6)")
+            fulltext.complete_ngrams(self.db, progress)
         self._extractor: Extractor | None = None
         self._extractor_built = False
-        self.vectors = VectorCache()
         self._embedder: Embedder | None = None
         self._building = threading.Lock()
-        self.indexer = indexing.Indexer(self.db, self.vectors, settings, lambda: self.embedder)
-        self.worker = Worker(self.db, settings, lambda: self.extractor, self.indexer.notify)
+        self.background = Background(self.db, settings, lambda: self.embedder, lambda: self.extractor)
+
+    @property
+    def vectors(self) -> VectorCache:
+        """This process's cache of the archive's vectors (built on first use, like the two below)."""
+        return self.background.vectors
+
+    @property
+    def indexer(self) -> Indexer:
+        """The background embedding thread's owner (started by its first notify)."""
+        return self.background.indexer
+
+    @property
+    def worker(self) -> Worker:
+        """The background extraction worker (started by start_extraction or a waiting record)."""
+        return self.background.worker
 
     @property
     def embedder(self) -> Embedder | None:
@@ -107,13 +131,14 @@ class Engine(Operations):
         """
         with self._building:  # the indexer thread and tool threads share one instance (one model)
             if self._embedder is None and self.settings.embedder != "none":
+                from .providers.embedders import build_embedder
+
                 self._embedder = build_embedder(self.settings)
         return self._embedder
 
     def close(self) -> None:
         """Stop background extraction and embedding, then release the archive."""
-        self.worker.close()
-        self.indexer.close()
+        self.background.close()
         self.db.close()
 
     def __enter__(self) -> Engine:
@@ -161,11 +186,14 @@ class Engine(Operations):
         if configured:
             # Pending/failed extraction is tried again on a duplicate; a complete one is left alone.
             if duplicate:
+                from .archive import claims
+
                 claims.requeue(self.db, [sequence])
             warnings += self._extract_in_background(sequence)
         else:
-            warnings += extract.run(self.db, None, sequence).warnings
-        self.indexer.notify()  # embeds the event and its memories in the background, after the commit
+            # What extract.run does without an extractor, without loading the extraction code.
+            events.leave(self.db, sequence, "pending", events.PENDING_UNCONFIGURED)
+        self.background.notify_indexer()  # embeds the event and its memories in the background, after the commit
         event = events.load(self.db, sequence)
         return RecordResult(
             event_id=event.event_id,
@@ -237,7 +265,7 @@ class Engine(Operations):
         from .lifecycle import correct as correcting  # imported where used: a hook needs neither
 
         result = correcting.correct(self.db, scope, memory_id, content, reason, valid_at)
-        self.indexer.notify()
+        self.background.notify_indexer()
         return result
 
     def forget(
@@ -254,7 +282,7 @@ class Engine(Operations):
         # Vectors held in memory go as well; the next events of the session get new ones.
         self.vectors.discard("event", scope, result.event_sequences + result.reembed_sequences)
         self.vectors.discard("memory", scope, result.memory_rowids)
-        self.indexer.notify()
+        self.background.notify_indexer()
         return result
 
     # -- memory_recall, session_checkpoint, session_resume ----------------------------------------
@@ -295,7 +323,7 @@ class Engine(Operations):
         if upkeep.stale_events:
             self.vectors.discard("event", upkeep.scope, upkeep.stale_events)
         if upkeep.unindexed:
-            self.indexer.notify()
+            self.background.notify_indexer()
 
     def checkpoint(
         self, scope: Scope, state: Mapping[str, Any], covered_event_id: str, session_id: str = "default"

@@ -9,9 +9,10 @@ from the hook payload's working directory (hooks) or the process's working direc
 
 from __future__ import annotations
 
-import hashlib
 import re
 from pathlib import Path
+
+from .digest import sha256_hex
 
 AUTO = "auto"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -32,7 +33,7 @@ def project_name(directory: Path) -> str:
     if root == Path(root.anchor) or root == Path.home().resolve():
         return "default"
     name = _UNSAFE.sub("-", root.name).strip("-.")[:100] or "project"
-    digest = hashlib.sha256(str(root).encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    digest = sha256_hex(str(root).encode("utf-8", "surrogatepass"))[:8]
     return f"{name}-{digest}"
 
 

@@ -5,6 +5,7 @@ The latency itself is measured by bench/hooks.py (docs/benchmarks.md, "hooks"), 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import socket
 import subprocess
@@ -15,21 +16,27 @@ import platformdirs
 import pytest
 from hook_support import stored
 
-from memlikehuman import config
+from memlikehuman import config, digest
 from memlikehuman.archive import claims
 from memlikehuman.retrieval import dates
 
 # Imported by none of the hook steps below: each costs milliseconds of every prompt's start-up.
 NEVER = ("mcp", "click", "numpy", "pydantic", "openai", "quicktok", "tiktoken", "tokenizers", "platformdirs")
 NEVER += ("socket", "tomllib", "uuid", "memlikehuman.lifecycle.forget", "memlikehuman.lifecycle.correct")
+NEVER += ("hashlib", "_hashlib", "logging", "secrets", "random")  # OpenSSL, handlers, hmac: ~15 ms together
+# Built on first use by the engine, or loaded by records.py on first use: never on a hook's path.
+NEVER += ("memlikehuman.lifecycle.extract", "memlikehuman.lifecycle.worker", "memlikehuman.index.indexer")
+NEVER += ("memlikehuman.index.vectors", "memlikehuman.providers.embedders", "memlikehuman.reports")
 
 
 def imported_by_one_hook_run(event: dict[str, object], db: Path) -> list[str]:
     code = (
-        "import io, json, sys\n"
+        "import io, json, os, sys\n"
         "sys.argv = ['memlikehuman', 'hook', 'claude-code', '--project', 'app']\n"
         f"sys.stdin = io.StringIO({json.dumps(json.dumps(event))})\n"
         "from memlikehuman.hosts.entry import main\n"
+        "def stay(status):\n    raise SystemExit(status)\n"
+        "os._exit = stay\n"  # the console script ends with os._exit: keep this process to look at
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
         f"sys.stderr.write(json.dumps(sorted(m for m in {NEVER!r} if m in sys.modules)))\n"
     )
@@ -51,6 +58,11 @@ def test_the_prompt_and_start_hooks_import_no_slow_module(db: Path, project: Pat
     assert imported_by_one_hook_run(seed, db) == []
     assert imported_by_one_hook_run({"session_id": "s1", "cwd": str(project), **event}, db) == []
     assert len(stored(db)) == 1 + (event["hook_event_name"] == "UserPromptSubmit")
+
+
+def test_the_sha256_helper_gives_the_digests_hashlib_gives() -> None:
+    for data in (b"", b"we deploy on Friday", "Zoë 🚀".encode(), bytes(range(256)) * 300):
+        assert digest.sha256_hex(data) == hashlib.sha256(data).hexdigest()
 
 
 @pytest.mark.parametrize("xdg", [None, "/srv/conf", "relative/conf", ""])

@@ -15,8 +15,9 @@ PACKAGE = Path(__file__).resolve().parent.parent / "memlikehuman"
 EDGES = ("server", "cli", "hosts", "ui")
 FRAMEWORKS = {"mcp", "click", "starlette", "uvicorn"}
 # What an edge may import from the core: the facade, the records, the errors, the settings, the JSON
-# shapes of results, and three small rule modules edges need to read their input (validate, clock, projects).
-EDGE_MAY_IMPORT = {"engine", "records", "errors", "config", "shapes", "validate", "clock", "projects", ""}
+# shapes of results, three small rule modules edges need to read their input (validate, clock, projects),
+# and the SHA-256 helper that keeps hashlib (OpenSSL) off the hooks' path (digest).
+EDGE_MAY_IMPORT = {"engine", "records", "errors", "config", "shapes", "validate", "clock", "projects", "digest", ""}
 # The browser UI still reads the archive for its list pages (timeline, checkpoints, counts): read-only
 # SQL through these modules. Tables are written only through the facade (tests below).
 UI_READS = {

@@ -10,18 +10,18 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from ..archive import claims, events
+from ..archive import events
 from ..archive.db import Database, open_database
 from ..archive.migrations import migrate
 from ..config import Settings
-from ..index import indexer as indexing
-from ..lifecycle import extract
-from ..records import Check, HistoryMessage, HistoryReport, ImportReport, Memory, PersonaVersion, Scope
 
 if TYPE_CHECKING:
     from ..archive.fulltext import Progress, RebuildResult
+    from ..index.indexer import Indexer
+    from ..lifecycle.extract import Outcome
     from ..lifecycle.worker import Worker
     from ..providers.base import Embedder
+    from ..records import Check, HistoryMessage, HistoryReport, ImportReport, Memory, PersonaVersion, Scope
     from . import stats as archive_stats
 
 
@@ -29,8 +29,14 @@ class Operations:
     """Operator functions over the open archive (mixed into Engine)."""
 
     db: Database
-    indexer: indexing.Indexer
-    worker: Worker
+
+    @property
+    def indexer(self) -> Indexer:
+        raise NotImplementedError
+
+    @property
+    def worker(self) -> Worker:
+        raise NotImplementedError
 
     @property
     def embedder(self) -> Embedder | None:
@@ -130,6 +136,8 @@ class Operations:
 
     def embed_missing(self, progress: Progress | None = None) -> int:
         """Embed, synchronously, every item lacking a vector of the configured model (indexer.index_pending)."""
+        from ..index import indexer as indexing
+
         return indexing.index_pending(self.indexer, progress)
 
     def retry_queue(self, persona_id: str | None = None, project_id: str | None = None) -> list[int]:
@@ -138,12 +146,14 @@ class Operations:
 
     def requeue(self, sequences: Sequence[int]) -> None:
         """Make these events eligible for extraction at once (their backoff and attempts reset)."""
+        from ..archive import claims
+
         claims.requeue(self.db, sequences)
 
     def drain(
         self,
         scope: Scope | None,
-        report: Callable[[extract.Outcome], bool],
+        report: Callable[[Outcome], bool],
         *,
         follow: bool = False,
         patient: bool = True,

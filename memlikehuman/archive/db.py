@@ -174,8 +174,8 @@ def dialect(conn: Any) -> str:
 
 def open_database(target: Path | str) -> Any:
     """The archive a setting names: a PostgreSQL URL opens a PgDatabase (archive/pg.py), else a file."""
-    from . import pg
+    if isinstance(target, str) and target.startswith(("postgresql://", "postgres://")):
+        from . import pg  # only then: a hook's start-up stays short
 
-    if pg.is_url(target):
-        return pg.PgDatabase(str(target))
+        return pg.PgDatabase(target)
     return Database(target)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .. import clock, validate
+from ..digest import sha256_hex
 from ..errors import Conflict, InvalidArgument, NotFound
 from ..records import CATEGORIES, CUE_KINDS, ROLES, Cue, Event, Page, Scope
 from . import event_dates, fulltext
@@ -46,7 +46,7 @@ class NewEvent:
             "session_id": self.session_id,
             "cues": [cue.as_dict() for cue in self.cues],
         }
-        return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+        return sha256_hex(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode())
 
 
 def parse_cues(raw: Sequence[Any] | None) -> tuple[Cue, ...]:
@@ -256,6 +256,19 @@ def set_state(db: Database, sequence: int, state: str, error: str | None) -> Non
             "UPDATE events SET extraction_state = ?, extraction_error = ? WHERE sequence = ?",
             (state, error, sequence),
         )
+
+
+def leave(db: Database, sequence: int, state: str, error: str) -> Event:
+    """Record why a recorded event is not complete, unless another process completed it meanwhile.
+
+    Returns the event as it was found under the write lock. Raises NotFound when it was deleted.
+    """
+    with db.write():
+        found = load(db, sequence)
+        unchanged = found.extraction_state == "complete" or found.kind != "record"
+        if not unchanged and (found.extraction_state, found.extraction_error) != (state, error):
+            set_state(db, sequence, state, error)
+    return found
 
 
 def page(text: str, offset: int, max_chars: int) -> Page:

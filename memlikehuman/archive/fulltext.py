@@ -14,14 +14,16 @@ found the same way in all of them.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..records import Cue
 from . import ngrams, pg_fulltext
 from .db import Database, dialect
+
+if TYPE_CHECKING:
+    import logging
 
 BATCH = 500
 Progress = Callable[[int, int], None]

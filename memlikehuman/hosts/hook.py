@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import hashlib
 import json
 import sys
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
 
+from ..digest import sha256_hex
 from ..projects import resolve_project
 from . import adapters, markers, state, tools
 
@@ -111,7 +111,7 @@ def _dispatch(hook: adapters.HookInput, settings: Settings, options: Options) ->
 
 def event_id(host: str, session_id: str, role: str, text: str) -> str:
     """The stable event ID of a conversation message: a re-run (or an import) is a duplicate."""
-    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    digest = sha256_hex(text.encode("utf-8", "surrogatepass"))[:32]
     return f"{host}:{session_id}:{role}:{digest}"
 
 

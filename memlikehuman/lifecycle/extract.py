@@ -155,12 +155,9 @@ def run(db: Database, extractor: Extractor | None, sequence: int) -> Outcome:
 def _leave(db: Database, event: Event, state: str, error: str) -> Outcome:
     """Record why the event is not complete (unless another process completed it meanwhile)."""
     log.debug("extraction of event %s is %s: %s", event.event_id, state, error)
-    with db.write():
-        now = events.load(db, event.sequence)
-        if now.extraction_state == "complete":
-            return Outcome("complete", None, now.memory_ids)
-        if (now.extraction_state, now.extraction_error) != (state, error):
-            events.set_state(db, event.sequence, state, error)
+    now = events.leave(db, event.sequence, state, error)
+    if now.extraction_state == "complete":
+        return Outcome("complete", None, now.memory_ids)
     return Outcome(state, error, ())
 
 

@@ -1,0 +1,79 @@
+"""The engine's background parts, each built on first use: the vector cache, the indexer, the worker.
+
+A hook records and recalls without an embedder or an extractor: built lazily, none of these
+modules is imported on its path (tests/test_hook_startup.py, bench/hooks.py).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..archive.db import Database
+    from ..config import Settings
+    from ..index.indexer import Indexer
+    from ..index.vectors import VectorCache
+    from ..providers.base import Embedder, Extractor
+    from .worker import Worker
+
+
+class Background:
+    """Builds the vector cache, the indexer and the extraction worker of one engine when first asked."""
+
+    def __init__(
+        self,
+        db: Database,
+        settings: Settings,
+        embedder: Callable[[], Embedder | None],
+        extractor: Callable[[], Extractor | None],
+    ) -> None:
+        self.db, self.settings, self.embedder, self.extractor = db, settings, embedder, extractor
+        self._parts: dict[str, Any] = {}
+        self._lock = threading.Lock()  # tool threads share the engine: each part is built once
+
+    @property
+    def vectors(self) -> VectorCache:
+        return self._part("vectors")
+
+    @property
+    def indexer(self) -> Indexer:
+        return self._part("indexer")
+
+    @property
+    def worker(self) -> Worker:
+        return self._part("worker")
+
+    def notify_indexer(self) -> None:
+        """Indexer.notify, which does nothing without an embedder: then nothing is built either."""
+        if self.settings.embedder != "none":
+            self.indexer.notify()
+
+    def close(self) -> None:
+        """Stop the worker, then the indexer, where they were built."""
+        for name in ("worker", "indexer"):
+            if name in self._parts:
+                self._parts[name].close()
+
+    def _part(self, name: str) -> Any:
+        with self._lock:
+            return self._built(name)
+
+    def _built(self, name: str) -> Any:
+        if name not in self._parts:
+            self._parts[name] = self._build(name)
+        return self._parts[name]
+
+    def _build(self, name: str) -> Any:
+        if name == "vectors":
+            from ..index.vectors import VectorCache
+
+            return VectorCache()
+        if name == "indexer":
+            from ..index.indexer import Indexer
+
+            return Indexer(self.db, self._built("vectors"), self.settings, self.embedder)
+        from .worker import Worker
+
+        return Worker(self.db, self.settings, self.extractor, self._built("indexer").notify)

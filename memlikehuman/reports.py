@@ -1,0 +1,92 @@
+"""The records of forgetting, correcting, importing and the doctor: what those operations return.
+
+Kept apart from records.py, which re-exports each name: a hook's start never creates these frozen
+dataclasses (about 1 ms each on a 2-core machine, bench/hooks.py).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+NOT_SCRUBBED = (
+    "another process kept the write-ahead log busy: old page images of the deleted text stay in the"
+    " -wal file until its next checkpoint (the next forget, or when the last connection closes)"
+)
+
+
+@dataclass(frozen=True)
+class CorrectionResult:
+    replacement_id: str
+    revoked_ids: tuple[str, ...]
+    correction_event_id: str
+    invalidated_checkpoints: int
+
+
+@dataclass(frozen=True)
+class ForgetResult:
+    deleted_event_ids: tuple[str, ...]
+    deleted_memory_ids: tuple[str, ...]
+    invalidated_checkpoints: int
+    # Internal row IDs, for in-memory caches: deleted events and memories, and surviving events
+    # whose vector was dropped because it embedded the forgotten text as context.
+    event_sequences: tuple[int, ...] = ()
+    memory_rowids: tuple[int, ...] = ()
+    reembed_sequences: tuple[int, ...] = ()
+    # False when another connection kept the WAL from being truncated within SCRUB_TIMEOUT_MS.
+    scrubbed: bool = True
+
+    @property
+    def warnings(self) -> list[str]:
+        """What the caller must be told: old page images left in the WAL when it was not scrubbed."""
+        return [] if self.scrubbed else [NOT_SCRUBBED]
+
+
+@dataclass(frozen=True)
+class Preview:
+    """What ``forget`` would delete now, and how many checkpoints it would invalidate."""
+
+    record_id: str
+    event_ids: tuple[str, ...]
+    memory_ids: tuple[str, ...]
+    checkpoint_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ImportReport:
+    """What an import wrote (or, on a dry run or a conflict, would have written)."""
+
+    added: Mapping[str, int]
+    unchanged: Mapping[str, int]
+    conflicts: tuple[str, ...]  # the first MAX_LISTED, each "line N: ..."
+    conflict_count: int
+    dry_run: bool
+    written: bool
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    status: str  # ok | warn | fail
+    detail: str
+
+
+@dataclass(frozen=True)
+class HistoryMessage:
+    event_id: str
+    session_id: str
+    role: str
+    text: str
+    occurred_at: str | None
+    source: str
+    project: str | None = None  # Claude Code: the transcript's own project directory
+
+
+@dataclass
+class HistoryReport:
+    added: int = 0
+    unchanged: int = 0
+    conversations: int = 0
+    skipped: Counter[str] = field(default_factory=Counter)
+    dry_run: bool = False
