@@ -192,8 +192,9 @@ def plant(engine: Any, scope: Any, prefix: str, count: int) -> list[tuple[str, l
     Each target's text holds a unique marker word, and so does a memory stored for it; every other
     target also holds 6 kB of random text (stored in TOAST) and is followed by a kept event of
     6 kB, so TOAST pages keep live chunks beside the forgotten ones, as in a real archive. The
-    needles: the marker's random part, and three 32-byte pieces of the long text (each inside one
-    TOAST chunk of 1,996 bytes).
+    needles: the marker's random part (a full-text term), "code word is <marker>" (in the event and
+    the memory, never in one term) and three 32-byte pieces of the long text (each inside one TOAST
+    chunk of 1,996 bytes).
     """
     import secrets
 
@@ -213,5 +214,5 @@ def plant(engine: Any, scope: Any, prefix: str, count: int) -> list[tuple[str, l
         if long:
             engine.record(scope, f"kept-{event_id}", long_text(), "user", "chat", session_id=event_id)
         pieces = [long[at : at + 32].encode() for at in (100, 2_100, 4_100)] if long else []
-        made.append((event_id, [word[3:].encode(), *pieces]))
+        made.append((event_id, [word[3:].encode(), f"code word is {word}".encode(), *pieces]))
     return made

@@ -30,6 +30,13 @@ Row = dict[str, Any]
 # Any constant: the one advisory lock every write transaction of an archive takes.
 WRITE_LOCK = 0x6D6C68  # "mlh"
 SETTING = "MEMLIKEHUMAN_DB (or --db)"
+# pg_checkpoint: PostgreSQL 15 and later; before, only a superuser may.
+_MAY_CHECKPOINT = (
+    "SELECT rolsuper OR EXISTS (SELECT 1 FROM pg_roles r WHERE r.rolname = 'pg_checkpoint'"
+    " AND pg_has_role(r.oid, 'USAGE')) AS may FROM pg_roles WHERE rolname = current_user"
+)
+# How long a forget's VACUUM FULL waits for other transactions' locks (PgDatabase.vacuum).
+REWRITE_LOCK_WAIT = "2s"
 URL_PREFIXES = ("postgresql://", "postgres://")
 
 _REWRITES = (
@@ -190,22 +197,39 @@ class PgDatabase:
         """VACUUM these tables (outside any transaction): dead rows, their TOAST and index entries go.
 
         INDEX_CLEANUP ON: the default (AUTO) leaves the index entries when few rows died. ``full``:
-        VACUUM FULL, which copies each table into new files (an exclusive lock while it runs).
+        VACUUM FULL, which copies each table into new files under an exclusive lock; it waits at
+        most REWRITE_LOCK_WAIT for other transactions' locks (else Unavailable), so that waiting
+        request does not hold up every other server's reads behind it.
         """
-        options = "FULL" if full else "INDEX_CLEANUP ON"
         with self._lock, self._guard():
-            self.raw.execute(f"VACUUM ({options}) " + ", ".join(tables))
+            if not full:
+                self.raw.execute("VACUUM (INDEX_CLEANUP ON) " + ", ".join(tables))
+                return
+            self.raw.execute(f"SET lock_timeout = '{REWRITE_LOCK_WAIT}'")
+            try:
+                self.raw.execute("VACUUM (FULL) " + ", ".join(tables))
+            finally:
+                self.raw.execute("RESET lock_timeout")
+
+    def owns(self, tables: Sequence[str]) -> bool:
+        """Whether the role has its tables' owner's rights (VACUUM skips other tables with a warning)."""
+        sql = "SELECT bool_and(pg_has_role(relowner, 'USAGE')) AS owns FROM pg_class WHERE oid = ANY(?::regclass[])"
+        return bool(self.scalar(sql, (list(tables),)))
+
+    def size(self, tables: Sequence[str]) -> int:
+        """The bytes of these tables with their TOAST and indexes."""
+        sql = "SELECT coalesce(sum(pg_total_relation_size(oid)), 0) AS n FROM pg_class WHERE oid = ANY(?::regclass[])"
+        return int(self.scalar(sql, (list(tables),)))
 
     def checkpoint(self) -> bool:
-        """CHECKPOINT: changed pages go to the files now. False when the role may not (it needs
-        superuser or the pg_checkpoint role)."""
-        import psycopg
-
+        """CHECKPOINT when the role may (superuser or pg_checkpoint): changed pages go to the files now."""
+        may = (
+            "SELECT rolsuper OR pg_has_role('pg_checkpoint', 'USAGE') AS may FROM pg_roles WHERE rolname = current_user"
+        )
+        if not self.scalar(may):
+            return False
         with self._lock, self._guard():
-            try:
-                self.raw.execute("CHECKPOINT")
-            except psycopg.errors.InsufficientPrivilege:
-                return False
+            self.raw.execute("CHECKPOINT")
         return True
 
     def close(self) -> None:
