@@ -74,6 +74,13 @@ def missing_database(cluster: Cluster, socket_dir: str) -> str:
     return cluster.url("no_such_archive")
 
 
+def role_without_connect(cluster: Cluster, socket_dir: str) -> str:
+    name = f"noconnect_{uuid.uuid4().hex[:8]}"
+    cluster.new_database(name)
+    cluster.admin(f'REVOKE CONNECT ON DATABASE "{name}" FROM PUBLIC')
+    return weak_url(cluster, name)
+
+
 def role_without_create(cluster: Cluster, socket_dir: str) -> str:
     name = f"nocreate_{uuid.uuid4().hex[:8]}"
     cluster.new_database(name)
@@ -91,6 +98,7 @@ CASES: dict[str, tuple[Callable[[Cluster, str], str], str, str]] = {
     "unknown_option": (unknown_option, "invalid_argument", 'invalid URI query parameter: "sslmode_typo"'),
     "server_down": (server_down, "unavailable", "start the server or fix"),
     "missing_database": (missing_database, "unavailable", "create the database (docs/team.md) or fix"),
+    "role_without_connect": (role_without_connect, "unavailable", "or have the role given access (docs/team.md)"),
     "role_without_create": (role_without_create, "unavailable", "lacks a right on the archive"),
     "role_without_select": (role_without_select, "unavailable", "lacks a right on the archive"),
 }

@@ -146,8 +146,10 @@ def _first_line(exc: BaseException) -> str:
 _HINTS = (
     (re.compile(r'database ".*" does not exist'), f"create the database (docs/team.md) or fix {SETTING}"),
     (
-        re.compile(r'role ".*" does not exist|authentication failed|no pg_hba.conf entry'),
-        f"fix the user or password in {SETTING}",
+        re.compile(
+            r'role ".*" does not exist|authentication failed|no pg_hba.conf entry|permission denied for database'
+        ),
+        f"fix the user or password in {SETTING}, or have the role given access (docs/team.md)",
     ),
     (
         re.compile(r"No such file or directory|Connection refused|timeout expired|could not translate host"),
