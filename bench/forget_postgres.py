@@ -6,10 +6,9 @@ Writes the "forget-postgres" section of docs/benchmarks.md (one section per --ev
 A throwaway cluster (tests/pg_forget_support.py) holds one archive: `--events` recorded events
 built as bench/forget.py builds them, then per cleanup `--samples` targets (pg_forget_support.plant:
 a marker word in the event and in a memory; every other target with 6 kB of random text in TOAST,
-beside a kept one). Each cleanup forgets its own targets with
-`forget.forget`; then a CHECKPOINT (so the files hold what the server has) and a byte scan of the
-database's table, index and TOAST files and of pg_wal for the markers and for three 32-byte pieces
-of each long text. "none" is the baseline: the forget's transaction alone.
+beside a kept one). Each cleanup forgets its own targets with `forget.forget`; then a CHECKPOINT
+(so the files hold what the server has) and a byte scan of the database's table, index and TOAST
+files and of pg_wal for each target's needles. "none" is the baseline: the forget's transaction alone.
 """
 
 from __future__ import annotations
@@ -88,8 +87,9 @@ def main() -> None:
         f" archive of {args.events:,} events ({size:.0f} MB database, events and memories {texts:.0f} MB with"
         " TOAST and indexes) built as bench/forget.py does."
         f" {args.samples} targets per cleanup, every other one with 6 kB of random text (TOAST); each"
-        " column counts the targets with any needle (the marker word, or a 32-byte piece of the long text)"
-        " still readable in those files after a CHECKPOINT."
+        " column counts the targets with any needle (the marker word, the phrase 'code word is <marker>', or a"
+        " 32-byte piece of the long text) still readable in those files after a CHECKPOINT; 'where' names the"
+        " relations holding any (the postings tables hold the marker as a term, the others whole texts)."
     )
     write_section(
         f"forget-postgres-{args.events}",
