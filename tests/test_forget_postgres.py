@@ -132,3 +132,32 @@ def test_the_wal_keeps_the_forgotten_text_until_its_segments_are_overwritten(clu
     engine.db.raw.execute("SELECT pg_switch_wal()")
     flush(url)
     assert needles_found(cluster, url, targets)["wal"] > 0
+
+
+def relfilenodes(engine: Engine) -> dict[str, int]:
+    rows = engine.db.query("SELECT relname, relfilenode FROM pg_class WHERE relname IN ('events', 'memories')")
+    return {row["relname"]: row["relfilenode"] for row in rows}
+
+
+def test_forget_rewrites_events_and_memories_only_while_they_are_within_the_size_bound(engine, cleanup):
+    plant(engine, SCOPE, "bound", 2)
+    before = relfilenodes(engine)
+    scrubbing.POSTGRES_CLEANUP = scrubbing.PgCleanup(rewrite_bytes=engine.db.size(("events", "memories")) - 1)
+    assert forget.forget(engine.db, SCOPE, "bound-0").scrubbed
+    assert relfilenodes(engine) == before
+    scrubbing.POSTGRES_CLEANUP = scrubbing.PgCleanup()
+    assert forget.forget(engine.db, SCOPE, "bound-1").scrubbed
+    after = relfilenodes(engine)
+    assert after["events"] != before["events"] and after["memories"] != before["memories"]
+
+
+def test_a_forget_whose_rewrite_cannot_get_its_lock_returns_and_says_it_did_not_scrub(url, engine):
+    import psycopg
+
+    plant(engine, SCOPE, "locked", 1)
+    with psycopg.connect(url) as reader:  # another server's open read transaction on events
+        reader.execute("SELECT count(*) FROM events").fetchone()
+        result = forget.forget(engine.db, SCOPE, "locked-0")
+    assert result.deleted_event_ids == ("locked-0",)
+    assert not result.scrubbed and result.warnings
+    assert engine.db.scalar("SELECT count(*) FROM events WHERE event_id = 'locked-0'") == 0
