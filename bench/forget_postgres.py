@@ -41,7 +41,7 @@ CLEANUPS = {
         rewrite=TEXT_TABLES, rewrite_bytes=ANY_SIZE, checkpoint=False
     ),
     "VACUUM, VACUUM FULL of events, memories, CHECKPOINT": PgCleanup(rewrite_bytes=ANY_SIZE),
-    "the default (PgCleanup())": PgCleanup(),
+    "VACUUM, CHECKPOINT, no rewrite (events and memories above the size bound)": PgCleanup(rewrite_bytes=0),
 }
 
 

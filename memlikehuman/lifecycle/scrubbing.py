@@ -116,7 +116,7 @@ class PgCleanup:
 
     vacuum: tuple[str, ...] = POSTGRES_TABLES
     rewrite: tuple[str, ...] = ("events", "memories")
-    rewrite_bytes: int = 64 * 2**20
+    rewrite_bytes: int = 128 * 2**20
     checkpoint: bool = True
 
 
