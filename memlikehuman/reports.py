@@ -14,6 +14,11 @@ NOT_SCRUBBED = (
     "another process kept the write-ahead log busy: old page images of the deleted text stay in the"
     " -wal file until its next checkpoint (the next forget, or when the last connection closes)"
 )
+NOT_SCRUBBED_POSTGRES = (
+    "the cleanup after the forget could not run (another connection held the tables, or the database role"
+    " may not VACUUM them): the freed space of the tables may still hold the deleted text until the next"
+    " forget or an operator's VACUUM FULL (docs/reliability.md, PostgreSQL)"
+)
 
 
 @dataclass(frozen=True)
@@ -36,11 +41,13 @@ class ForgetResult:
     reembed_sequences: tuple[int, ...] = ()
     # False when another connection kept the WAL from being truncated within SCRUB_TIMEOUT_MS.
     scrubbed: bool = True
+    # What is left when not scrubbed: SQLite's WAL text, or PostgreSQL's (NOT_SCRUBBED_POSTGRES).
+    residue: str = NOT_SCRUBBED
 
     @property
     def warnings(self) -> list[str]:
-        """What the caller must be told: old page images left in the WAL when it was not scrubbed."""
-        return [] if self.scrubbed else [NOT_SCRUBBED]
+        """What the caller must be told: copies of the deleted text left where the cleanup could not reach."""
+        return [] if self.scrubbed else [self.residue]
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,13 @@ Row = dict[str, Any]
 # Any constant: the one advisory lock every write transaction of an archive takes.
 WRITE_LOCK = 0x6D6C68  # "mlh"
 SETTING = "MEMLIKEHUMAN_DB (or --db)"
+# pg_checkpoint: PostgreSQL 15 and later; before, only a superuser may.
+_MAY_CHECKPOINT = (
+    "SELECT rolsuper OR EXISTS (SELECT 1 FROM pg_roles r WHERE r.rolname = 'pg_checkpoint'"
+    " AND pg_has_role(r.oid, 'USAGE')) AS may FROM pg_roles WHERE rolname = current_user"
+)
+# How long a forget's VACUUM FULL waits for other transactions' locks (PgDatabase.vacuum).
+REWRITE_LOCK_WAIT = "2s"
 URL_PREFIXES = ("postgresql://", "postgres://")
 
 _REWRITES = (
@@ -125,9 +132,7 @@ def _connect(url: str) -> Any:
     except psycopg.ProgrammingError as exc:
         raise InvalidArgument(f"{SETTING} is not a valid PostgreSQL URL ({_first_line(exc)}): fix it") from None
     except psycopg.OperationalError as exc:
-        raise Unavailable(
-            f"cannot connect to the PostgreSQL archive ({_first_line(exc)}): start the server or fix {SETTING}"
-        ) from None
+        raise Unavailable(f"cannot connect to the PostgreSQL archive ({_first_line(exc)}): {_hint(exc)}") from None
     _adapt(conn)
     return conn
 
@@ -164,6 +169,42 @@ def _first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
+# What to do about a failed connection, by a piece of libpq's message (else: _HINT_OTHER).
+_HINTS = (
+    (re.compile(r'database ".*" does not exist'), f"create the database (docs/team.md) or fix {SETTING}"),
+    (
+        re.compile(
+            r'role ".*" does not exist|authentication failed|no pg_hba.conf entry|permission denied for database'
+        ),
+        f"fix the user or password in {SETTING}, or have the role given access (docs/team.md)",
+    ),
+    (
+        re.compile(r"No such file or directory|Connection refused|timeout expired|could not translate host"),
+        f"start the server or fix {SETTING}",
+    ),
+)
+_HINT_OTHER = f"start the server, or fix {SETTING}"
+
+
+def _hint(exc: BaseException) -> str:
+    text = str(exc)
+    return next((hint for pattern, hint in _HINTS if pattern.search(text)), _HINT_OTHER)
+
+
+def _no_rights(exc: BaseException) -> Unavailable:
+    return Unavailable(
+        f"the PostgreSQL role of {SETTING} lacks a right on the archive ({_first_line(exc)}): grant the rights"
+        f" docs/team.md lists, or set {SETTING} to a role that has them"
+    )
+
+
+def _out_of_reach(exc: BaseException) -> Unavailable:
+    return Unavailable(
+        f"the PostgreSQL archive is out of reach ({_first_line(exc)}): retry; the next call reconnects. If it"
+        f" stays, start the server or fix {SETTING}"
+    )
+
+
 class PgDatabase:
     """An open PostgreSQL archive with the interface of archive.db.Database."""
 
@@ -182,23 +223,57 @@ class PgDatabase:
         """A number that changes when another connection writes vectors (archive_writes, pg_schema.py)."""
         return int(self.scalar("SELECT coalesce(sum(n), 0) FROM archive_writes WHERE pid <> pg_backend_pid()"))
 
-    def vacuum(self, tables: Sequence[str]) -> None:
-        """VACUUM these tables (outside any transaction): dead rows and their index entries go."""
-        with self._lock:
-            self.raw.execute("VACUUM " + ", ".join(tables))
+    def vacuum(self, tables: Sequence[str], *, full: bool = False) -> None:
+        """VACUUM these tables (outside any transaction): dead rows, their TOAST and index entries go.
+
+        INDEX_CLEANUP ON: the default (AUTO) leaves the index entries when few rows died. ``full``:
+        VACUUM FULL, which copies each table into new files under an exclusive lock; it waits at
+        most REWRITE_LOCK_WAIT for other transactions' locks (else Unavailable), so that waiting
+        request does not hold up every other server's reads behind it.
+        """
+        with self._lock, self._guard():
+            if not full:
+                self.raw.execute("VACUUM (INDEX_CLEANUP ON) " + ", ".join(tables))
+                return
+            self.raw.execute(f"SET lock_timeout = '{REWRITE_LOCK_WAIT}'")
+            try:
+                self.raw.execute("VACUUM (FULL) " + ", ".join(tables))
+            finally:
+                self.raw.execute("RESET lock_timeout")
+
+    def owns(self, tables: Sequence[str]) -> bool:
+        """Whether the role has its tables' owner's rights (VACUUM skips other tables with a warning)."""
+        sql = "SELECT bool_and(pg_has_role(relowner, 'USAGE')) AS owns FROM pg_class WHERE oid = ANY(?::regclass[])"
+        return bool(self.scalar(sql, (list(tables),)))
+
+    def size(self, tables: Sequence[str]) -> int:
+        """The bytes of these tables with their TOAST and indexes."""
+        sql = "SELECT coalesce(sum(pg_total_relation_size(oid)), 0) AS n FROM pg_class WHERE oid = ANY(?::regclass[])"
+        return int(self.scalar(sql, (list(tables),)))
+
+    def checkpoint(self) -> bool:
+        """CHECKPOINT when the role may (superuser or pg_checkpoint): changed pages go to the files now."""
+        may = (
+            "SELECT rolsuper OR pg_has_role('pg_checkpoint', 'USAGE') AS may FROM pg_roles WHERE rolname = current_user"
+        )
+        if not self.scalar(may):
+            return False
+        with self._lock, self._guard():
+            self.raw.execute("CHECKPOINT")
+        return True
 
     def close(self) -> None:
         with self._lock:
             self.raw.close()
 
     def query(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[Row]:
-        with self._lock:
+        with self._lock, self._guard():
             return list(self.conn.execute(sql, params).fetchall())
 
     def stream(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Iterator[tuple[Any, ...]]:
         from psycopg.rows import tuple_row
 
-        with self._lock:
+        with self._lock, self._guard():
             cursor = self.raw.cursor(row_factory=tuple_row)
             cursor.execute(translate(sql), params if params else None)
             yield from cursor
@@ -225,8 +300,6 @@ class PgDatabase:
 
     @contextmanager
     def _transaction(self, begin: str, *, lock: bool) -> Iterator[PgConnection]:
-        import psycopg
-
         with self._lock:
             if self._depth:
                 self._depth += 1
@@ -235,21 +308,56 @@ class PgDatabase:
                 finally:
                     self._depth -= 1
                 return
-            try:
-                self.raw.execute(begin)
-                if lock:
-                    self.raw.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
-            except psycopg.OperationalError as exc:
-                raise Unavailable(f"the PostgreSQL archive is out of reach ({_first_line(exc)}): retry") from None
+            with self._guard():
+                self._begin(begin, lock)
             self._depth = 1
             try:
-                yield self.conn
+                with self._guard():
+                    yield self.conn
             except BaseException:
                 self._depth = 0
                 self._rollback()
                 raise
             self._depth = 0
-            self.raw.execute("COMMIT")
+            with self._guard():
+                self.raw.execute("COMMIT")
+
+    def _begin(self, begin: str, lock: bool) -> None:
+        """BEGIN (and the write lock); once more on a new connection when the old one was lost."""
+        import psycopg
+
+        try:
+            self._execute_begin(begin, lock)
+        except psycopg.OperationalError:
+            if not self.raw.closed:
+                raise
+            self._reconnect()
+            self._execute_begin(begin, lock)
+
+    def _execute_begin(self, begin: str, lock: bool) -> None:
+        self.raw.execute(begin)
+        if lock:
+            self.raw.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+
+    def _reconnect(self) -> None:
+        """A new connection in place of a lost one (the server restarted, or the network broke)."""
+        self.raw = _connect(self.url)
+        self.conn = PgConnection(self.raw)
+
+    @contextmanager
+    def _guard(self) -> Iterator[None]:
+        """The server's and the connection's failures as coded errors; outside a transaction, a
+        connection lost earlier is replaced first."""
+        import psycopg
+
+        if not self._depth and self.raw.closed:
+            self._reconnect()
+        try:
+            yield
+        except psycopg.errors.InsufficientPrivilege as exc:
+            raise _no_rights(exc) from None
+        except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+            raise _out_of_reach(exc) from None
 
     def _rollback(self) -> None:
         import psycopg

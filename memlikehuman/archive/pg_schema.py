@@ -313,12 +313,17 @@ def schema_version(db: Any) -> int:
 
 def migrate(db: Any, upto: int | None = None) -> int:
     """Apply pending migrations, one write transaction each; return the schema version."""
-    with db.write() as conn:
-        conn.execute(
-            "CREATE TABLE IF NOT EXISTS schema_migrations"
-            " (id integer PRIMARY KEY, name text NOT NULL, applied_at text NOT NULL)"
-        )
+    # Only when missing: CREATE ... IF NOT EXISTS still needs the right to create, which a member's
+    # role of a team archive may lack (docs/team.md: the owner role migrates).
+    if not db.scalar("SELECT to_regclass('schema_migrations') IS NOT NULL AS present"):
+        with db.write() as conn:
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations"
+                " (id integer PRIMARY KEY, name text NOT NULL, applied_at text NOT NULL)"
+            )
     for number, fn in enumerate(MIGRATIONS[:upto], start=1):
+        if number <= schema_version(db):
+            continue
         with db.write() as conn:
             if db.scalar("SELECT 1 FROM schema_migrations WHERE id = ?", (number,)):
                 continue

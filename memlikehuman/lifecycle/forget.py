@@ -21,10 +21,11 @@ from typing import Any
 
 from .. import validate
 from ..archive import events, fulltext, memories, timeline
-from ..archive.db import Database, placeholders
+from ..archive.db import Database, dialect, placeholders
 from ..errors import Conflict, NotFound
 from ..index import vectors
 from ..records import ForgetResult, Preview, Scope
+from ..reports import NOT_SCRUBBED, NOT_SCRUBBED_POSTGRES
 from .scrubbing import Gone, rewrite_stale_pages, scrub
 
 log = logging.getLogger("memlikehuman")
@@ -95,6 +96,7 @@ def forget(db: Database, scope: Scope, record_id: str, *, expected: Preview | No
         memory_rowids=tuple(sorted(plan.memories)),
         reembed_sequences=tuple(dependents),
         scrubbed=scrub(db) and rewrite_stale_pages(db, gone),
+        residue=NOT_SCRUBBED_POSTGRES if dialect(db) == "postgres" else NOT_SCRUBBED,
     )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import mmap
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -99,13 +100,50 @@ POSTGRES_TABLES = (
 )
 
 
-def _vacuum_postgres(db: Any) -> bool:
-    """VACUUM what a forget deleted from: the dead rows, their index entries and TOAST chunks go."""
+@dataclass(frozen=True)
+class PgCleanup:
+    """What a forget on PostgreSQL runs after its commit (measurements: docs/reliability.md, "PostgreSQL").
+
+    ``vacuum``: VACUUM (INDEX_CLEANUP ON) of these tables: dead rows, their TOAST chunks and index
+    entries go, but PostgreSQL does not zero the space they leave, so their bytes stay in the pages
+    until new rows overwrite them. ``rewrite``: VACUUM FULL of these instead, while together (with
+    TOAST and indexes) they are at most ``rewrite_bytes``: each is copied into new files and the old
+    ones are truncated, so nothing of the deleted rows stays in their files. It holds an exclusive
+    lock for as long as it runs, so above that size it is left out. ``checkpoint``: then a
+    CHECKPOINT, when the role may (superuser or pg_checkpoint), so the files get the cleaned pages
+    now instead of at the next checkpoint (up to checkpoint_timeout, 5 min by default, later).
+    """
+
+    vacuum: tuple[str, ...] = POSTGRES_TABLES
+    rewrite: tuple[str, ...] = ("events", "memories")
+    rewrite_bytes: int = 128 * 2**20
+    checkpoint: bool = True
+
+
+POSTGRES_CLEANUP = PgCleanup()
+
+
+def _vacuum_postgres(db: Any, cleanup: PgCleanup | None = None) -> bool:
+    """Clean what a forget deleted from (``PgCleanup``); False when the VACUUM could not run."""
+    cleanup = cleanup or POSTGRES_CLEANUP
+    tables = (*cleanup.vacuum, *cleanup.rewrite)
     try:
-        db.vacuum(POSTGRES_TABLES)
+        if tables and not db.owns(tables):
+            log.warning("memory_forget: the role does not own the archive's tables, so it may not VACUUM them")
+            return False
+        rewrite = cleanup.rewrite if db.size(cleanup.rewrite) <= cleanup.rewrite_bytes else ()
+        if vacuum := tuple(table for table in cleanup.vacuum if table not in rewrite):
+            db.vacuum(vacuum)
+        if rewrite:
+            db.vacuum(rewrite, full=True)
     except Exception as exc:  # noqa: BLE001 - the forget has committed: report, never fail it
         log.warning("memory_forget: VACUUM after the forget failed (%s); dead rows stay until autovacuum", exc)
         return False
+    try:
+        if cleanup.checkpoint and not db.checkpoint():
+            log.info("memory_forget: no CHECKPOINT (the role lacks pg_checkpoint); the files follow at the next one")
+    except Exception as exc:  # noqa: BLE001 - as above
+        log.warning("memory_forget: CHECKPOINT after the forget failed (%s)", exc)
     return True
 
 
