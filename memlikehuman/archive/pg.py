@@ -27,6 +27,7 @@ from typing import Any
 from ..errors import InvalidArgument, Unavailable
 
 Row = dict[str, Any]
+_ROWID = "mlh_inserted_rowid"
 # Any constant: the one advisory lock every write transaction of an archive takes.
 WRITE_LOCK = 0x6D6C68  # "mlh"
 SETTING = "MEMLIKEHUMAN_DB (or --db)"
@@ -44,6 +45,9 @@ _REWRITES = (
     # SQLite's substr(x, -n) is the last n characters.
     (re.compile(r"\bsubstr\(([\w.]+), -(\d+)\)"), r"right(\1, \2)"),
 )
+# An INSERT into these tables returns its new key, so last_insert_rowid costs no round trip.
+_RETURNING = {"events": "sequence", "memories": "id"}
+_INSERT = re.compile(r"^\s*INSERT INTO (\w+) \([^)]*\) VALUES \([^()]*\)\s*$")
 _PIECES = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|--[^\n]*|\?|(?<!:):(\w+)|%")
 
 
@@ -68,7 +72,11 @@ def translate(sql: str) -> str:
             return f"%({match.group(1)})s"
         return text.replace("%", "%%")
 
-    return _PIECES.sub(piece, sql)
+    sql = _PIECES.sub(piece, sql)
+    insert = _INSERT.match(sql)
+    if insert and insert.group(1) in _RETURNING:
+        sql += f" RETURNING {_RETURNING[insert.group(1)]} AS {_ROWID}"
+    return sql
 
 
 def _number(data: Any) -> int | float:
@@ -84,11 +92,15 @@ class PgConnection:
     def __init__(self, conn: Any) -> None:
         self.raw = conn
         self._changes = 0
+        self._inserted: int | None = None
 
     def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
         cursor = self.raw.cursor()
-        cursor.execute(translate(sql), params if params else None)
+        statement = translate(sql)
+        cursor.execute(statement, params if params else None)
         self._changes = max(cursor.rowcount, 0)
+        returning = statement.endswith(f" AS {_ROWID}")
+        self._inserted = int(cursor.fetchone()[_ROWID]) if returning else None
         return cursor
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
@@ -104,6 +116,9 @@ class PgConnection:
         return self._changes
 
     def last_insert_rowid(self) -> int:
+        if self._inserted is not None:
+            inserted, self._inserted = self._inserted, None
+            return inserted
         return int(self.raw.execute("SELECT lastval()").fetchone()["lastval"])
 
 
@@ -208,9 +223,9 @@ class PgDatabase:
                     self._depth -= 1
                 return
             try:
-                self.raw.execute(begin)
-                if lock:
-                    self.raw.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+                # One simple query, one round trip: the BEGIN and (writers) the archive's lock.
+                lock_sql = f"; SELECT pg_advisory_xact_lock({WRITE_LOCK})" if lock else ""
+                self.raw.execute(begin + lock_sql, prepare=False)
             except psycopg.OperationalError as exc:
                 raise Unavailable(f"the PostgreSQL archive is out of reach ({_first_line(exc)}): retry") from None
             self._depth = 1

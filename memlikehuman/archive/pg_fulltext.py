@@ -53,23 +53,35 @@ def tokens(table: str, text: str, *, query: bool = False) -> list[str]:
     return [token for token in found if token]
 
 
-def write(conn: Any, table: str, rowid: int, values: Sequence[str], *, delete: bool = False) -> None:
-    """Index a record's column values under rowid, or (``delete``) remove its row and postings."""
-    if delete:
-        conn.execute(f"DELETE FROM {table} WHERE rowid = ?", (rowid,))
-        return
+def postings(table: str, values: Sequence[str]) -> tuple[int, list[tuple[str, int, int]]]:
+    """A record's row in that table: its token count, and its postings (term, column, count)."""
     counts: Counter[tuple[str, int]] = Counter()
     total = 0
     for column, value in enumerate(values):
         found = tokens(table, value)
         total += len(found)
         counts.update((term, column) for term in found)
-    conn.execute(f"INSERT INTO {table} (rowid, tokens) VALUES (?, ?)", (rowid, total))
-    if counts:
-        conn.executemany(
-            f"INSERT INTO {table}_terms (term, rowid, col, tf) VALUES (?, ?, ?, ?)",
-            [(term, rowid, column, tf) for (term, column), tf in counts.items()],
-        )
+    return total, [(term, column, tf) for (term, column), tf in counts.items()]
+
+
+def write(conn: Any, table: str, rowid: int, values: Sequence[str], *, delete: bool = False) -> None:
+    """Index a record's column values under rowid, or (``delete``) remove its row and postings."""
+    if delete:
+        conn.execute(f"DELETE FROM {table} WHERE rowid = ?", (rowid,))
+        return
+    total, found = postings(table, values)
+    if not found:
+        conn.execute(f"INSERT INTO {table} (rowid, tokens) VALUES (?, ?)", (rowid, total))
+        return
+    # One statement, one round trip: the row, then its postings from three arrays (the foreign key
+    # is checked at the end of the statement, when the row is there).
+    terms, columns, tfs = zip(*found, strict=True)
+    conn.execute(
+        f"WITH d AS (INSERT INTO {table} (rowid, tokens) VALUES (?, ?))"
+        f" INSERT INTO {table}_terms (term, rowid, col, tf)"
+        " SELECT u.term, ?, u.col, u.tf FROM unnest(?::text[], ?::smallint[], ?::integer[]) AS u(term, col, tf)",
+        (rowid, total, rowid, list(terms), list(columns), list(tfs)),
+    )
 
 
 def clear(conn: Any, table: str) -> None:
