@@ -145,6 +145,10 @@ def _connect(url: str) -> Any:
             return _number(data)
 
     conn.adapters.register_loader("numeric", NumberLoader)
+    # Settings for queries of milliseconds, for this connection: JIT compiled a full-text query over
+    # a common word (costed high) in about a second, and parallel workers cost more to start than
+    # they save on the few thousand rows a recall reads.
+    conn.execute("SET jit = off; SET max_parallel_workers_per_gather = 0", prepare=False)
     return conn
 
 

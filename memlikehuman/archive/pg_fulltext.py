@@ -99,9 +99,20 @@ def _ranges(table: str, words: Sequence[str]) -> list[tuple[int, str, str]]:
     return found
 
 
+def _match(low: str, high: str, name: str) -> str:
+    """The condition on t.term for one query term: equality (the index's first column, so a rowid
+    bound narrows the same index scan, and the planner reads the term's own frequency), or a
+    prefix's range."""
+    return f"t.term = {name}_low" if low == high else f"t.term BETWEEN {name}_low AND {name}_high"
+
+
 def _any_term(ranges: Sequence[tuple[int, str, str]]) -> tuple[str, list[str]]:
-    sql = " OR ".join("t.term BETWEEN ? AND ?" for _ in ranges)
-    return f"({sql})", [bound for _, low, high in ranges for bound in (low, high)]
+    """A condition on t.term matching any of the terms (OR), and its parameters in order."""
+    parts, params = [], []
+    for _, low, high in ranges:
+        parts.append("t.term = ?" if low == high else "t.term BETWEEN ? AND ?")
+        params += [low] if low == high else [low, high]
+    return " OR ".join(parts), params
 
 
 def count_matching(db: Any, table: str, word: str) -> int:
@@ -114,12 +125,21 @@ def count_matching(db: Any, table: str, word: str) -> int:
 
 
 def nth_newest(db: Any, table: str, words: Sequence[str], offset: int) -> int | None:
-    """The rowid of the offset-th newest row containing any of the words (None when fewer)."""
+    """The rowid of the offset-th newest row containing any of the words (None when fewer).
+
+    A row among the offset + 1 newest matches is among the offset + 1 newest of each of its terms,
+    so each term contributes only those (read newest first from its index range), not all of a
+    common word's postings.
+    """
     ranges = _ranges(table, words)
     if not ranges:
         return None
-    where, params = _any_term(ranges)
-    sql = f"SELECT DISTINCT t.rowid FROM {table}_terms t WHERE {where} ORDER BY t.rowid DESC LIMIT 1 OFFSET ?"
+    parts, params = [], []
+    for _, low, high in ranges:
+        where, bounds = _any_term([(0, low, high)])
+        parts.append(f"(SELECT DISTINCT t.rowid FROM {table}_terms t WHERE {where} ORDER BY t.rowid DESC LIMIT ?)")
+        params += [*bounds, offset + 1]
+    sql = f"SELECT DISTINCT u.rowid FROM ({' UNION ALL '.join(parts)}) u ORDER BY u.rowid DESC LIMIT 1 OFFSET ?"
     value = db.scalar(sql, (*params, offset))
     return None if value is None else int(value)
 
@@ -137,6 +157,10 @@ def scored(
     ``counts``: the rows containing each word (search.row_counts), else counted here; ``floor``:
     only rows with rowid >= floor are scored (the document frequencies stay the whole table's).
     Returns its SQL (with ``:ft_*`` parameters) and the parameters.
+
+    Each term is its own SELECT (UNION ALL) with its value as a parameter: the planner then knows
+    how many postings each term has (a common word's from the column statistics) and picks index
+    scans and nested loops for the usual few thousand rows.
     """
     ranges = _ranges(table, words)
     stats = db.one("SELECT rows, tokens FROM fulltext_stats WHERE name = ?", (table,))
@@ -144,26 +168,32 @@ def scored(
     if not ranges or not stats or not rows:
         return "(SELECT NULL::bigint AS rowid, 0.0::float8 AS score WHERE false)", {}
     params: dict[str, Any] = {"ft_average": max(int(stats["tokens"]), 1) / rows, "ft_floor": floor}
+    weight = "(ARRAY[" + ", ".join(f":ft_w{c}::float8" for c in range(len(weights))) + "])[t.col + 1]"
+    params |= {f"ft_w{c}": w for c, w in enumerate(weights)}
     counts = counts or {}
-    values = []
+    parts = []
     for j, (index, low, high) in enumerate(ranges):
         word = words[index]
         n = counts[word] if word in counts else count_matching(db, table, word)
-        values.append(f"(:ft_low{j}::text, :ft_high{j}::text, :ft_idf{j}::float8)")
+        # The bound as a row comparison on the primary key (term, rowid, col): one range of that index.
+        # As `t.rowid >= floor` the planner preferred the rowid index and filtered the whole tail by term.
+        bound = "" if floor is None else f" AND (t.term, t.rowid) >= (:ft{j}_low, :ft_floor)"
+        parts.append(
+            f"SELECT t.rowid, :ft_idf{j}::float8 AS idf, sum(t.tf * {weight}) AS f FROM {table}_terms t"
+            f" WHERE {_match(low, high, f':ft{j}')}{bound} GROUP BY t.rowid"
+        )
         params |= {
-            f"ft_low{j}": low,
-            f"ft_high{j}": high,
+            f"ft{j}_low": low,
+            f"ft{j}_high": high,
             f"ft_idf{j}": max(math.log((rows - n + 0.5) / (n + 0.5)), 1e-6),
         }
-    weight = "(ARRAY[" + ", ".join(f":ft_w{c}::float8" for c in range(len(weights))) + "])[t.col + 1]"
-    params |= {f"ft_w{c}": w for c, w in enumerate(weights)}
-    bound = "" if floor is None else " AND t.rowid >= :ft_floor"
+    # Each scored row's length by its primary key (OFFSET 0 keeps the lookup a nested loop): the
+    # planner would hash the whole table for a couple of thousand rows.
     sql = (
-        f"(WITH q(low, high, idf) AS (VALUES {', '.join(values)}),"
-        f" p AS (SELECT t.rowid, q.idf, sum(t.tf * {weight}) AS f FROM q JOIN {table}_terms t"
-        f"  ON t.term BETWEEN q.low AND q.high{bound} GROUP BY q.low, q.high, q.idf, t.rowid)"
+        f"(WITH p AS ({' UNION ALL '.join(parts)})"
         f" SELECT p.rowid, sum(p.idf * p.f * {K1 + 1} / (p.f + {K1} * ({1 - B} + {B} * d.tokens / :ft_average)))"
-        f" AS score FROM p JOIN {table} d ON d.rowid = p.rowid GROUP BY p.rowid)"
+        f" AS score FROM p CROSS JOIN LATERAL (SELECT d.tokens FROM {table} d WHERE d.rowid = p.rowid OFFSET 0) d"
+        " GROUP BY p.rowid)"
     )
     return sql, params
 
