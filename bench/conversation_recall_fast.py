@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -122,7 +123,8 @@ def write_backends(found: dict[str, dict[str, Scores]], ingest_seconds: dict[str
         f" recording took {ingest_seconds['SQLite']:.0f} s on SQLite, {ingest_seconds['PostgreSQL']:.0f} s on"
         " PostgreSQL (a throwaway cluster on a Unix socket, bench.pg_cluster)"
         f"\n- R@10 PostgreSQL minus SQLite: {gap:+.3f} (acceptance of issue 19: within 0.03)"
-        "\n- latency: in-process recall() per question"
+        "\n- latency: in-process recall() per question, the backends one after the other; load average at the"
+        f" end {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (a shared machine)"
     )
     command = "python -m bench.conversation_recall_fast --conversations 10 --plain-only --backends sqlite postgres"
     report.write_section("locomo-postgres", "LoCoMo fast evidence recall: PostgreSQL beside SQLite", command, body)
