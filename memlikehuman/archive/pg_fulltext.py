@@ -99,11 +99,22 @@ def _ranges(table: str, words: Sequence[str]) -> list[tuple[int, str, str]]:
     return found
 
 
-def _match(low: str, high: str, name: str) -> str:
-    """The condition on t.term for one query term: equality (the index's first column, so a rowid
-    bound narrows the same index scan, and the planner reads the term's own frequency), or a
-    prefix's range."""
-    return f"t.term = {name}_low" if low == high else f"t.term BETWEEN {name}_low AND {name}_high"
+def _term_select(table: str, j: int, low: str, high: str, weight: str, floor: int | None) -> str:
+    """The postings of query term j (parameters ft{j}_low/_high, ft_idf{j}) summed per row.
+
+    A term is matched by equality, so the planner reads that term's own frequency; a prefix (an
+    n-gram ``x*``) by its range. The rowid bound of an equality is a row comparison on the
+    primary key (term, rowid, col), one range of that index: as ``t.rowid >= floor`` the planner
+    preferred the rowid index and filtered the whole newest tail by term.
+    """
+    if low == high:
+        match = f"t.term = :ft{j}_low" + ("" if floor is None else f" AND (t.term, t.rowid) >= (:ft{j}_low, :ft_floor)")
+    else:
+        match = f"t.term BETWEEN :ft{j}_low AND :ft{j}_high" + ("" if floor is None else " AND t.rowid >= :ft_floor")
+    return (
+        f"SELECT t.rowid, :ft_idf{j}::float8 AS idf, sum(t.tf * {weight}) AS f FROM {table}_terms t"
+        f" WHERE {match} GROUP BY t.rowid"
+    )
 
 
 def _any_term(ranges: Sequence[tuple[int, str, str]]) -> tuple[str, list[str]]:
@@ -175,13 +186,7 @@ def scored(
     for j, (index, low, high) in enumerate(ranges):
         word = words[index]
         n = counts[word] if word in counts else count_matching(db, table, word)
-        # The bound as a row comparison on the primary key (term, rowid, col): one range of that index.
-        # As `t.rowid >= floor` the planner preferred the rowid index and filtered the whole tail by term.
-        bound = "" if floor is None else f" AND (t.term, t.rowid) >= (:ft{j}_low, :ft_floor)"
-        parts.append(
-            f"SELECT t.rowid, :ft_idf{j}::float8 AS idf, sum(t.tf * {weight}) AS f FROM {table}_terms t"
-            f" WHERE {_match(low, high, f':ft{j}')}{bound} GROUP BY t.rowid"
-        )
+        parts.append(_term_select(table, j, low, high, weight, floor))
         params |= {
             f"ft{j}_low": low,
             f"ft{j}_high": high,
