@@ -31,6 +31,8 @@ _ROWID = "mlh_inserted_rowid"
 # Any constant: the one advisory lock every write transaction of an archive takes.
 WRITE_LOCK = 0x6D6C68  # "mlh"
 SETTING = "MEMLIKEHUMAN_DB (or --db)"
+# A statement holding this comment is planned with its values on every call (PgConnection.execute).
+PLAN_PER_CALL = "/* plan per call */"
 URL_PREFIXES = ("postgresql://", "postgres://")
 
 _REWRITES = (
@@ -97,7 +99,11 @@ class PgConnection:
     def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
         cursor = self.raw.cursor()
         statement = translate(sql)
-        cursor.execute(statement, params if params else None)
+        # psycopg prepares a statement run 5 times; after 5 more the server may keep one generic plan.
+        # A full-text query's best plan depends on its terms (a speaker's name is in a third of the
+        # rows): those are never prepared, so each call is planned with its values.
+        prepare = False if PLAN_PER_CALL in statement else None
+        cursor.execute(statement, params if params else None, prepare=prepare)
         self._changes = max(cursor.rowcount, 0)
         returning = statement.endswith(f" AS {_ROWID}")
         self._inserted = int(cursor.fetchone()[_ROWID]) if returning else None

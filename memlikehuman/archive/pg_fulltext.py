@@ -23,6 +23,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from .pg import PLAN_PER_CALL
+
 K1 = 1.2
 B = 0.75
 _LAST = "\U0010ffff"
@@ -150,7 +152,10 @@ def nth_newest(db: Any, table: str, words: Sequence[str], offset: int) -> int | 
         where, bounds = _any_term([(0, low, high)])
         parts.append(f"(SELECT DISTINCT t.rowid FROM {table}_terms t WHERE {where} ORDER BY t.rowid DESC LIMIT ?)")
         params += [*bounds, offset + 1]
-    sql = f"SELECT DISTINCT u.rowid FROM ({' UNION ALL '.join(parts)}) u ORDER BY u.rowid DESC LIMIT 1 OFFSET ?"
+    sql = (
+        f"SELECT {PLAN_PER_CALL} DISTINCT u.rowid FROM ({' UNION ALL '.join(parts)}) u"
+        " ORDER BY u.rowid DESC LIMIT 1 OFFSET ?"
+    )
     value = db.scalar(sql, (*params, offset))
     return None if value is None else int(value)
 
@@ -195,7 +200,7 @@ def scored(
     # Each scored row's length by its primary key (OFFSET 0 keeps the lookup a nested loop): the
     # planner would hash the whole table for a couple of thousand rows.
     sql = (
-        f"(WITH p AS ({' UNION ALL '.join(parts)})"
+        f"({PLAN_PER_CALL} WITH p AS ({' UNION ALL '.join(parts)})"
         f" SELECT p.rowid, sum(p.idf * p.f * {K1 + 1} / (p.f + {K1} * ({1 - B} + {B} * d.tokens / :ft_average)))"
         f" AS score FROM p CROSS JOIN LATERAL (SELECT d.tokens FROM {table} d WHERE d.rowid = p.rowid OFFSET 0) d"
         " GROUP BY p.rowid)"
