@@ -17,7 +17,6 @@ Forgetting deletes a record's row, and its postings go with it (ON DELETE CASCAD
 
 from __future__ import annotations
 
-import math
 import threading
 from collections import Counter
 from collections.abc import Sequence
@@ -102,7 +101,7 @@ def _ranges(table: str, words: Sequence[str]) -> list[tuple[int, str, str]]:
 
 
 def _term_select(table: str, j: int, low: str, high: str, weight: str, floor: int | None) -> str:
-    """The postings of query term j (parameters ft{j}_low/_high, ft_idf{j}) summed per row.
+    """The postings of query term j (parameters ft{j}_low/_high; ft{j}_rows: the rows holding it) summed per row.
 
     A term is matched by equality, so the planner reads that term's own frequency; a prefix (an
     n-gram ``x*``) by its range. The rowid bound of an equality is a row comparison on the
@@ -114,7 +113,7 @@ def _term_select(table: str, j: int, low: str, high: str, weight: str, floor: in
     else:
         match = f"t.term BETWEEN :ft{j}_low AND :ft{j}_high" + ("" if floor is None else " AND t.rowid >= :ft_floor")
     return (
-        f"SELECT t.rowid, :ft_idf{j}::float8 AS idf, sum(t.tf * {weight}) AS f FROM {table}_terms t"
+        f"SELECT t.rowid, :ft{j}_rows::float8 AS df, sum(t.tf * {weight}) AS f FROM {table}_terms t"
         f" WHERE {match} GROUP BY t.rowid"
     )
 
@@ -179,30 +178,32 @@ def scored(
     scans and nested loops for the usual few thousand rows.
     """
     ranges = _ranges(table, words)
-    stats = db.one("SELECT rows, tokens FROM fulltext_stats WHERE name = ?", (table,))
-    rows = int(stats["rows"]) if stats else 0
-    if not ranges or not stats or not rows:
+    if not ranges:
         return "(SELECT NULL::bigint AS rowid, 0.0::float8 AS score WHERE false)", {}
-    params: dict[str, Any] = {"ft_average": max(int(stats["tokens"]), 1) / rows, "ft_floor": floor}
     weight = "(ARRAY[" + ", ".join(f":ft_w{c}::float8" for c in range(len(weights))) + "])[t.col + 1]"
+    params: dict[str, Any] = {"ft_table": table, "ft_floor": floor}
     params |= {f"ft_w{c}": w for c, w in enumerate(weights)}
     counts = counts or {}
     parts = []
     for j, (index, low, high) in enumerate(ranges):
         word = words[index]
-        n = counts[word] if word in counts else count_matching(db, table, word)
         parts.append(_term_select(table, j, low, high, weight, floor))
         params |= {
             f"ft{j}_low": low,
             f"ft{j}_high": high,
-            f"ft_idf{j}": max(math.log((rows - n + 0.5) / (n + 0.5)), 1e-6),
+            f"ft{j}_rows": counts[word] if word in counts else count_matching(db, table, word),
         }
-    # Each scored row's length by its primary key (OFFSET 0 keeps the lookup a nested loop): the
-    # planner would hash the whole table for a couple of thousand rows.
+    # The table's statistics in the same statement (no round trip of their own); no row when the
+    # table is empty. Each scored row's length by its primary key (OFFSET 0 keeps the lookup a
+    # nested loop): the planner would hash the whole table for a couple of thousand rows.
+    idf = "greatest(ln((s.n - p.df + 0.5) / (p.df + 0.5)), 1e-6)"
+    length = f"({1 - B} + {B} * d.tokens / s.average)"
     sql = (
-        f"({PLAN_PER_CALL} WITH p AS ({' UNION ALL '.join(parts)})"
-        f" SELECT p.rowid, sum(p.idf * p.f * {K1 + 1} / (p.f + {K1} * ({1 - B} + {B} * d.tokens / :ft_average)))"
-        f" AS score FROM p CROSS JOIN LATERAL (SELECT d.tokens FROM {table} d WHERE d.rowid = p.rowid OFFSET 0) d"
+        f"({PLAN_PER_CALL} WITH p AS ({' UNION ALL '.join(parts)}),"
+        " s AS (SELECT rows::float8 AS n, greatest(tokens, 1)::float8 / rows AS average FROM fulltext_stats"
+        " WHERE name = :ft_table AND rows > 0)"
+        f" SELECT p.rowid, sum({idf} * p.f * {K1 + 1} / (p.f + {K1} * {length})) AS score FROM p CROSS JOIN s"
+        f" CROSS JOIN LATERAL (SELECT d.tokens FROM {table} d WHERE d.rowid = p.rowid OFFSET 0) d"
         " GROUP BY p.rowid)"
     )
     return sql, params
