@@ -15,6 +15,7 @@ import pytest
 
 from bench.multilingual_set import CASES
 from memlikehuman import clock, config
+from memlikehuman.archive import fulltext
 from memlikehuman.engine import Engine
 from memlikehuman.records import Scope
 from memlikehuman.retrieval import search
@@ -87,3 +88,15 @@ def test_postgres_scores_the_same_rows_as_fts5_when_only_the_newest_matches_are_
     # A cap of 4 rows sends most queries through the rare-word pass and the newest-rows pass (with
     # a rowid floor), n-gram prefix terms included.
     assert _disagreements(engines, 4) == []
+
+
+def test_a_cached_count_above_the_rows_left_still_scores(engines: dict[str, Engine]) -> None:
+    # search.row_counts caches counts for a minute; forgetting may leave fewer rows than counted.
+    db = engines["postgres"].db
+    word = search.terms(TEXTS[0])[0]
+    source, score, _, params = fulltext.scored(db, "events_fts", [word], [1.0, 1.0, 0.5], {word: 10**9})
+
+    rows = db.query(f"SELECT f.rowid, {score} AS score FROM {source}", params)
+
+    assert rows
+    assert all(row["score"] > 0 for row in rows)

@@ -196,7 +196,10 @@ def scored(
     # The table's statistics in the same statement (no round trip of their own); no row when the
     # table is empty. Each scored row's length by its primary key (OFFSET 0 keeps the lookup a
     # nested loop): the planner would hash the whole table for a couple of thousand rows.
-    idf = "greatest(ln((s.n - p.df + 0.5) / (p.df + 0.5)), 1e-6)"
+    # A count is at most the rows there are: counts are cached (search.row_counts) while rows may be
+    # forgotten meanwhile.
+    df = "least(p.df, s.n)"
+    idf = f"greatest(ln((s.n - {df} + 0.5) / ({df} + 0.5)), 1e-6)"
     length = f"({1 - B} + {B} * d.tokens / s.average)"
     sql = (
         f"({PLAN_PER_CALL} WITH p AS ({' UNION ALL '.join(parts)}),"
