@@ -91,14 +91,14 @@ def main() -> None:
     )
     args = parser.parse_args()
     conversations = load(args.data, args.conversations)
-    work = Path(tempfile.mkdtemp(prefix="locomo-fast-"))
     env = {"MEMLIKEHUMAN_EMBEDDER": "none", "MEMLIKEHUMAN_EXTRACTOR": "none", "MEMLIKEHUMAN_CONFIG": "/nonexistent"}
     found: dict[str, dict[str, Scores]] = {}
     ingest_seconds: dict[str, float] = {}
-    for backend, target in archives(args.backends, work):
-        with Engine(config.load(target, env=env)) as engine:
-            ingest_seconds[backend] = ingest(engine, conversations)
-            found[backend] = scores(engine, conversations, args.plain_only)
+    with tempfile.TemporaryDirectory(prefix="locomo-fast-") as work:
+        for backend, target in archives(args.backends, Path(work)):
+            with Engine(config.load(target, env=env)) as engine:
+                ingest_seconds[backend] = ingest(engine, conversations)
+                found[backend] = scores(engine, conversations, args.plain_only)
     several = len(found) > 1
     for backend, rows in found.items():
         for name, row in rows.items():
