@@ -25,14 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidArgument, Unavailable
+from .pg_fulltext import PLAN_PER_CALL
 
 Row = dict[str, Any]
 _ROWID = "mlh_inserted_rowid"
 # Any constant: the one advisory lock every write transaction of an archive takes.
 WRITE_LOCK = 0x6D6C68  # "mlh"
 SETTING = "MEMLIKEHUMAN_DB (or --db)"
-# A statement holding this comment is planned with its values on every call (PgConnection.execute).
-PLAN_PER_CALL = "/* plan per call */"
 URL_PREFIXES = ("postgresql://", "postgres://")
 
 _REWRITES = (

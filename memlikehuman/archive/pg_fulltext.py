@@ -22,9 +22,10 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from .pg import PLAN_PER_CALL
-
 K1 = 1.2
+# A statement holding this comment is planned with its values on every call, never prepared
+# (pg.PgConnection.execute): the best plan of a full-text query depends on its terms.
+PLAN_PER_CALL = "/* plan per call */"
 B = 0.75
 _LAST = "\U0010ffff"
 _TOKENIZERS = {"porter": ["unicode61", "remove_diacritics", "2"], "ascii": []}
