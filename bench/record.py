@@ -58,12 +58,13 @@ def stdlib_baseline(path: Path, texts: list[str]) -> float:
     return rate
 
 
-async def stdio_round_trips(path: Path, texts: list[str], embedder: str = "none") -> tuple[list[float], list[float]]:
+async def stdio_round_trips(
+    path: Path | str, texts: list[str], embedder: str = "none"
+) -> tuple[list[float], list[float]]:
     """memory_record and memory_read round trips; with embedder "local" the server's indexer embeds alongside."""
-    env = {**os.environ, **ENV, "MEMLIKEHUMAN_EMBEDDER": embedder}
-    params = StdioServerParameters(
-        command=sys.executable, args=["-m", "memlikehuman", "serve", "--db", str(path)], env=env
-    )
+    # The archive by MEMLIKEHUMAN_DB: a PostgreSQL URL too (bench.postgres).
+    env = {**os.environ, **ENV, "MEMLIKEHUMAN_EMBEDDER": embedder, "MEMLIKEHUMAN_DB": str(path)}
+    params = StdioServerParameters(command=sys.executable, args=["-m", "memlikehuman", "serve"], env=env)
     record_ms: list[float] = []
     read_ms: list[float] = []
     async with Client(params) as client:

@@ -25,8 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidArgument, Unavailable
+from .pg_fulltext import PLAN_PER_CALL
 
 Row = dict[str, Any]
+_ROWID = "mlh_inserted_rowid"
 # Any constant: the one advisory lock every write transaction of an archive takes.
 WRITE_LOCK = 0x6D6C68  # "mlh"
 SETTING = "MEMLIKEHUMAN_DB (or --db)"
@@ -51,6 +53,9 @@ _REWRITES = (
     # SQLite's substr(x, -n) is the last n characters.
     (re.compile(r"\bsubstr\(([\w.]+), -(\d+)\)"), r"right(\1, \2)"),
 )
+# An INSERT into these tables returns its new key, so last_insert_rowid costs no round trip.
+_RETURNING = {"events": "sequence", "memories": "id"}
+_INSERT = re.compile(r"^\s*INSERT INTO (\w+) \([^)]*\) VALUES \([^()]*\)\s*$")
 _PIECES = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|--[^\n]*|\?|(?<!:):(\w+)|%")
 
 
@@ -80,7 +85,11 @@ def translate(sql: str) -> str:
             return f"%({match.group(1)})s"
         return text.replace("%", "%%")
 
-    return _PIECES.sub(piece, sql)
+    sql = _PIECES.sub(piece, sql)
+    insert = _INSERT.match(sql)
+    if insert and insert.group(1) in _RETURNING:
+        sql += f" RETURNING {_RETURNING[insert.group(1)]} AS {_ROWID}"
+    return sql
 
 
 def _number(data: Any) -> int | float:
@@ -96,11 +105,19 @@ class PgConnection:
     def __init__(self, conn: Any) -> None:
         self.raw = conn
         self._changes = 0
+        self._inserted: int | None = None
 
     def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
         cursor = self.raw.cursor()
-        cursor.execute(translate(sql), params if params else None)
+        statement = translate(sql)
+        # psycopg prepares a statement run 5 times; after 5 more the server may keep one generic plan.
+        # A full-text query's best plan depends on its terms (a speaker's name is in a third of the
+        # rows): those are never prepared, so each call is planned with its values.
+        prepare = False if PLAN_PER_CALL in statement else None
+        cursor.execute(statement, params if params else None, prepare=prepare)
         self._changes = max(cursor.rowcount, 0)
+        returning = statement.endswith(f" AS {_ROWID}")
+        self._inserted = int(cursor.fetchone()[_ROWID]) if returning else None
         return cursor
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
@@ -116,6 +133,9 @@ class PgConnection:
         return self._changes
 
     def last_insert_rowid(self) -> int:
+        if self._inserted is not None:
+            inserted, self._inserted = self._inserted, None
+            return inserted
         return int(self.raw.execute("SELECT lastval()").fetchone()["lastval"])
 
 
@@ -163,6 +183,10 @@ def _adapt(conn: Any) -> None:
     conn.adapters.register_loader("numeric", NumberLoader)
     conn.adapters.register_dumper(str, NulDumper)
     conn.adapters.register_loader("text", NulLoader)
+    # Settings for queries of milliseconds, for this connection: JIT compiled a full-text query over
+    # a common word (costed high) in about a second, and parallel workers cost more to start than
+    # they save on the few thousand rows a recall reads.
+    conn.execute("SET jit = off; SET max_parallel_workers_per_gather = 0", prepare=False)
 
 
 def _first_line(exc: BaseException) -> str:
@@ -335,9 +359,9 @@ class PgDatabase:
             self._execute_begin(begin, lock)
 
     def _execute_begin(self, begin: str, lock: bool) -> None:
-        self.raw.execute(begin)
-        if lock:
-            self.raw.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+        # One simple query, one round trip: the BEGIN and (writers) the archive's lock.
+        lock_sql = f"; SELECT pg_advisory_xact_lock({WRITE_LOCK})" if lock else ""
+        self.raw.execute(begin + lock_sql, prepare=False)
 
     def _reconnect(self) -> None:
         """A new connection in place of a lost one (the server restarted, or the network broke)."""

@@ -17,13 +17,15 @@ Forgetting deletes a record's row, and its postings go with it (ON DELETE CASCAD
 
 from __future__ import annotations
 
-import math
 import threading
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
 K1 = 1.2
+# A statement holding this comment is planned with its values on every call, never prepared
+# (pg.PgConnection.execute): the best plan of a full-text query depends on its terms.
+PLAN_PER_CALL = "/* plan per call */"
 B = 0.75
 _LAST = "\U0010ffff"
 _TOKENIZERS = {"porter": ["unicode61", "remove_diacritics", "2"], "ascii": []}
@@ -53,23 +55,35 @@ def tokens(table: str, text: str, *, query: bool = False) -> list[str]:
     return [token for token in found if token]
 
 
-def write(conn: Any, table: str, rowid: int, values: Sequence[str], *, delete: bool = False) -> None:
-    """Index a record's column values under rowid, or (``delete``) remove its row and postings."""
-    if delete:
-        conn.execute(f"DELETE FROM {table} WHERE rowid = ?", (rowid,))
-        return
+def postings(table: str, values: Sequence[str]) -> tuple[int, list[tuple[str, int, int]]]:
+    """A record's row in that table: its token count, and its postings (term, column, count)."""
     counts: Counter[tuple[str, int]] = Counter()
     total = 0
     for column, value in enumerate(values):
         found = tokens(table, value)
         total += len(found)
         counts.update((term, column) for term in found)
-    conn.execute(f"INSERT INTO {table} (rowid, tokens) VALUES (?, ?)", (rowid, total))
-    if counts:
-        conn.executemany(
-            f"INSERT INTO {table}_terms (term, rowid, col, tf) VALUES (?, ?, ?, ?)",
-            [(term, rowid, column, tf) for (term, column), tf in counts.items()],
-        )
+    return total, [(term, column, tf) for (term, column), tf in counts.items()]
+
+
+def write(conn: Any, table: str, rowid: int, values: Sequence[str], *, delete: bool = False) -> None:
+    """Index a record's column values under rowid, or (``delete``) remove its row and postings."""
+    if delete:
+        conn.execute(f"DELETE FROM {table} WHERE rowid = ?", (rowid,))
+        return
+    total, found = postings(table, values)
+    if not found:
+        conn.execute(f"INSERT INTO {table} (rowid, tokens) VALUES (?, ?)", (rowid, total))
+        return
+    # One statement, one round trip: the row, then its postings from three arrays (the foreign key
+    # is checked at the end of the statement, when the row is there).
+    terms, columns, tfs = zip(*found, strict=True)
+    conn.execute(
+        f"WITH d AS (INSERT INTO {table} (rowid, tokens) VALUES (?, ?))"
+        f" INSERT INTO {table}_terms (term, rowid, col, tf)"
+        " SELECT u.term, ?, u.col, u.tf FROM unnest(?::text[], ?::smallint[], ?::integer[]) AS u(term, col, tf)",
+        (rowid, total, rowid, list(terms), list(columns), list(tfs)),
+    )
 
 
 def clear(conn: Any, table: str) -> None:
@@ -87,9 +101,31 @@ def _ranges(table: str, words: Sequence[str]) -> list[tuple[int, str, str]]:
     return found
 
 
+def _term_select(table: str, j: int, low: str, high: str, weight: str, floor: int | None) -> str:
+    """The postings of query term j (parameters ft{j}_low/_high; ft{j}_rows: the rows holding it) summed per row.
+
+    A term is matched by equality, so the planner reads that term's own frequency; a prefix (an
+    n-gram ``x*``) by its range. The rowid bound of an equality is a row comparison on the
+    primary key (term, rowid, col), one range of that index: as ``t.rowid >= floor`` the planner
+    preferred the rowid index and filtered the whole newest tail by term.
+    """
+    if low == high:
+        match = f"t.term = :ft{j}_low" + ("" if floor is None else f" AND (t.term, t.rowid) >= (:ft{j}_low, :ft_floor)")
+    else:
+        match = f"t.term BETWEEN :ft{j}_low AND :ft{j}_high" + ("" if floor is None else " AND t.rowid >= :ft_floor")
+    return (
+        f"SELECT t.rowid, :ft{j}_rows::float8 AS df, sum(t.tf * {weight}) AS f FROM {table}_terms t"
+        f" WHERE {match} GROUP BY t.rowid"
+    )
+
+
 def _any_term(ranges: Sequence[tuple[int, str, str]]) -> tuple[str, list[str]]:
-    sql = " OR ".join("t.term BETWEEN ? AND ?" for _ in ranges)
-    return f"({sql})", [bound for _, low, high in ranges for bound in (low, high)]
+    """A condition on t.term matching any of the terms (OR), and its parameters in order."""
+    parts, params = [], []
+    for _, low, high in ranges:
+        parts.append("t.term = ?" if low == high else "t.term BETWEEN ? AND ?")
+        params += [low] if low == high else [low, high]
+    return " OR ".join(parts), params
 
 
 def count_matching(db: Any, table: str, word: str) -> int:
@@ -102,12 +138,24 @@ def count_matching(db: Any, table: str, word: str) -> int:
 
 
 def nth_newest(db: Any, table: str, words: Sequence[str], offset: int) -> int | None:
-    """The rowid of the offset-th newest row containing any of the words (None when fewer)."""
+    """The rowid of the offset-th newest row containing any of the words (None when fewer).
+
+    A row among the offset + 1 newest matches is among the offset + 1 newest of each of its terms,
+    so each term contributes only those (read newest first from its index range), not all of a
+    common word's postings.
+    """
     ranges = _ranges(table, words)
     if not ranges:
         return None
-    where, params = _any_term(ranges)
-    sql = f"SELECT DISTINCT t.rowid FROM {table}_terms t WHERE {where} ORDER BY t.rowid DESC LIMIT 1 OFFSET ?"
+    parts, params = [], []
+    for _, low, high in ranges:
+        where, bounds = _any_term([(0, low, high)])
+        parts.append(f"(SELECT DISTINCT t.rowid FROM {table}_terms t WHERE {where} ORDER BY t.rowid DESC LIMIT ?)")
+        params += [*bounds, offset + 1]
+    sql = (
+        f"SELECT {PLAN_PER_CALL} DISTINCT u.rowid FROM ({' UNION ALL '.join(parts)}) u"
+        " ORDER BY u.rowid DESC LIMIT 1 OFFSET ?"
+    )
     value = db.scalar(sql, (*params, offset))
     return None if value is None else int(value)
 
@@ -125,34 +173,42 @@ def scored(
     ``counts``: the rows containing each word (search.row_counts), else counted here; ``floor``:
     only rows with rowid >= floor are scored (the document frequencies stay the whole table's).
     Returns its SQL (with ``:ft_*`` parameters) and the parameters.
+
+    Each term is its own SELECT (UNION ALL) with its value as a parameter: the planner then knows
+    how many postings each term has (a common word's from the column statistics) and picks index
+    scans and nested loops for the usual few thousand rows.
     """
     ranges = _ranges(table, words)
-    stats = db.one("SELECT rows, tokens FROM fulltext_stats WHERE name = ?", (table,))
-    rows = int(stats["rows"]) if stats else 0
-    if not ranges or not stats or not rows:
+    if not ranges:
         return "(SELECT NULL::bigint AS rowid, 0.0::float8 AS score WHERE false)", {}
-    params: dict[str, Any] = {"ft_average": max(int(stats["tokens"]), 1) / rows, "ft_floor": floor}
+    weight = "(ARRAY[" + ", ".join(f":ft_w{c}::float8" for c in range(len(weights))) + "])[t.col + 1]"
+    params: dict[str, Any] = {"ft_table": table, "ft_floor": floor}
+    params |= {f"ft_w{c}": w for c, w in enumerate(weights)}
     counts = counts or {}
-    values = []
+    parts = []
     for j, (index, low, high) in enumerate(ranges):
         word = words[index]
-        # At most the rows there are: counts are cached (search.row_counts) while rows may be forgotten.
-        n = min(counts[word] if word in counts else count_matching(db, table, word), rows)
-        values.append(f"(:ft_low{j}::text, :ft_high{j}::text, :ft_idf{j}::float8)")
+        parts.append(_term_select(table, j, low, high, weight, floor))
         params |= {
-            f"ft_low{j}": low,
-            f"ft_high{j}": high,
-            f"ft_idf{j}": max(math.log((rows - n + 0.5) / (n + 0.5)), 1e-6),
+            f"ft{j}_low": low,
+            f"ft{j}_high": high,
+            f"ft{j}_rows": counts[word] if word in counts else count_matching(db, table, word),
         }
-    weight = "(ARRAY[" + ", ".join(f":ft_w{c}::float8" for c in range(len(weights))) + "])[t.col + 1]"
-    params |= {f"ft_w{c}": w for c, w in enumerate(weights)}
-    bound = "" if floor is None else " AND t.rowid >= :ft_floor"
+    # The table's statistics in the same statement (no round trip of their own); no row when the
+    # table is empty. Each scored row's length by its primary key (OFFSET 0 keeps the lookup a
+    # nested loop): the planner would hash the whole table for a couple of thousand rows.
+    # A count is at most the rows there are: counts are cached (search.row_counts) while rows may be
+    # forgotten meanwhile.
+    df = "least(p.df, s.n)"
+    idf = f"greatest(ln((s.n - {df} + 0.5) / ({df} + 0.5)), 1e-6)"
+    length = f"({1 - B} + {B} * d.tokens / s.average)"
     sql = (
-        f"(WITH q(low, high, idf) AS (VALUES {', '.join(values)}),"
-        f" p AS (SELECT t.rowid, q.idf, sum(t.tf * {weight}) AS f FROM q JOIN {table}_terms t"
-        f"  ON t.term BETWEEN q.low AND q.high{bound} GROUP BY q.low, q.high, q.idf, t.rowid)"
-        f" SELECT p.rowid, sum(p.idf * p.f * {K1 + 1} / (p.f + {K1} * ({1 - B} + {B} * d.tokens / :ft_average)))"
-        f" AS score FROM p JOIN {table} d ON d.rowid = p.rowid GROUP BY p.rowid)"
+        f"({PLAN_PER_CALL} WITH p AS ({' UNION ALL '.join(parts)}),"
+        " s AS (SELECT rows::float8 AS n, greatest(tokens, 1)::float8 / rows AS average FROM fulltext_stats"
+        " WHERE name = :ft_table AND rows > 0)"
+        f" SELECT p.rowid, sum({idf} * p.f * {K1 + 1} / (p.f + {K1} * {length})) AS score FROM p CROSS JOIN s"
+        f" CROSS JOIN LATERAL (SELECT d.tokens FROM {table} d WHERE d.rowid = p.rowid OFFSET 0) d"
+        " GROUP BY p.rowid)"
     )
     return sql, params
 
