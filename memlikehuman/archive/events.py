@@ -213,25 +213,28 @@ EVENT_COLUMNS = (
 )
 
 
+# One statement (one round trip on PostgreSQL, and one snapshot without a transaction): the event,
+# its cues and its memories' IDs as JSON lists.
+_LOAD_SQL = f"""
+SELECT {EVENT_COLUMNS},
+  (SELECT json_group_array(json_object('kind', c.kind, 'key', c.key, 'label', c.label) ORDER BY c.position)
+     FROM cues c WHERE c.event_sequence = events.sequence) AS cue_list,
+  (SELECT json_group_array(json_object('id', m.memory_id) ORDER BY m.id)
+     FROM memories m WHERE m.event_sequence = events.sequence) AS memory_list
+FROM events WHERE sequence = ?
+"""
+
+
 def load(db: Database, sequence: int) -> Event:
     """The event with this sequence, its cues and derived memory IDs."""
-    with db.read():
-        row = db.one(f"SELECT {EVENT_COLUMNS} FROM events WHERE sequence = ?", (sequence,))
-        if row is None:
-            raise NotFound(
-                f"event #{sequence} no longer exists (it was forgotten meanwhile): find the current records"
-                " with memory_recall"
-            )
-        cues = tuple(
-            Cue(r["kind"], r["key"], r["label"])
-            for r in db.query(
-                "SELECT kind, key, label FROM cues WHERE event_sequence = ? ORDER BY position", (sequence,)
-            )
+    row = db.one(_LOAD_SQL, (sequence,))
+    if row is None:
+        raise NotFound(
+            f"event #{sequence} no longer exists (it was forgotten meanwhile): find the current records"
+            " with memory_recall"
         )
-        memory_ids = tuple(
-            r["memory_id"]
-            for r in db.query("SELECT memory_id FROM memories WHERE event_sequence = ? ORDER BY id", (sequence,))
-        )
+    cues = tuple(Cue(c["kind"], c["key"], c["label"]) for c in json.loads(row.pop("cue_list")))
+    memory_ids = tuple(m["id"] for m in json.loads(row.pop("memory_list")))
     return _event(row, cues, memory_ids)
 
 
