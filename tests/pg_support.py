@@ -166,6 +166,8 @@ def backend(request: pytest.FixtureRequest) -> str:
     name = str(request.param)
     if name not in selected_backends(request.config):
         pytest.skip(f"backend {name} not selected (--backends)")
+    if name == "postgres" and request.node.get_closest_marker("sqlite_only"):
+        pytest.skip("about the SQLite file itself (sqlite_only)")
     return name
 
 

@@ -40,7 +40,7 @@ WHERE e.extraction_state = 'pending' AND e.kind = 'record' {scope}
         WHERE o.persona_id = e.persona_id AND o.project_id = e.project_id AND o.event_sequence != e.sequence
           AND ((o.claimed_until >= :now AND EXISTS (
                     SELECT 1 FROM events p WHERE p.sequence = o.event_sequence AND p.extraction_state = 'pending'))
-               OR (:in_order AND o.event_sequence < e.sequence AND o.retry_at > :now AND o.attempts < :max)))
+               OR (:in_order = 1 AND o.event_sequence < e.sequence AND o.retry_at > :now AND o.attempts < :max)))
 ORDER BY e.sequence LIMIT 1
 """
 

@@ -128,14 +128,36 @@ def _connect(url: str) -> Any:
         raise Unavailable(
             f"cannot connect to the PostgreSQL archive ({_first_line(exc)}): start the server or fix {SETTING}"
         ) from None
-    loader = psycopg.adapt.Loader
+    _adapt(conn)
+    return conn
 
-    class NumberLoader(loader):  # type: ignore[misc,valid-type]
+
+# PostgreSQL text cannot hold NUL, SQLite's can: a NUL is stored as this noncharacter and read back as
+# NUL (a text holding U+10FFFE itself reads back with NUL there; docs/team.md).
+NUL_STAND_IN = "\U0010fffe"
+
+
+def _adapt(conn: Any) -> None:
+    """Numbers as int/float (sums are numeric), and text with NUL stored and read back whole."""
+    from psycopg.adapt import Loader
+    from psycopg.types.string import StrDumperUnknown, TextLoader
+
+    class NumberLoader(Loader):
         def load(self, data: Any) -> int | float:
             return _number(data)
 
+    class NulDumper(StrDumperUnknown):
+        def dump(self, obj: str) -> Any:
+            return super().dump(obj.replace("\x00", NUL_STAND_IN) if "\x00" in obj else obj)
+
+    class NulLoader(TextLoader):
+        def load(self, data: Any) -> str:
+            text = str(super().load(data))
+            return text.replace(NUL_STAND_IN, "\x00") if NUL_STAND_IN in text else text
+
     conn.adapters.register_loader("numeric", NumberLoader)
-    return conn
+    conn.adapters.register_dumper(str, NulDumper)
+    conn.adapters.register_loader("text", NulLoader)
 
 
 def _first_line(exc: BaseException) -> str:
