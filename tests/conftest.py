@@ -15,7 +15,8 @@ from mcp import Client, StdioServerParameters
 
 from memlikehuman import config
 from memlikehuman.archive import events, memories
-from memlikehuman.archive.db import open_database
+from memlikehuman.archive.db import dialect, open_database
+from memlikehuman.archive.pg import is_url
 from memlikehuman.engine import Engine
 from memlikehuman.records import Candidate, Scope
 from memlikehuman.server import build_server
@@ -49,8 +50,12 @@ def make_settings(db: Path | str, **env: str) -> config.Settings:
 
 
 @pytest.fixture
-def db_path(tmp_path: Path) -> Path:
-    return tmp_path / "archive" / "memory.sqlite3"
+def db_path(archive_target: str) -> Any:
+    """The archive of each backend in turn: the SQLite file's Path, or the PostgreSQL database's URL.
+
+    Tests about the SQLite file itself (its bytes, its WAL, its pages) carry @pytest.mark.sqlite_only.
+    """
+    return archive_target if is_url(archive_target) else Path(archive_target)
 
 
 @pytest.fixture
@@ -68,9 +73,9 @@ def db(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def settings(archive_target: str) -> config.Settings:
-    """Settings on a fresh archive of each backend in turn (SQLite: the file at db_path)."""
-    return make_settings(archive_target)
+def settings(db_path: Any) -> config.Settings:
+    """Settings on a fresh archive of each backend in turn."""
+    return make_settings(db_path)
 
 
 @pytest.fixture
@@ -133,9 +138,9 @@ def stdio_params(db: Path | str, **env: str) -> StdioServerParameters:
 
 
 @pytest.fixture
-def stdio_client(archive_target: str) -> Iterator[SyncClient]:
+def stdio_client(db_path: Any) -> Iterator[SyncClient]:
     """A real `memlikehuman serve` subprocess over stdio, on a fresh archive of each backend in turn."""
-    with connected(stdio_params(archive_target)) as opened:
+    with connected(stdio_params(db_path)) as opened:
         yield opened
 
 
@@ -166,3 +171,34 @@ def add_memory(
         return str(db.scalar("SELECT memory_id FROM memories WHERE id = ?", (rowids[0],)))
     finally:
         db.close()
+
+
+FULLTEXT_COLUMNS = {
+    "events_fts": ("text", "attribution", "context"),
+    "memories_fts": ("content", "attribution"),
+    "events_ngrams": ("text", "attribution", "context"),
+    "memories_ngrams": ("content", "attribution"),
+}
+
+
+def fts_rowids(db: Any, table: str, word: str, column: str | None = None) -> list[int]:
+    """Rowids of a full-text table's rows holding the word (in one column), on either backend.
+
+    ``db``: an open archive, or what opens one (a path or URL). SQLite asks FTS5 (MATCH); PostgreSQL
+    reads the postings of the word's term (archive/pg_fulltext.py).
+    """
+    if isinstance(db, (str, Path)):
+        opened = open_database(db)
+        try:
+            return fts_rowids(opened, table, word, column)
+        finally:
+            opened.close()
+    if dialect(db) == "postgres":
+        from memlikehuman.archive import pg_fulltext
+
+        where = "" if column is None else f" AND col = {FULLTEXT_COLUMNS[table].index(column)}"
+        terms = pg_fulltext.tokens(table, word, query=True)
+        sql = f"SELECT DISTINCT rowid FROM {table}_terms WHERE term = ?{where} ORDER BY rowid"
+        return [int(row["rowid"]) for row in db.query(sql, (terms[0],))]
+    expression = f"{column}:{word}" if column else word
+    return [int(row["rowid"]) for row in db.query(f"SELECT rowid FROM {table} WHERE {table} MATCH ?", (expression,))]
