@@ -1,19 +1,31 @@
-"""Running `memlikehuman hook` exactly as a host does: a subprocess with JSON on stdin, a cwd and an env."""
+"""Running `memlikehuman hook` exactly as a host does: a subprocess with JSON on stdin, a cwd and an env.
+
+The archive a hook is pointed at is a SQLite file or a PostgreSQL URL (the `db` fixture runs both).
+Each run gets its own HOME and XDG_DATA_HOME: a URL archive's side files (the hooks' log and state)
+live in the user data directory, so a test never writes to the real one (``side_file``).
+"""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
-import apsw
+import pytest
 from conftest import BASE_ENV
 
+from memlikehuman.archive.db import open_database
+from memlikehuman.archive.pg import is_url
+
 SCRIPT = Path(sys.executable).with_name("memlikehuman")
+Archive: TypeAlias = Path | str  # what a hook is pointed at: a SQLite file or a PostgreSQL URL
+# A URL archive -> the HOME its hooks run with (set by the `db` fixture; a file's is beside it).
+HOMES: dict[str, Path] = {}
 
 
 @dataclass(frozen=True)
@@ -26,12 +38,44 @@ class Ran:
         return json.loads(self.stdout)
 
 
-def run_hook(host: str, payload: dict[str, Any] | str, db: Path, cwd: Path, *args: str, **env: str) -> Ran:
+@pytest.fixture(name="db")
+def hook_archive(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Path | str:
+    """The archive a hook is pointed at, of each backend in turn (not created until a hook writes).
+
+    A module of hook tests imports this fixture to run on both backends: a SQLite file under
+    tmp_path/data, or a fresh PostgreSQL database whose hooks run with HOME tmp_path/data/home.
+    """
+    if backend == "postgres":
+        url = str(request.getfixturevalue("pg_url"))
+        HOMES[url] = tmp_path / "data" / "home"
+        return url
+    return tmp_path / "data" / "memory.sqlite3"
+
+
+def home_of(db: Path | str) -> Path:
+    """The HOME the hooks of this archive run with."""
+    return HOMES[str(db)] if is_url(db) else Path(db).parent / "home"
+
+
+def side_file(db: Path | str, suffix: str) -> Path:
+    """Where a hook keeps a side file (suffix ".hooks.log" or ".hooks.json") of this archive.
+
+    A file's are beside it; a URL's in the user data directory, named after a digest of the URL.
+    """
+    if not is_url(db):
+        return Path(f"{db}{suffix}")
+    digest = hashlib.sha256(str(db).encode()).hexdigest()[:16]
+    return home_of(db) / ".local" / "share" / "memlikehuman" / f"postgres-{digest}{suffix}"
+
+
+def run_hook(host: str, payload: dict[str, Any] | str, db: Path | str, cwd: Path, *args: str, **env: str) -> Ran:
     """Run the installed console script the way the host's settings run it."""
     data = payload if isinstance(payload, str) else json.dumps(payload)
+    home = home_of(db)
     environment = {
         "PATH": os.environ.get("PATH", ""),
-        "HOME": str(db.parent / "home"),
+        "HOME": str(home),
+        "XDG_DATA_HOME": str(home / ".local" / "share"),
         **BASE_ENV,
         "MEMLIKEHUMAN_DB": str(db),
         **env,
@@ -48,24 +92,28 @@ def run_hook(host: str, payload: dict[str, Any] | str, db: Path, cwd: Path, *arg
     return Ran(done.returncode, done.stdout.decode(), done.stderr.decode())
 
 
-def stored(db: Path) -> list[dict[str, Any]]:
-    """Every event row of the archive, oldest first (read straight from the file)."""
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+def _rows(db: Path | str, sql: str) -> list[dict[str, Any]]:
+    """The rows of a query on the archive; none when no hook has created it yet."""
+    if not is_url(db) and not Path(db).exists():
+        return []
+    opened = open_database(db)
     try:
-        names = ["event_id", "persona_id", "project_id", "session_id", "role", "source", "text"]
-        cursor = conn.execute(f"SELECT {', '.join(names)} FROM events ORDER BY sequence")
-        return [dict(zip(names, row, strict=True)) for row in cursor]
+        if is_url(db) and not opened.scalar("SELECT to_regclass('events') IS NOT NULL AS created"):
+            return []
+        return list(opened.query(sql))
     finally:
-        conn.close()
+        opened.close()
 
 
-def checkpoints_of(db: Path) -> list[dict[str, Any]]:
-    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
-    try:
-        cursor = conn.execute("SELECT session_id, covered_event_id, state FROM checkpoints ORDER BY id")
-        return [{"session_id": s, "covered_event_id": c, "state": json.loads(st)} for s, c, st in cursor]
-    finally:
-        conn.close()
+def stored(db: Path | str) -> list[dict[str, Any]]:
+    """Every event row of the archive, oldest first (read straight from the database)."""
+    columns = "event_id, persona_id, project_id, session_id, role, source, text"
+    return _rows(db, f"SELECT {columns} FROM events ORDER BY sequence")
+
+
+def checkpoints_of(db: Path | str) -> list[dict[str, Any]]:
+    found = _rows(db, "SELECT session_id, covered_event_id, state FROM checkpoints ORDER BY id")
+    return [{**row, "state": json.loads(row["state"])} for row in found]
 
 
 def write_transcript(path: Path, session_id: str, turns: list[tuple[str, str]]) -> Path:

@@ -1,4 +1,7 @@
-"""`memlikehuman hook claude-code`, run as Claude Code runs it: payload on stdin, cwd, environment."""
+"""`memlikehuman hook claude-code`, run as Claude Code runs it: payload on stdin, cwd, environment.
+
+On both backends (hook_support's `db` fixture), except where a test is about a file it points at.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hook_support import checkpoints_of, run_hook, stored, write_transcript
+from hook_support import HOMES, Archive, checkpoints_of, hook_archive, run_hook, side_file, stored, write_transcript
+from pg_support import down_url
 
 from memlikehuman.hosts import markers
 
@@ -21,9 +25,7 @@ def project(tmp_path: Path) -> Path:
     return directory
 
 
-@pytest.fixture
-def db(tmp_path: Path) -> Path:
-    return tmp_path / "data" / "memory.sqlite3"
+__all__ = ["hook_archive"]  # the `db` fixture: each backend in turn
 
 
 def payload(event: str, project: Path, **fields: Any) -> dict[str, Any]:
@@ -40,7 +42,7 @@ def context_of(out: str, event: str) -> str:
     return text
 
 
-def test_a_prompt_is_recorded_as_the_users_with_the_host_session_and_scope(db: Path, project: Path) -> None:
+def test_a_prompt_is_recorded_as_the_users_with_the_host_session_and_scope(db: Archive, project: Path) -> None:
     ran = run_hook("claude-code", payload("UserPromptSubmit", project, prompt="We deploy on Fridays"), db, project)
     assert ran.returncode == 0, ran.stderr
     [event] = stored(db)
@@ -51,13 +53,13 @@ def test_a_prompt_is_recorded_as_the_users_with_the_host_session_and_scope(db: P
     assert event["project_id"].startswith("app-")
 
 
-def test_running_the_prompt_hook_twice_stores_the_prompt_once(db: Path, project: Path) -> None:
+def test_running_the_prompt_hook_twice_stores_the_prompt_once(db: Archive, project: Path) -> None:
     for _ in range(2):
         assert run_hook("claude-code", payload("UserPromptSubmit", project), db, project).returncode == 0
     assert len(stored(db)) == 1
 
 
-def test_a_prompt_containing_injected_context_stores_none_of_it(db: Path, project: Path) -> None:
+def test_a_prompt_containing_injected_context_stores_none_of_it(db: Archive, project: Path) -> None:
     injected = markers.wrap("MemLikeHuman recalled these: - memory mem_1: the secret launch code is 1234")
     prompt = f"{injected}\nPlease summarise the release notes"
     run_hook("claude-code", payload("UserPromptSubmit", project, prompt=prompt), db, project)
@@ -66,7 +68,7 @@ def test_a_prompt_containing_injected_context_stores_none_of_it(db: Path, projec
     assert all("launch code" not in text and "memlikehuman-context" not in text for text in texts)
 
 
-def test_a_prompt_gets_fast_recall_hits_from_earlier_sessions_as_marked_context(db: Path, project: Path) -> None:
+def test_a_prompt_gets_fast_recall_hits_from_earlier_sessions_as_marked_context(db: Archive, project: Path) -> None:
     earlier = payload("UserPromptSubmit", project, session_id="older", prompt="Our staging database is Postgres 16")
     run_hook("claude-code", earlier, db, project)
     ran = run_hook("claude-code", payload("UserPromptSubmit", project, prompt="which staging database?"), db, project)
@@ -76,12 +78,12 @@ def test_a_prompt_gets_fast_recall_hits_from_earlier_sessions_as_marked_context(
     assert "which staging database?" not in text  # the prompt itself is not echoed back
 
 
-def test_a_prompt_with_nothing_to_recall_prints_nothing(db: Path, project: Path) -> None:
+def test_a_prompt_with_nothing_to_recall_prints_nothing(db: Archive, project: Path) -> None:
     ran = run_hook("claude-code", payload("UserPromptSubmit", project, prompt="hello there"), db, project)
     assert (ran.returncode, ran.stdout) == (0, "")
 
 
-def test_session_start_gives_the_resume_context_and_says_the_hooks_record(db: Path, project: Path) -> None:
+def test_session_start_gives_the_resume_context_and_says_the_hooks_record(db: Archive, project: Path) -> None:
     run_hook("claude-code", payload("UserPromptSubmit", project, session_id="s0", prompt="I prefer tabs"), db, project)
     ran = run_hook("claude-code", payload("SessionStart", project, session_id="s1"), db, project)
     text = context_of(ran.stdout, "SessionStart")
@@ -90,7 +92,7 @@ def test_session_start_gives_the_resume_context_and_says_the_hooks_record(db: Pa
     assert "do not call memory_record" in text
 
 
-def test_session_start_context_stays_under_ten_thousand_characters(db: Path, project: Path) -> None:
+def test_session_start_context_stays_under_ten_thousand_characters(db: Archive, project: Path) -> None:
     for number in range(40):
         prompt = f"note {number}: " + "lorem ipsum dolor sit amet " * 60
         run_hook("claude-code", payload("UserPromptSubmit", project, session_id="s0", prompt=prompt), db, project)
@@ -98,7 +100,7 @@ def test_session_start_context_stays_under_ten_thousand_characters(db: Path, pro
     assert 5_000 < len(text) <= 10_000
 
 
-def test_stop_records_the_final_assistant_message_from_the_transcript(db: Path, project: Path) -> None:
+def test_stop_records_the_final_assistant_message_from_the_transcript(db: Archive, project: Path) -> None:
     transcript = write_transcript(
         project / "t.jsonl",
         "s1",
@@ -109,12 +111,12 @@ def test_stop_records_the_final_assistant_message_from_the_transcript(db: Path, 
     assert (event["role"], event["text"], event["session_id"]) == ("assistant", "6.", "s1")
 
 
-def test_stop_prefers_the_message_in_the_payload(db: Path, project: Path) -> None:
+def test_stop_prefers_the_message_in_the_payload(db: Archive, project: Path) -> None:
     run_hook("claude-code", payload("Stop", project, last_assistant_message="Done: tests pass."), db, project)
     assert [e["text"] for e in stored(db)] == ["Done: tests pass."]
 
 
-def test_precompact_writes_an_adapter_checkpoint_that_the_compact_start_puts_first(db: Path, project: Path) -> None:
+def test_precompact_writes_an_adapter_checkpoint_that_the_compact_start_puts_first(db: Archive, project: Path) -> None:
     session = "s-compact"
     turns = [("user", "Migrate the billing service to apsw"), ("assistant", "Step one is done: the schema is copied.")]
     transcript = write_transcript(project / "t.jsonl", session, turns)
@@ -137,7 +139,7 @@ def test_precompact_writes_an_adapter_checkpoint_that_the_compact_start_puts_fir
     assert "Step one is done" in body
 
 
-def test_session_end_records_a_missed_final_reply_and_checkpoints(db: Path, project: Path) -> None:
+def test_session_end_records_a_missed_final_reply_and_checkpoints(db: Archive, project: Path) -> None:
     transcript = write_transcript(
         project / "t.jsonl", "s2", [("user", "Rename the module"), ("assistant", "Renamed it.")]
     )
@@ -151,11 +153,11 @@ def test_session_end_records_a_missed_final_reply_and_checkpoints(db: Path, proj
     assert len(checkpoints_of(db)) == 1
 
 
-def test_a_broken_payload_exits_0_prints_nothing_and_logs_one_line(db: Path, project: Path) -> None:
+def test_a_broken_payload_exits_0_prints_nothing_and_logs_one_line(db: Archive, project: Path) -> None:
     ran = run_hook("claude-code", "{not json", db, project)
     assert (ran.returncode, ran.stdout) == (0, "")
     assert len(ran.stderr.splitlines()) == 1 and "JSONDecodeError" in ran.stderr
-    log = db.with_name("memory.sqlite3.hooks.log").read_text().splitlines()
+    log = side_file(db, ".hooks.log").read_text().splitlines()
     assert len(log) == 1 and "claude-code" in log[0]
 
 
@@ -168,13 +170,25 @@ def test_an_unusable_archive_fails_open(tmp_path: Path, project: Path) -> None:
     assert tmp_path.joinpath("junk.sqlite3.hooks.log").exists()
 
 
-def test_an_unknown_host_still_exits_0(db: Path, project: Path) -> None:
+def test_a_postgres_archive_whose_server_is_down_fails_open(tmp_path: Path, project: Path) -> None:
+    pytest.importorskip("psycopg")  # down_url builds the URL with it
+    socket_dir = tmp_path / "no-server"
+    socket_dir.mkdir()
+    url = down_url(socket_dir)
+    HOMES[url] = tmp_path / "home"
+    ran = run_hook("claude-code", payload("UserPromptSubmit", project), url, project)
+    assert (ran.returncode, ran.stdout) == (0, "")
+    assert ran.stderr.count("\n") == 1 and "unavailable" in ran.stderr
+    assert side_file(url, ".hooks.log").exists()
+
+
+def test_an_unknown_host_still_exits_0(db: Archive, project: Path) -> None:
     ran = run_hook("notepad", payload("UserPromptSubmit", project), db, project)
     assert (ran.returncode, ran.stdout) == (0, "")
     assert "unknown host" in ran.stderr
 
 
-def test_the_scope_options_written_at_install_win_over_the_directory(db: Path, project: Path) -> None:
+def test_the_scope_options_written_at_install_win_over_the_directory(db: Archive, project: Path) -> None:
     run_hook(
         "claude-code", payload("UserPromptSubmit", project), db, project, "--persona", "ada", "--project", "billing"
     )
@@ -182,7 +196,7 @@ def test_the_scope_options_written_at_install_win_over_the_directory(db: Path, p
     assert (event["persona_id"], event["project_id"]) == ("ada", "billing")
 
 
-def test_each_run_notes_when_the_hook_last_ran(db: Path, project: Path) -> None:
+def test_each_run_notes_when_the_hook_last_ran(db: Archive, project: Path) -> None:
     run_hook("claude-code", payload("SessionStart", project), db, project)
-    runs = json.loads(db.with_name("memory.sqlite3.hooks.json").read_text())
+    runs = json.loads(side_file(db, ".hooks.json").read_text())
     assert set(runs["claude-code"]) == {"SessionStart"}

@@ -12,15 +12,15 @@ import threading
 from pathlib import Path
 
 from conftest import connected, stdio_params
-from hook_support import run_hook, stored
+from hook_support import Archive, hook_archive, run_hook, side_file, stored
 
 SERVER_EVENTS = 25
 HOOK_TURNS = 10
 SCOPE = {"persona_id": "default", "project_id": "shared"}
+__all__ = ["hook_archive"]  # the `db` fixture: each backend in turn
 
 
-def test_a_hook_and_two_servers_write_one_archive_without_losing_anything(tmp_path: Path) -> None:
-    db = tmp_path / "memory.sqlite3"
+def test_a_hook_and_two_servers_write_one_archive_without_losing_anything(tmp_path: Path, db: Archive) -> None:
     project = tmp_path / "app"
     project.mkdir()
     start = threading.Barrier(3)
@@ -75,4 +75,4 @@ def test_a_hook_and_two_servers_write_one_archive_without_losing_anything(tmp_pa
     expected = sorted([f"hook prompt {t}" for t in range(HOOK_TURNS)] + [f"hook reply {t}" for t in range(HOOK_TURNS)])
     assert hooked == expected
     assert {e["project_id"] for e in events} == {"shared"}
-    assert not db.with_name("memory.sqlite3.hooks.log").exists()
+    assert not side_file(db, ".hooks.log").exists()

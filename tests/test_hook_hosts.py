@@ -6,9 +6,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from hook_support import checkpoints_of, run_hook, stored
+from hook_support import Archive, checkpoints_of, hook_archive, run_hook, stored
 
 PAYLOADS = Path(__file__).parent / "hook_payloads"
+
+__all__ = ["hook_archive"]  # the `db` fixture: each backend in turn
 
 
 def payload(host: str, event: str, project: Path, **fields: Any) -> dict[str, Any]:
@@ -23,13 +25,13 @@ def payload(host: str, event: str, project: Path, **fields: Any) -> dict[str, An
     return data
 
 
-def seed(db: Path, project: Path) -> None:
+def seed(db: Archive, project: Path) -> None:
     """An earlier Claude Code session in the same project said which database it uses."""
     earlier = {"session_id": "earlier", "cwd": str(project), "hook_event_name": "UserPromptSubmit"}
     run_hook("claude-code", {**earlier, "prompt": "This project keeps its data in SQLite via apsw"}, db, project)
 
 
-def test_codex_prompt_is_recorded_and_gets_recall_hits_as_additional_context(db: Path, project: Path) -> None:
+def test_codex_prompt_is_recorded_and_gets_recall_hits_as_additional_context(db: Archive, project: Path) -> None:
     seed(db, project)
     ran = run_hook("codex", payload("codex", "UserPromptSubmit", project), db, project)
     answer = ran.json()
@@ -39,20 +41,20 @@ def test_codex_prompt_is_recorded_and_gets_recall_hits_as_additional_context(db:
     assert stored(db)[-1]["session_id"] == "019d036d-c7fa-72d2-b6fd-78878bfe34e4"
 
 
-def test_codex_stop_records_last_assistant_message(db: Path, project: Path) -> None:
+def test_codex_stop_records_last_assistant_message(db: Archive, project: Path) -> None:
     ran = run_hook("codex", payload("codex", "Stop", project), db, project)
     assert (ran.returncode, ran.stdout) == (0, "")
     assert [(e["role"], e["text"]) for e in stored(db)] == [("assistant", "It uses SQLite through apsw.")]
 
 
-def test_codex_session_start_answers_in_its_documented_shape(db: Path, project: Path) -> None:
+def test_codex_session_start_answers_in_its_documented_shape(db: Archive, project: Path) -> None:
     seed(db, project)
     answer = run_hook("codex", payload("codex", "SessionStart", project), db, project).json()
     assert set(answer) == {"hookSpecificOutput"}
     assert set(answer["hookSpecificOutput"]) == {"hookEventName", "additionalContext"}
 
 
-def test_cursor_before_submit_prompt_records_and_lets_the_prompt_through(db: Path, project: Path) -> None:
+def test_cursor_before_submit_prompt_records_and_lets_the_prompt_through(db: Archive, project: Path) -> None:
     ran = run_hook("cursor", payload("cursor", "beforeSubmitPrompt", project), db, project)
     assert ran.json() == {"continue": True}
     [event] = stored(db)
@@ -60,13 +62,13 @@ def test_cursor_before_submit_prompt_records_and_lets_the_prompt_through(db: Pat
     assert event["project_id"].startswith("app-")  # from workspace_roots: Cursor sends no cwd
 
 
-def test_cursor_session_start_gives_additional_context(db: Path, project: Path) -> None:
+def test_cursor_session_start_gives_additional_context(db: Archive, project: Path) -> None:
     seed(db, project)
     answer = run_hook("cursor", payload("cursor", "sessionStart", project), db, project).json()
     assert "SQLite via apsw" in answer["additional_context"]
 
 
-def test_cursor_after_agent_response_records_the_reply_and_stop_answers_empty(db: Path, project: Path) -> None:
+def test_cursor_after_agent_response_records_the_reply_and_stop_answers_empty(db: Archive, project: Path) -> None:
     run_hook("cursor", payload("cursor", "afterAgentResponse", project), db, project)
     assert run_hook("cursor", payload("cursor", "stop", project), db, project).json() == {}
     assert [(e["role"], e["text"]) for e in stored(db)] == [("assistant", "It uses SQLite through apsw.")]
@@ -77,20 +79,20 @@ def test_cursor_failure_still_lets_the_prompt_through(tmp_path: Path, project: P
     assert (ran.returncode, ran.json()) == (0, {"continue": True})
 
 
-def test_gemini_before_agent_injects_context_in_hook_specific_output(db: Path, project: Path) -> None:
+def test_gemini_before_agent_injects_context_in_hook_specific_output(db: Archive, project: Path) -> None:
     seed(db, project)
     answer = run_hook("gemini", payload("gemini", "BeforeAgent", project), db, project).json()
     assert answer["hookSpecificOutput"]["hookEventName"] == "BeforeAgent"
     assert "SQLite via apsw" in answer["hookSpecificOutput"]["additionalContext"]
 
 
-def test_gemini_after_agent_records_the_response_and_prints_json_only(db: Path, project: Path) -> None:
+def test_gemini_after_agent_records_the_response_and_prints_json_only(db: Archive, project: Path) -> None:
     ran = run_hook("gemini", payload("gemini", "AfterAgent", project), db, project)
     assert ran.json() == {}
     assert stored(db)[-1]["text"] == "It uses SQLite through apsw."
 
 
-def test_gemini_precompress_checkpoints_from_recorded_events_without_a_transcript(db: Path, project: Path) -> None:
+def test_gemini_precompress_checkpoints_from_recorded_events_without_a_transcript(db: Archive, project: Path) -> None:
     run_hook("gemini", payload("gemini", "BeforeAgent", project), db, project)
     run_hook("gemini", payload("gemini", "AfterAgent", project), db, project)
     assert run_hook("gemini", payload("gemini", "PreCompress", project), db, project).json() == {}
@@ -98,9 +100,8 @@ def test_gemini_precompress_checkpoints_from_recorded_events_without_a_transcrip
     assert "Which database does this project use?" in checkpoint["state"]["goal"]
 
 
-def test_the_event_option_names_the_event_when_the_payload_does_not(db: Path, project: Path) -> None:
+def test_the_event_option_names_the_event_when_the_payload_does_not(db: Archive, project: Path) -> None:
     data = payload("gemini", "BeforeAgent", project)
     del data["hook_event_name"]
     run_hook("gemini", data, db, project, "--event", "BeforeAgent")
     assert stored(db)[0]["text"] == "Which database does this project use?"
-

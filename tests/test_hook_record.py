@@ -6,13 +6,15 @@ import json
 from pathlib import Path
 from typing import Any
 
-from hook_support import run_hook, stored
+from hook_support import Archive, hook_archive, run_hook, stored
 from test_hook_hosts import payload
 
 from memlikehuman.hosts import markers
 
 SESSION = "3f2a9c1e-0b7d-4d3e-9a51-7c1f2e8b6d40"
 TOOLS = {"MEMLIKEHUMAN_HOOK_RECORD": "assistant,tools"}
+
+__all__ = ["hook_archive"]  # the `db` fixture: each backend in turn
 
 
 def line(kind: str, content: Any, number: int, **extra: Any) -> dict[str, Any]:
@@ -65,13 +67,13 @@ def stop(project: Path, transcript: Path) -> dict[str, Any]:
     return payload("claude-code", "Stop", project, transcript_path=str(transcript))
 
 
-def test_stop_records_no_tool_call_by_default(db: Path, project: Path) -> None:
+def test_stop_records_no_tool_call_by_default(db: Archive, project: Path) -> None:
     transcript = claude_transcript(project / "t.jsonl")
     assert run_hook("claude-code", stop(project, transcript), db, project).returncode == 0
     assert [(e["role"], e["text"]) for e in stored(db)] == [("assistant", "All 4 database tests pass.")]
 
 
-def test_stop_with_tools_on_records_each_tool_call_of_the_last_turn(db: Path, project: Path) -> None:
+def test_stop_with_tools_on_records_each_tool_call_of_the_last_turn(db: Archive, project: Path) -> None:
     transcript = claude_transcript(project / "t.jsonl")
     ran = run_hook("claude-code", stop(project, transcript), db, project, **TOOLS)
     assert (ran.returncode, ran.stdout, ran.stderr) == (0, "", "")
@@ -86,21 +88,21 @@ def test_stop_with_tools_on_records_each_tool_call_of_the_last_turn(db: Path, pr
     assert reply["role"] == "assistant"
 
 
-def test_a_rerun_of_stop_stores_each_tool_call_once(db: Path, project: Path) -> None:
+def test_a_rerun_of_stop_stores_each_tool_call_once(db: Archive, project: Path) -> None:
     transcript = claude_transcript(project / "t.jsonl")
     for _ in range(2):
         run_hook("claude-code", stop(project, transcript), db, project, **TOOLS)
     assert len(stored(db)) == 2
 
 
-def test_calls_of_the_memory_tools_are_never_recorded(db: Path, project: Path) -> None:
+def test_calls_of_the_memory_tools_are_never_recorded(db: Archive, project: Path) -> None:
     run_hook("claude-code", stop(project, claude_transcript(project / "t.jsonl")), db, project, **TOOLS)
     own = payload("claude-code", "PostToolUse", project, tool_name="mcp__memlikehuman__memory_recall")
     run_hook("claude-code", {**own, "tool_use_id": "toolu_mem2"}, db, project, **TOOLS)
     assert all("memory_recall" not in e["text"] and "flaky" not in e["text"] for e in stored(db))
 
 
-def test_a_tool_result_holding_injected_context_is_stored_without_it(db: Path, project: Path) -> None:
+def test_a_tool_result_holding_injected_context_is_stored_without_it(db: Archive, project: Path) -> None:
     injected = markers.wrap("MemLikeHuman recalled these: - memory mem_9: the deploy key is hunter2")
     transcript = claude_transcript(project / "t.jsonl", result=f"{injected}\n4 passed")
     run_hook("claude-code", stop(project, transcript), db, project, **TOOLS)
@@ -109,20 +111,20 @@ def test_a_tool_result_holding_injected_context_is_stored_without_it(db: Path, p
     assert "hunter2" not in call["text"] and markers.OPEN not in call["text"]
 
 
-def test_a_long_tool_result_is_cut_and_says_how_much_was_left_out(db: Path, project: Path) -> None:
+def test_a_long_tool_result_is_cut_and_says_how_much_was_left_out(db: Archive, project: Path) -> None:
     transcript = claude_transcript(project / "t.jsonl", result="x" * 10_000)
     run_hook("claude-code", stop(project, transcript), db, project, **TOOLS)
     [call, _] = stored(db)
     assert call["text"].endswith("… [6,000 more characters not recorded]")
 
 
-def test_post_tool_use_is_a_no_op_unless_tools_are_on(db: Path, project: Path) -> None:
+def test_post_tool_use_is_a_no_op_unless_tools_are_on(db: Archive, project: Path) -> None:
     ran = run_hook("claude-code", payload("claude-code", "PostToolUse", project), db, project)
     assert (ran.returncode, ran.stdout, ran.stderr) == (0, "", "")
-    assert not db.exists() or stored(db) == []
+    assert stored(db) == []
 
 
-def test_post_tool_use_records_the_call_and_the_turn_end_scan_does_not_copy_it(db: Path, project: Path) -> None:
+def test_post_tool_use_records_the_call_and_the_turn_end_scan_does_not_copy_it(db: Archive, project: Path) -> None:
     ran = run_hook("claude-code", payload("claude-code", "PostToolUse", project), db, project, **TOOLS)
     assert (ran.returncode, ran.stdout) == (0, "")
     [call] = stored(db)
@@ -132,16 +134,16 @@ def test_post_tool_use_records_the_call_and_the_turn_end_scan_does_not_copy_it(d
     assert [e["role"] for e in stored(db)] == ["tool", "assistant"]
 
 
-def test_record_without_assistant_stores_no_final_reply(db: Path, project: Path) -> None:
+def test_record_without_assistant_stores_no_final_reply(db: Archive, project: Path) -> None:
     transcript = claude_transcript(project / "t.jsonl")
     run_hook("claude-code", stop(project, transcript), db, project, "--record", "tools")
     assert [e["role"] for e in stored(db)] == ["tool"]
 
 
-def test_subagent_stop_records_the_subagents_last_message_when_subagents_are_on(db: Path, project: Path) -> None:
+def test_subagent_stop_records_the_subagents_last_message_when_subagents_are_on(db: Archive, project: Path) -> None:
     data = payload("claude-code", "SubagentStop", project)
     assert run_hook("claude-code", data, db, project).returncode == 0
-    assert not db.exists() or stored(db) == []  # off by default
+    assert stored(db) == []  # off by default
     ran = run_hook("claude-code", data, db, project, MEMLIKEHUMAN_HOOK_RECORD="subagents")
     assert (ran.returncode, ran.stdout, ran.stderr) == (0, "", "")
     [event] = stored(db)
@@ -150,7 +152,7 @@ def test_subagent_stop_records_the_subagents_last_message_when_subagents_are_on(
     assert event["event_id"].startswith(f"claude-code:{SESSION}:subagent:a7f3c2e1:")
 
 
-def test_subagent_stop_without_a_message_reads_the_subagents_transcript(db: Path, project: Path) -> None:
+def test_subagent_stop_without_a_message_reads_the_subagents_transcript(db: Archive, project: Path) -> None:
     agent = project / "agent-a7f3c2e1.jsonl"
     entries = [line("user", "Find the schema", 0, isSidechain=True)]
     entries.append(line("assistant", [{"type": "text", "text": "It is in db/schema.sql."}], 1, isSidechain=True))
@@ -179,7 +181,7 @@ def test_codex_stop_with_tools_reads_the_function_calls_of_the_last_turn_from_th
     assert reply["text"] == "It uses SQLite through apsw."
 
 
-def test_gemini_after_tool_records_the_call_and_answers_json(db: Path, project: Path) -> None:
+def test_gemini_after_tool_records_the_call_and_answers_json(db: Archive, project: Path) -> None:
     ran = run_hook("gemini", payload("gemini", "AfterTool", project), db, project, **TOOLS)
     assert (ran.returncode, ran.stdout) == (0, "{}\n")
     [event] = stored(db)
@@ -188,13 +190,13 @@ def test_gemini_after_tool_records_the_call_and_answers_json(db: Path, project: 
     assert "CREATE TABLE events" in event["text"]
 
 
-def test_gemini_after_tool_of_the_memory_server_is_not_recorded(db: Path, project: Path) -> None:
+def test_gemini_after_tool_of_the_memory_server_is_not_recorded(db: Archive, project: Path) -> None:
     own = payload("gemini", "AfterTool", project, tool_name="recall", mcp_context={"server_name": "memlikehuman"})
     assert run_hook("gemini", own, db, project, **TOOLS).stdout == "{}\n"
-    assert not db.exists() or stored(db) == []
+    assert stored(db) == []
 
 
-def test_cursor_post_tool_use_records_the_call(db: Path, project: Path) -> None:
+def test_cursor_post_tool_use_records_the_call(db: Archive, project: Path) -> None:
     ran = run_hook("cursor", payload("cursor", "postToolUse", project), db, project, **TOOLS)
     assert ran.returncode == 0
     [event] = stored(db)
@@ -202,20 +204,20 @@ def test_cursor_post_tool_use_records_the_call(db: Path, project: Path) -> None:
     assert event["text"] == 'tool call Shell (tool_7c1e)\ninput: {"command": "pytest -q"}\nresult: 4 passed in 0.31s'
 
 
-def test_an_unknown_record_part_fails_open_with_one_log_line(db: Path, project: Path) -> None:
+def test_an_unknown_record_part_fails_open_with_one_log_line(db: Archive, project: Path) -> None:
     ran = run_hook("claude-code", payload("claude-code", "Stop", project), db, project, "--record", "everything")
     assert (ran.returncode, ran.stdout) == (0, "")
     assert ran.stderr.count("\n") == 1 and "names everything" in ran.stderr
 
 
-def test_a_mistyped_record_setting_does_not_stop_the_prompt_hook(db: Path, project: Path) -> None:
+def test_a_mistyped_record_setting_does_not_stop_the_prompt_hook(db: Archive, project: Path) -> None:
     data = payload("claude-code", "UserPromptSubmit", project, prompt="We deploy on Fridays")
     ran = run_hook("claude-code", data, db, project, MEMLIKEHUMAN_HOOK_RECORD="assistant,tols")
     assert (ran.returncode, ran.stderr) == (0, "")
     assert [e["text"] for e in stored(db)] == ["We deploy on Fridays"]
 
 
-def test_codex_subagent_stop_and_post_tool_use_payloads_are_recorded_when_asked(db: Path, project: Path) -> None:
+def test_codex_subagent_stop_and_post_tool_use_payloads_are_recorded_when_asked(db: Archive, project: Path) -> None:
     run_hook("codex", payload("codex", "SubagentStop", project), db, project, "--record", "subagents")
     run_hook("codex", payload("codex", "PostToolUse", project), db, project, "--record", "tools")
     [subagent, tool] = stored(db)

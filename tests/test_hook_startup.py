@@ -1,6 +1,9 @@
 """What keeps `memlikehuman hook` quick to start: modules it never imports, and the shortcuts it takes.
 
 The latency itself is measured by bench/hooks.py (docs/benchmarks.md, "hooks"), not asserted here.
+SQLite only: these are the start-up shortcuts of the default archive. A hook on a PostgreSQL archive
+imports psycopg to connect (a server round trip costs more than any module here), and the hook
+tests that record, inject, dedupe and fail open run on both backends (hook_support's `db`).
 """
 
 from __future__ import annotations

@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 from cli_support import Populated, populate
 from conftest import add_memory, make_settings
-from ui_support import UI, running_ui, snapshot
+from ui_support import UI, open_transactions, running_ui, snapshot
 
 from memlikehuman.archive import memories, personas
-from memlikehuman.archive.db import Database
+from memlikehuman.archive.db import open_database
+from memlikehuman.archive.pg import is_url
 from memlikehuman.engine import Engine
 from memlikehuman.lifecycle import correct, forget
 from memlikehuman.records import Scope
@@ -47,7 +48,7 @@ def test_correcting_a_memory_returns_the_tool_fields_and_the_memory_page_shows_t
     assert reply.status == 200, reply.text
     out = result_fields(reply.text)
     assert out["revoked_ids"] == archive.replacement_id and out["invalidated_checkpoints"] == "1"
-    db = Database(db_path)
+    db = open_database(db_path)
     try:
         new = memories.find(db, ALICE, out["replacement_id"])
         old = memories.find(db, ALICE, archive.replacement_id)
@@ -77,7 +78,7 @@ def test_the_forget_preview_lists_exactly_what_forget_deletes_and_the_checkpoint
     before = snapshot(db_path)
     page = ui.get("/forget", persona="alice", project="garden", id=archive.replacement_id).text
     assert snapshot(db_path) == before  # a preview is a read
-    db = Database(db_path)
+    db = open_database(db_path)
     try:
         expected = forget.preview(db, ALICE, archive.replacement_id)
     finally:
@@ -116,7 +117,7 @@ def test_forget_deletes_nothing_when_more_would_go_than_its_preview_showed(
 ) -> None:
     preview = ui.get("/forget", persona="alice", project="garden", id="home1").text
     hidden = {k: unescape(v) for k, v in re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)">', preview)}
-    db = Database(db_path)
+    db = open_database(db_path)
     try:
         original = db.scalar("SELECT memory_id FROM memories WHERE content = 'Alice lives in Lisbon'")
         correct.correct(db, ALICE, str(original), "Alice lived in Lisbon until June", "more exact")
@@ -131,8 +132,11 @@ def test_forget_deletes_nothing_when_more_would_go_than_its_preview_showed(
 def test_the_ui_holds_no_transaction_between_pages_so_a_forget_elsewhere_clears_the_wal(
     ui: UI, archive: Populated, db_path: Path
 ) -> None:
+    # PostgreSQL has no WAL of the archive's to clear: there no session of the UI sits in a transaction.
     for path in ("/", "/scope?persona=alice&project=garden", "/search?persona=alice&project=garden&q=Porto"):
         assert ui.request("GET", path).status == 200
+    if is_url(db_path):
+        assert open_transactions(db_path) == 0
     with Engine(make_settings(db_path)) as engine:
         result = engine.forget(ALICE, "home1")
     assert result.scrubbed  # the UI's connection kept no read snapshot open
@@ -143,7 +147,7 @@ def test_editing_the_core_persona_stores_a_new_version_like_the_cli(ui: UI, db_p
     assert reply.status == 200 and "version 3" in " ".join(unescape(re.sub(r"<[^>]+>", " ", reply.text)).split())
     again = ui.post("/persona", {"persona": "alice", "text": "You are Alice's calm gardening helper."})
     assert "unchanged" in again.text
-    db = Database(db_path)
+    db = open_database(db_path)
     try:
         versions = personas.history(db, "alice")
     finally:
@@ -152,8 +156,8 @@ def test_editing_the_core_persona_stores_a_new_version_like_the_cli(ui: UI, db_p
     assert "calm gardening helper" in ui.get("/persona", persona="alice").text
 
 
-def test_a_memory_forgotten_in_the_ui_is_gone_from_another_scope_view_too(tmp_path: Path) -> None:
-    db = tmp_path / "memory.sqlite3"
+def test_a_memory_forgotten_in_the_ui_is_gone_from_another_scope_view_too(db_path: Path) -> None:
+    db = db_path
     with Engine(make_settings(db)) as engine:
         engine.record(Scope("p", "a"), "only", "Remember the red door", "user", "chat")
     memory_id = add_memory(db, "only", "The door is red", quote="the red door", scope=Scope("p", "a"))

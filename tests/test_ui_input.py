@@ -8,12 +8,15 @@ from pathlib import Path
 
 import pytest
 from cli_support import Populated, populate
-from ui_support import UI, running_ui, snapshot
+from ui_support import UI, module_archive, running_ui, snapshot
+
+__all__ = ["module_archive"]  # the archive fixture: each backend in turn
 
 
 @pytest.fixture(scope="module")
-def archive(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Populated]:
-    db = tmp_path_factory.mktemp("ui-input") / "memory.sqlite3"
+def archive(module_archive: Path) -> tuple[Path, Populated]:
+    """The module's archive, populated once per backend."""
+    db = module_archive
     return db, populate(db)
 
 

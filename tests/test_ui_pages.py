@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from cli_support import Populated, populate
 from conftest import add_memory, make_settings
-from ui_support import UI, running_ui
+from ui_support import UI, module_archive, running_ui
 
 from memlikehuman.admin import stats
 from memlikehuman.archive import memories
-from memlikehuman.archive.db import Database
+from memlikehuman.archive.db import open_database
 from memlikehuman.engine import Engine
 from memlikehuman.records import Scope
 from memlikehuman.sessions import context
@@ -24,10 +24,13 @@ FILLER = "Plain filler words for a very long note. " * 1500  # 63,000 characters
 MOVES = Scope("dave", "home")
 ENDING = "the spare key hides under the blue flower pot"
 
+__all__ = ["module_archive"]  # the archive fixture: each backend in turn
+
 
 @pytest.fixture(scope="module")
-def archive(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Populated]:
-    db = tmp_path_factory.mktemp("ui-pages") / "memory.sqlite3"
+def archive(module_archive: Path) -> tuple[Path, Populated]:
+    """The module's archive, populated once per backend."""
+    db = module_archive
     made = populate(db)
     with Engine(make_settings(db)) as engine:
         engine.record(LONG, "long-note", FILLER[:45_000] + ENDING + FILLER[:15_000], "user", "notes", session_id="n1")
@@ -142,7 +145,7 @@ def test_the_memory_page_links_to_its_quote_inside_the_event_page_that_holds_it(
 def test_pages_are_served_while_another_process_holds_a_write_transaction(
     ui: UI, archive: tuple[Path, Populated]
 ) -> None:
-    db = Database(archive[0])
+    db = open_database(archive[0])
     try:
         with db.write() as conn:
             conn.execute("UPDATE events SET source = 'pending-write' WHERE event_id = 'u1'")
@@ -197,8 +200,8 @@ def test_a_reload_shows_what_another_process_recorded_meanwhile(ui: UI, archive:
     assert "freshly recorded while the UI runs" in ui.get("/").text
 
 
-def test_quotes_that_overlap_are_both_marked(tmp_path: Path) -> None:
-    db = tmp_path / "memory.sqlite3"
+def test_quotes_that_overlap_are_both_marked(db_path: Path) -> None:
+    db = db_path
     with Engine(make_settings(db)) as engine:
         engine.record(Scope(), "e", "We moved to   Lisbon in May and love it", "user", "chat")
     first = add_memory(db, "e", "moved to Lisbon", quote="moved to Lisbon")

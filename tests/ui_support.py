@@ -1,4 +1,8 @@
-"""Helpers for the UI tests: a real `memlikehuman ui` process on 127.0.0.1 and plain HTTP to it."""
+"""Helpers for the UI tests: a real `memlikehuman ui` process on 127.0.0.1 and plain HTTP to it.
+
+The archive is a SQLite file or a PostgreSQL URL: function-scoped tests take conftest's `db_path`
+(both backends); the modules that share one populated archive take ``module_archive``.
+"""
 
 from __future__ import annotations
 
@@ -13,9 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlencode, urlsplit
 
+import pytest
 from conftest import BASE_ENV
+from pg_support import BACKENDS, fresh_database, selected_backends
 
-from memlikehuman.archive.db import Database
+from memlikehuman.archive.db import open_database
+from memlikehuman.archive.pg import is_url
 
 URL_RE = re.compile(r"http://127\.0\.0\.1:(\d+)/\?token=([A-Za-z0-9_\-]+)")
 
@@ -89,8 +96,36 @@ class UI:
         return self.request("POST", path, headers=headers, body=urlencode(data).encode())
 
 
+@pytest.fixture(scope="module", params=BACKENDS)
+def module_archive(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path | str]:
+    """One new archive per module and backend (not created yet): a SQLite file's Path or a database URL."""
+    name = str(request.param)
+    if name not in selected_backends(request.config):
+        pytest.skip(f"backend {name} not selected (--backends)")
+    if name == "sqlite":
+        yield tmp_path_factory.mktemp("ui") / "memory.sqlite3"
+        return
+    with fresh_database(request.getfixturevalue("pg_server")) as url:
+        yield url
+
+
+def open_transactions(db: Path | str) -> int:
+    """PostgreSQL: the other sessions of the archive's database that sit inside a transaction."""
+    assert is_url(db)
+    opened = open_database(db)
+    try:
+        return int(
+            opened.scalar(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                " AND pid <> pg_backend_pid() AND state LIKE 'idle in transaction%'"
+            )
+        )
+    finally:
+        opened.close()
+
+
 @contextmanager
-def running_ui(db: Path, *args: str, **env: str) -> Iterator[UI]:
+def running_ui(db: Path | str, *args: str, **env: str) -> Iterator[UI]:
     """`python -m memlikehuman ui --db DB --no-browser` as a real process; stopped afterwards."""
     process = subprocess.Popen(
         [sys.executable, "-m", "memlikehuman", "ui", "--db", str(db), "--no-browser", *args],
@@ -116,9 +151,9 @@ def running_ui(db: Path, *args: str, **env: str) -> Iterator[UI]:
             process.communicate()
 
 
-def snapshot(db_path: Path) -> dict[str, object]:
+def snapshot(db_path: Path | str) -> dict[str, object]:
     """Everything a change could touch, for asserting that a refused request changed nothing."""
-    db = Database(db_path)
+    db = open_database(db_path)
     try:
         return {
             table: db.query(f"SELECT * FROM {table} ORDER BY 1, 2")

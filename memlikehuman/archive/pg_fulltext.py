@@ -28,6 +28,10 @@ K1 = 1.2
 PLAN_PER_CALL = "/* plan per call */"
 B = 0.75
 _LAST = "\U0010ffff"
+# A term is a btree key: PostgreSQL refuses index rows over 2704 bytes. A longer token (a run of
+# 100k emoji is one FTS5 token) is cut to its first MAX_TERM characters (4 bytes each at most), in
+# documents and queries alike; before, recording such a text failed with an internal error.
+MAX_TERM = 600
 _TOKENIZERS = {"porter": ["unicode61", "remove_diacritics", "2"], "ascii": []}
 _local = threading.local()
 
@@ -52,7 +56,7 @@ def tokens(table: str, text: str, *, query: bool = False) -> list[str]:
         return []
     reason = apsw.FTS5_TOKENIZE_QUERY if query else apsw.FTS5_TOKENIZE_DOCUMENT
     found = _tokenizer(table)(text.encode("utf-8"), reason, None, include_offsets=False, include_colocated=False)
-    return [token for token in found if token]
+    return [token[:MAX_TERM] for token in found if token]
 
 
 def postings(table: str, values: Sequence[str]) -> tuple[int, list[tuple[str, int, int]]]:

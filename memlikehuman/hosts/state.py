@@ -53,6 +53,8 @@ def ran(db_path: Path, host: str, event: str) -> None:
         if str(noted.get(event, ""))[:16] == now[:16]:
             return
         noted[event] = now
+        # A PostgreSQL archive's side files go to the user data directory, which may not exist yet.
+        db_path.parent.mkdir(parents=True, exist_ok=True)
         # A per-process temporary name (not tempfile: the hook's import path stays short).
         tmp = db_path.with_name(f".{db_path.name}.hooks.{os.getpid()}.tmp")
         tmp.write_text(json.dumps(runs, indent=1, sort_keys=True), encoding="utf-8")

@@ -19,6 +19,8 @@ import apsw
 from conftest import BASE_ENV
 from openai_stub import Reply, extraction_reply, memory_item
 
+from memlikehuman.archive.db import dialect, open_database
+from memlikehuman.archive.pg_schema import FULLTEXT_TABLES
 from memlikehuman.archive.timeline import FORGOTTEN_CORRECTION
 
 # -- figures ---------------------------------------------------------------------------------------
@@ -100,60 +102,120 @@ STRUCTURE = {
 }
 
 
-def archive_problems(db_path: Path) -> list[str]:
-    """Every broken rule of the archive file: SQLite's own checks, foreign keys, full-text indexes, structure.
+def archive_problems(target: Path | str) -> list[str]:
+    """Every broken rule of the archive (a SQLite file or a PostgreSQL URL): the engine's own checks,
+    the full-text indexes, the structure and the scope counters.
 
-    Opening the file is what a restart does: SQLite recovers the write-ahead log of a killed process.
+    Opening the archive is what a restart does: SQLite recovers the write-ahead log of a killed
+    process; PostgreSQL has already rolled back the transactions of the connections that died.
     """
-    conn = apsw.Connection(str(db_path))
+    db = open_database(target)
     try:
-        conn.set_busy_timeout(30_000)
-        problems = []
-        integrity = [row[0] for row in conn.execute("PRAGMA integrity_check")]
-        if integrity != ["ok"]:
-            problems.append(f"integrity_check: {integrity[:5]}")
-        foreign = conn.execute("PRAGMA foreign_key_check").fetchall()
-        if foreign:
-            problems.append(f"foreign_key_check: {foreign[:5]}")
-        for table in ("events_fts", "memories_fts", "events_ngrams", "memories_ngrams"):
-            try:
-                conn.execute(f"INSERT INTO {table}({table}) VALUES ('integrity-check')")
-            except apsw.Error as exc:
-                problems.append(f"{table} integrity-check: {exc}")
+        problems = _sqlite_problems(db) if dialect(db) == "sqlite" else _postgres_problems(db)
         for rule, sql in STRUCTURE.items():
-            count = conn.execute(sql).fetchone()[0]
+            count = db.scalar(sql)
             if count:
                 problems.append(f"{rule}: {count}")
-        return problems + _count_problems(conn)
+        return problems + _count_problems(db)
     finally:
-        conn.close()
+        db.close()
 
 
-def _count_problems(conn: apsw.Connection) -> list[str]:
-    """The per-scope event counts that recall reports (kept by triggers) match the events."""
-    if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'scope_counts'").fetchall():
-        return []
-    actual = set(
-        conn.execute(
-            "SELECT persona_id, project_id, count(*), CAST(total(extraction_state = 'pending') AS INTEGER),"
-            " CAST(total(extraction_state = 'failed') AS INTEGER) FROM events GROUP BY persona_id, project_id"
+def _sqlite_problems(db: Any) -> list[str]:
+    """SQLite's integrity and foreign-key checks and FTS5's integrity-check of each full-text index."""
+    problems = []
+    integrity = [row["integrity_check"] for row in db.query("PRAGMA integrity_check")]
+    if integrity != ["ok"]:
+        problems.append(f"integrity_check: {integrity[:5]}")
+    foreign = db.query("PRAGMA foreign_key_check")
+    if foreign:
+        problems.append(f"foreign_key_check: {foreign[:5]}")
+    for table in FULLTEXT_TABLES:
+        try:
+            with db.write() as conn:
+                conn.execute(f"INSERT INTO {table}({table}) VALUES ('integrity-check')")
+        except apsw.Error as exc:
+            problems.append(f"{table} integrity-check: {exc}")
+    return problems
+
+
+def _postgres_problems(db: Any) -> list[str]:
+    """The full-text tables of archive/pg_fulltext.py agree with their postings and statistics.
+
+    PostgreSQL checks its own pages and enforces every foreign key at each statement, so a killed
+    client cannot leave torn pages or dangling references: what is left to check is ours.
+    """
+    problems = []
+    for table in FULLTEXT_TABLES:
+        torn = db.scalar(
+            f"SELECT count(*) FROM {table} t WHERE t.tokens"
+            f" <> coalesce((SELECT sum(p.tf) FROM {table}_terms p WHERE p.rowid = t.rowid), 0)"
         )
-    )
-    kept = set(conn.execute("SELECT persona_id, project_id, events, pending, failed FROM scope_counts WHERE events"))
+        if torn:
+            problems.append(f"{table}: {torn} rows whose token count differs from their postings")
+        stats = db.one(f"SELECT count(*) AS n, coalesce(sum(tokens), 0) AS tokens FROM {table}")
+        kept = db.one("SELECT rows AS n, tokens FROM fulltext_stats WHERE name = ?", (table,)) or {"n": 0, "tokens": 0}
+        if stats != kept:
+            problems.append(f"{table}: fulltext_stats keeps {kept}, the table holds {stats}")
+    return problems
+
+
+def _count_problems(db: Any) -> list[str]:
+    """The per-scope event counts that recall reports (kept by triggers) match the events."""
+    if dialect(db) == "sqlite" and not db.query("SELECT 1 FROM sqlite_master WHERE name = 'scope_counts'"):
+        return []
+    actual = {
+        tuple(row.values())
+        for row in db.query(
+            "SELECT persona_id, project_id, count(*) AS events,"
+            " sum(CASE WHEN extraction_state = 'pending' THEN 1 ELSE 0 END) AS pending,"
+            " sum(CASE WHEN extraction_state = 'failed' THEN 1 ELSE 0 END) AS failed"
+            " FROM events GROUP BY persona_id, project_id"
+        )
+    }
+    kept = {
+        tuple(row.values())
+        for row in db.query("SELECT persona_id, project_id, events, pending, failed FROM scope_counts WHERE events > 0")
+    }
     if actual == kept:
         return []
     return [f"scope_counts differ from the events: kept {kept - actual}, real {actual - kept}"]
 
 
-def rows(db_path: Path, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
-    """Rows of a read query on the archive file, through a fresh connection."""
-    conn = apsw.Connection(str(db_path), flags=apsw.SQLITE_OPEN_READWRITE)
+def rows(target: Path | str, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+    """Rows of a read query on the archive (a file or a URL), through a fresh connection."""
+    db = open_database(target)
     try:
-        conn.set_busy_timeout(30_000)
-        cursor = conn.execute(sql, params)
-        return [dict(zip([d[0] for d in cursor.get_description()], row, strict=True)) for row in cursor]
+        return list(db.query(sql, params))
     finally:
-        conn.close()
+        db.close()
+
+
+class Watcher:
+    """Tells whether anything was committed to the archive between two looks, from its own connection.
+
+    SQLite: ``PRAGMA data_version``, which moves when another connection commits. PostgreSQL has no
+    such counter (its statistics are flushed lazily, its WAL position also moves for reads that prune
+    pages), so the look is a digest of every table's rows: equal digests, an unchanged archive.
+    """
+
+    def __init__(self, target: Path | str) -> None:
+        self.db = open_database(target)
+
+    def look(self) -> Any:
+        if dialect(self.db) == "sqlite":
+            return self.db.data_version()
+        with self.db.read():
+            tables = [row["tablename"] for row in self.db.query(
+                "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename"
+            )]  # fmt: skip
+            return [
+                self.db.scalar(f"SELECT md5(coalesce(string_agg(t::text, '|' ORDER BY t::text), '')) FROM {table} t")
+                for table in tables
+            ]
+
+    def close(self) -> None:
+        self.db.close()
 
 
 # -- a scripted extractor ----------------------------------------------------------------------------
@@ -215,7 +277,7 @@ class RawServer:
     """`memlikehuman serve` driven with hand-written JSON-RPC lines, so a test can pipeline requests,
     send bytes no SDK would send, and SIGKILL the process at any point."""
 
-    def __init__(self, db: Path, env: dict[str, str], stderr_path: Path) -> None:
+    def __init__(self, db: Path | str, env: dict[str, str], stderr_path: Path) -> None:
         self._stderr: IO[bytes] = open(stderr_path, "ab")  # noqa: SIM115 (closed in close())
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "memlikehuman", "serve", "--db", str(db)],

@@ -6,6 +6,7 @@ scripted model), recall, read, checkpoint, resume, correct and forget. Afterward
 acknowledged event that was not forgotten is present exactly once with the sequence it was
 acknowledged with, the shared event exists once under one sequence, each client saw its sequences
 increase, and no call failed: no `database is locked`, no `unavailable`, no `internal`.
+Both backends (`archive_target`): a SQLite file, or a PostgreSQL database the 8 servers share.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -114,7 +114,7 @@ class Worker:
         return dict(result.structured_content)
 
 
-def drive(db: Path, env: dict[str, str], worker: Worker, start: threading.Barrier) -> None:
+def drive(db: str, env: dict[str, str], worker: Worker, start: threading.Barrier) -> None:
     rng = random.Random(worker.seed)
     try:
         with connected(stdio_params(db, **env)) as client:
@@ -126,7 +126,7 @@ def drive(db: Path, env: dict[str, str], worker: Worker, start: threading.Barrie
         worker.errors.append(f"client failed: {exc!r}")
 
 
-def run_load(db: Path, ops: int, seed: int) -> tuple[list[Worker], float]:
+def run_load(db: str, ops: int, seed: int) -> tuple[list[Worker], float]:
     workers = [Worker(n, ops, seed + n) for n in range(WORKERS)]
     start = threading.Barrier(WORKERS)
     with ScriptedOpenAI(default_chat=QuotingExtractor()) as api:
@@ -142,7 +142,7 @@ def run_load(db: Path, ops: int, seed: int) -> tuple[list[Worker], float]:
         return workers, time.monotonic() - began
 
 
-def check(db: Path, workers: list[Worker]) -> None:
+def check(db: str, workers: list[Worker]) -> None:
     assert [e for w in workers for e in w.errors] == []
     assert [e for w in workers for e in w.leaks] == [], "a recall returned another scope's events"
     assert archive_problems(db) == []
@@ -169,9 +169,8 @@ def check(db: Path, workers: list[Worker]) -> None:
             assert text_counts[worker.texts[event_id]] == 1, f"{event_id} is stored more than once"
 
 
-def load_test(tmp_path: Path, suite: str, ops: int) -> None:
+def load_test(db: str, suite: str, ops: int) -> None:
     seed = random.randrange(2**32)
-    db = tmp_path / "shared.sqlite3"
     workers, seconds = run_load(db, ops, seed)
     try:
         check(db, workers)
@@ -192,10 +191,10 @@ def load_test(tmp_path: Path, suite: str, ops: int) -> None:
     )
 
 
-def test_eight_servers_on_one_archive_lose_duplicate_and_refuse_nothing(tmp_path: Path):
-    load_test(tmp_path, "concurrency (default)", ops=30)
+def test_eight_servers_on_one_archive_lose_duplicate_and_refuse_nothing(archive_target: str, backend: str):
+    load_test(archive_target, f"concurrency (default, {backend})", ops=30)
 
 
 @pytest.mark.slow
-def test_eight_servers_under_long_load_lose_duplicate_and_refuse_nothing(tmp_path: Path):
-    load_test(tmp_path, "concurrency (long)", ops=1000)
+def test_eight_servers_under_long_load_lose_duplicate_and_refuse_nothing(archive_target: str, backend: str):
+    load_test(archive_target, f"concurrency (long, {backend})", ops=1000)

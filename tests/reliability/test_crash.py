@@ -9,6 +9,13 @@ checked against what the clients were told:
 - nothing acknowledged as forgotten is back; no event holds text other than what was sent;
 - no half-written memory, correction or checkpoint exists (support.STRUCTURE), integrity checks pass;
 - the client's retry of the interrupted call succeeds, and re-recording completes every pending extraction.
+
+Both backends (`backend`). On PostgreSQL the victims are the same processes; the server database
+keeps running (it is the durability layer), so a kill drops the victim's connection and
+PostgreSQL rolls back whatever transaction it had open. The kill ticks there count function
+calls inside psycopg (crash_worker.arm_psycopg). The search of the archive files for forgotten
+text is SQLite's (the WAL and the file); the residue in a PostgreSQL cluster's files is measured
+by the forgetting tests and documented in docs/reliability.md.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import random
 import signal
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,8 +34,10 @@ from typing import Any
 import pytest
 from conftest import BASE_ENV
 from openai_stub import ScriptedOpenAI
+from pg_support import fresh_database
 
 from memlikehuman import config
+from memlikehuman.archive import pg, pg_schema
 from memlikehuman.archive.migrations import MIGRATIONS
 from memlikehuman.engine import Engine
 from memlikehuman.records import Scope
@@ -48,9 +58,10 @@ SCOPES = (("alice", "home"), ("bob", "work"))
 SESSIONS = ("s1", "s2")
 WORDS = "river lantern copper orchard violin meadow harbor saffron glacier tundra quartz maple".split()
 CITIES = ("Lisbon", "Oslo", "Quito", "Hanoi", "Accra")
-KILL_MODES = {"sqlite": 50, "extraction": 20, "inflight": 15, "between": 15}
+KILL_MODES = {"statement": 50, "extraction": 20, "inflight": 15, "between": 15}
 # Measured: an operation takes ~150 progress-handler ticks on average (records ~240, checkpoints ~5), so a
 # kill tick drawn from [1, TICKS_PER_OP * budget] usually lands inside one of the victim's operations.
+# PostgreSQL's ticks (crash_worker.PSYCOPG_CALLS) are sized to match.
 TICKS_PER_OP = 120
 OPS_PER_WORKER = 10
 Reply = tuple[Any, ...]  # ("ok", data) | ("error", code, text)
@@ -191,7 +202,7 @@ def marker(event_id: str) -> bytes:
     return f"(event {event_id.split('-')[1]})".encode()
 
 
-def check_archive(db: Path, ledger: Ledger) -> None:
+def check_archive(db: str, ledger: Ledger) -> None:
     """Everything acknowledged is there, nothing torn, nothing forgotten is back; the file is sound."""
     assert archive_problems(db) == []
     events = {
@@ -215,6 +226,19 @@ def check_archive(db: Path, ledger: Ledger) -> None:
                              " WHERE e.event_id = ?", (event_id,))[0]["n"]  # fmt: skip
                 assert count >= 1, f"{event_id} is complete but lost its memory"
     assert not ledger.forgotten_events & set(events), "a forgotten event is back"
+    if not pg.is_url(db):
+        check_files(Path(db), ledger, events)
+    assert not ledger.forgotten_memories & set(memory_ids), "a forgotten memory is back"
+    for memory_id, (replacement, correction_event) in ledger.corrections.items():
+        if correction_event in events:
+            assert memory_ids[replacement]["revoked_at"] is None or replacement in ledger.correct_sent
+            assert memory_ids[memory_id]["revoked_at"] is not None
+        else:
+            assert ledger.gone_allowed(correction_event), f"acknowledged correction {correction_event} was lost"
+
+
+def check_files(db: Path, ledger: Ledger, events: dict[str, dict[str, Any]]) -> None:
+    """SQLite: no scrubbed forgotten text is readable in the archive file, its WAL or its shared memory."""
     paths = (db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm"))
     contents = {path.name: path.read_bytes() for path in paths if path.exists()}
     files = b"".join(contents.values())
@@ -226,13 +250,6 @@ def check_archive(db: Path, ledger: Ledger) -> None:
     for event_id, row in events.items():
         if row["kind"] == "record" and len(row["text"]) < 1_000:
             assert marker(event_id) in files, f"the byte search misses the live event {event_id}"
-    assert not ledger.forgotten_memories & set(memory_ids), "a forgotten memory is back"
-    for memory_id, (replacement, correction_event) in ledger.corrections.items():
-        if correction_event in events:
-            assert memory_ids[replacement]["revoked_at"] is None or replacement in ledger.correct_sent
-            assert memory_ids[memory_id]["revoked_at"] is not None
-        else:
-            assert ledger.gone_allowed(correction_event), f"acknowledged correction {correction_event} was lost"
 
 
 @dataclass
@@ -253,19 +270,20 @@ class Victim:
 
 def fork_context() -> Any:
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(
-        ["memlikehuman.engine", "memlikehuman.providers.openai_chat", "memlikehuman.lifecycle.forget", "openai"]
-    )
+    # psycopg too (the forkserver skips what is not installed): its import would otherwise be where a
+    # victim's first PostgreSQL ticks go.
+    preload = ["memlikehuman.engine", "memlikehuman.providers.openai_chat", "memlikehuman.lifecycle.forget", "openai"]
+    ctx.set_forkserver_preload([*preload, "psycopg", "psycopg.rows"])
     return ctx
 
 
-def worker_session(ctx: Any, db: Path, env: dict[str, str], rng: random.Random, ledger: Ledger, victim: Victim,
+def worker_session(ctx: Any, db: str, env: dict[str, str], rng: random.Random, ledger: Ledger, victim: Victim,
                    retry: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:  # fmt: skip
     """One victim's life: operations until it is killed; returns the operation that was in flight, if any."""
     mode = rng.choices(list(KILL_MODES), weights=list(KILL_MODES.values()))[0]
     parent, child = ctx.Pipe()
     budget = rng.randint(1, OPS_PER_WORKER)
-    kill_at = rng.randint(1, TICKS_PER_OP * budget) if mode == "sqlite" else 0
+    kill_at = rng.randint(1, TICKS_PER_OP * budget) if mode == "statement" else 0
     proc = ctx.Process(target=crash_worker.main, args=(child, str(db), env, kill_at), daemon=True)
     proc.start()
     child.close()
@@ -286,7 +304,8 @@ def worker_session(ctx: Any, db: Path, env: dict[str, str], rng: random.Random, 
             try:
                 reply = parent.recv()
             except (EOFError, ConnectionResetError):  # a worker killed with unread input resets the pipe
-                ledger.counts["kills: during extraction" if victim.killed else "kills: inside a SQLite statement"] += 1
+                inside = "kills: inside a PostgreSQL exchange" if pg.is_url(db) else "kills: inside a SQLite statement"
+                ledger.counts["kills: during extraction" if victim.killed else inside] += 1
                 ledger.counts[f"in flight at a kill: {op[0]}"] += 1
                 return [op]
             acknowledge(ledger, op, reply)
@@ -321,7 +340,7 @@ def as_reply(op: tuple[Any, ...], structured: dict[str, Any]) -> Reply:
     return ("ok", structured)
 
 
-def serve_session(db: Path, env: dict[str, str], log: Path, rng: random.Random, ledger: Ledger, victim: Victim,
+def serve_session(db: str, env: dict[str, str], log: Path, rng: random.Random, ledger: Ledger, victim: Victim,
                   retry: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:  # fmt: skip
     """A real `memlikehuman serve` with pipelined requests, killed after some answers or while extracting."""
     server = RawServer(db, env, log)
@@ -363,7 +382,7 @@ def serve_session(db: Path, env: dict[str, str], log: Path, rng: random.Random, 
         server.kill()
 
 
-def finish(ctx: Any, db: Path, env: dict[str, str], ledger: Ledger) -> None:
+def finish(ctx: Any, db: str, env: dict[str, str], ledger: Ledger) -> None:
     """The client retries: re-recording each unfinished event completes its extraction."""
     parent, child = ctx.Pipe()
     proc = ctx.Process(target=crash_worker.main, args=(child, str(db), env, 0), daemon=True)
@@ -381,8 +400,7 @@ def finish(ctx: Any, db: Path, env: dict[str, str], ledger: Ledger) -> None:
     ledger.counts["pending extractions completed by a retry"] += len(unfinished)
 
 
-def crash_run(tmp_path: Path, worker_kills: int, serve_kills: int, seed: int) -> Ledger:
-    db = tmp_path / "crash.sqlite3"
+def crash_run(tmp_path: Path, db: str, worker_kills: int, serve_kills: int, seed: int) -> Ledger:
     rng = random.Random(seed)
     ledger = Ledger()
     victim = Victim()
@@ -405,7 +423,7 @@ def crash_run(tmp_path: Path, worker_kills: int, serve_kills: int, seed: int) ->
     return ledger
 
 
-def figures(ledger: Ledger, seed: int, db: Path) -> dict[str, Any]:
+def figures(ledger: Ledger, seed: int, db: str) -> dict[str, Any]:
     kills = sum(v for k, v in ledger.counts.items() if k.startswith("kills"))
     totals = rows(db, "SELECT (SELECT count(*) FROM events) AS events, (SELECT count(*) FROM memories) AS memories,"
                       " (SELECT count(*) FROM corrections) AS corrections")[0]  # fmt: skip
@@ -413,37 +431,56 @@ def figures(ledger: Ledger, seed: int, db: Path) -> dict[str, Any]:
             "acknowledged events lost": 0, "invariant violations": 0, **totals}  # fmt: skip
 
 
-def seeded_run(tmp_path: Path, suite: str, worker_kills: int, serve_kills: int) -> None:
+def seeded_run(tmp_path: Path, db: str, suite: str, worker_kills: int, serve_kills: int) -> None:
     """A run with a fresh seed (RELIABILITY_SEED repeats one); a failure names its seed."""
     seed = int(os.environ.get("RELIABILITY_SEED") or random.randrange(2**32))
     print(f"{suite}: seed {seed} (repeat with RELIABILITY_SEED={seed})")  # shown with any failure
     try:
-        ledger = crash_run(tmp_path, worker_kills, serve_kills, seed)
+        ledger = crash_run(tmp_path, db, worker_kills, serve_kills, seed)
     except Exception as exc:  # an EOFError or BrokenPipeError must name its seed too
         raise AssertionError(f"seed {seed} (repeat with RELIABILITY_SEED={seed}): {exc!r}") from exc
-    report(suite, **figures(ledger, seed, tmp_path / "crash.sqlite3"))
+    report(suite, **figures(ledger, seed, db))
 
 
-def test_no_acknowledged_event_is_lost_and_nothing_is_half_written_over_more_than_two_hundred_kills(tmp_path: Path):
+def test_no_acknowledged_event_is_lost_and_nothing_is_half_written_over_more_than_two_hundred_kills(
+    tmp_path: Path, archive_target: str, backend: str
+):
     # 230 kill points, about 90 s on 2 cores: the issue asks for at least 200 in every run, CI's included.
-    seeded_run(tmp_path, "crash safety (default)", worker_kills=200, serve_kills=30)
+    seeded_run(tmp_path, archive_target, f"crash safety (default, {backend})", worker_kills=200, serve_kills=30)
 
 
 @pytest.mark.slow
-def test_no_acknowledged_event_is_lost_over_a_thousand_kill_points(tmp_path: Path):
-    seeded_run(tmp_path, "crash safety (long)", worker_kills=880, serve_kills=120)
+def test_no_acknowledged_event_is_lost_over_a_thousand_kill_points(tmp_path: Path, archive_target: str, backend: str):
+    seeded_run(tmp_path, archive_target, f"crash safety (long, {backend})", worker_kills=880, serve_kills=120)
 
 
-def test_a_kill_while_a_new_archive_is_created_leaves_one_the_next_start_completes(tmp_path: Path):
+# Measured: creating an archive takes ~290 ticks on SQLite (pragmas and its migrations) and ~47 on
+# PostgreSQL (connecting, the ledger and its migration; psycopg is imported before, see fork_context);
+# some attempts finish.
+CREATION_TICKS = {"sqlite": 330, "postgres": 55}
+SCHEMA_VERSION = {"sqlite": len(MIGRATIONS), "postgres": len(pg_schema.MIGRATIONS)}
+
+
+def new_archives(tmp_path: Path, backend: str, request: pytest.FixtureRequest, count: int) -> Iterator[str]:
+    """COUNT new, empty archives of the backend, one after the other."""
+    for attempt in range(count):
+        if backend == "sqlite":
+            yield str(tmp_path / f"new-{attempt}" / "memory.sqlite3")
+            continue
+        with fresh_database(request.getfixturevalue("pg_server")) as url:
+            yield url
+
+
+def test_a_kill_while_a_new_archive_is_created_leaves_one_the_next_start_completes(
+    tmp_path: Path, backend: str, request: pytest.FixtureRequest
+):
     ctx = fork_context()
     rng = random.Random()
     killed = 0
-    for attempt in range(20):
-        db = tmp_path / f"new-{attempt}" / "memory.sqlite3"
+    for db in new_archives(tmp_path, backend, request, 20):
         parent, child = ctx.Pipe()
-        # Measured: creating an archive (pragmas and four migrations) takes ~290 ticks; some attempts finish.
-        kill_at = rng.randint(1, 330)
-        proc = ctx.Process(target=crash_worker.open_archive, args=(child, str(db), BASE_ENV, kill_at))
+        kill_at = rng.randint(1, CREATION_TICKS[backend])
+        proc = ctx.Process(target=crash_worker.open_archive, args=(child, db, BASE_ENV, kill_at))
         proc.start()
         child.close()
         proc.join(timeout=60)
@@ -451,16 +488,16 @@ def test_a_kill_while_a_new_archive_is_created_leaves_one_the_next_start_complet
         killed += proc.exitcode == -signal.SIGKILL
         assert proc.exitcode in (0, -signal.SIGKILL), proc.exitcode
         with Engine(config.load(db, env=BASE_ENV)) as engine:
-            assert engine.schema_version == len(MIGRATIONS)
+            assert engine.schema_version == SCHEMA_VERSION[backend]
             engine.record(Scope(), "after", "the archive works", "user", "chat")
         assert archive_problems(db) == []
-    report("crash safety (archive creation)", attempts=20, kills_during_creation=killed, broken_archives=0)
+    report(f"crash safety (archive creation, {backend})", attempts=20, kills_during_creation=killed, broken_archives=0)
 
 
 # -- kills during background extraction (issue 15) -------------------------------------------------
 
 
-def background_round(db: Path, env: dict[str, str], log: Path, rng: random.Random, victim: Victim,
+def background_round(db: str, env: dict[str, str], log: Path, rng: random.Random, victim: Victim,
                      sent: dict[str, dict[str, Any]], acked: set[str]) -> None:  # fmt: skip
     """Two servers on one archive, MEMLIKEHUMAN_EXTRACTION_WAIT=0: both record, the scripted model kills
     the first at one of the extraction requests it receives (from either server's worker)."""
@@ -496,15 +533,17 @@ def background_round(db: Path, env: dict[str, str], log: Path, rng: random.Rando
             server.kill()
 
 
-def unfinished(db: Path) -> list[str]:
+def unfinished(db: str) -> list[str]:
     return [r["event_id"] for r in rows(db, "SELECT event_id FROM events WHERE extraction_state != 'complete'")]
 
 
-def test_kills_during_background_extraction_lose_no_event_and_extract_none_into_duplicate_memories(tmp_path: Path):
+def test_kills_during_background_extraction_lose_no_event_and_extract_none_into_duplicate_memories(
+    tmp_path: Path, archive_target: str, backend: str
+):
     seed = int(os.environ.get("RELIABILITY_SEED") or random.randrange(2**32))
     print(f"background extraction crashes: seed {seed} (repeat with RELIABILITY_SEED={seed})")
     rng = random.Random(seed)
-    db, log = tmp_path / "bg.sqlite3", tmp_path / "serve.log"
+    db, log = archive_target, tmp_path / "serve.log"
     victim = Victim()
     extractor = QuotingExtractor(victim.before_reply)
     sent: dict[str, dict[str, Any]] = {}
@@ -532,5 +571,5 @@ def test_kills_during_background_extraction_lose_no_event_and_extract_none_into_
     assert rows(db, "SELECT count(*) AS n FROM extraction_claims")[0]["n"] == 0
     assert archive_problems(db) == []
     assert "Traceback" not in log.read_text()
-    report("crash safety (background extraction)", seed=seed, rounds=8, kills_during_extraction=kills,
+    report(f"crash safety (background extraction, {backend})", seed=seed, rounds=8, kills_during_extraction=kills,
            events=len(stored), model_requests=extractor.calls, duplicate_memories=0, lost_events=0)  # fmt: skip

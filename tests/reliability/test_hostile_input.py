@@ -4,7 +4,8 @@ Hypothesis draws arguments for every tool, the persona resource and the start_se
 edge cases, NUL bytes, lone surrogates, bidi marks, huge and empty strings, wrong types, extra
 fields, FTS5 syntax, SQL fragments, path-like IDs, URI-breaking persona IDs and odd timestamps,
 mixed with valid values and IDs of records that exist, so calls also get past validation.
-A failed call must leave the archive exactly as it was (SQLite's data_version does not move),
+A failed call must leave the archive exactly as it was (support.Watcher: SQLite's data_version does
+not move; on PostgreSQL every table's rows digest the same),
 and the archive's integrity holds at the end. Lone surrogates cannot travel as valid JSON, so the
 in-process client carries them, and over stdio they go as raw escaped JSON text ("\\ud800").
 """
@@ -18,7 +19,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import apsw
 import pytest
 from conftest import SyncClient, connected, make_settings, stdio_params
 from hypothesis import HealthCheck, given, settings
@@ -29,7 +29,16 @@ from openai_stub import ScriptedOpenAI
 
 from memlikehuman.server import build_server
 
-from .support import QuotingExtractor, RawServer, archive_problems, error_code, extractor_env, report, tool_outcome
+from .support import (
+    QuotingExtractor,
+    RawServer,
+    Watcher,
+    archive_problems,
+    error_code,
+    extractor_env,
+    report,
+    tool_outcome,
+)
 
 TOOLS = (
     "memory_record",
@@ -259,7 +268,7 @@ def arguments(schema: dict[str, Any], known: Known, json_safe: bool) -> st.Searc
 
 
 @contextmanager
-def seeded_server(db: Path) -> Iterator[tuple[SyncClient, Known]]:
+def seeded_server(db: str) -> Iterator[tuple[SyncClient, Known]]:
     """An in-process server with a scripted extractor and a few records of each kind."""
     with ScriptedOpenAI(default_chat=QuotingExtractor()) as api:
         settings_ = make_settings(db, **extractor_env(api.base_url))
@@ -280,20 +289,14 @@ def seed(client: SyncClient) -> Known:
     return known
 
 
-def data_version(conn: apsw.Connection) -> int:
-    return int(conn.execute("PRAGMA data_version").fetchone()[0])
-
-
 class Tally:
     def __init__(self) -> None:
         self.calls: Counter[str] = Counter()
         self.outcomes: Counter[str] = Counter()
 
-    def tool(
-        self, client: SyncClient, watcher: apsw.Connection, name: str, args: dict[str, Any]
-    ) -> dict[str, Any] | None:
+    def tool(self, client: SyncClient, watcher: Watcher, name: str, args: dict[str, Any]) -> dict[str, Any] | None:
         """One call: a result (returned), or a coded error (not internal) that changed nothing (None)."""
-        before = data_version(watcher)
+        before = watcher.look()
         result = client.call(name, **args)
         self.calls[name] += 1
         if not result.is_error:
@@ -303,7 +306,7 @@ class Tally:
         text = result.content[0].text
         code = error_code(text)
         assert code in ALLOWED_CODES, f"{name}({_short(args)}) -> {text[:300]}"
-        assert data_version(watcher) == before, f"{name} failed with {code} but changed the archive"
+        assert watcher.look() == before, f"{name} failed with {code} but changed the archive"
         self.outcomes[code] += 1
         return None
 
@@ -350,12 +353,12 @@ def factor(request: pytest.FixtureRequest) -> int:
 
 @pytest.mark.parametrize("tool", TOOLS)
 def test_hostile_arguments_get_a_result_or_a_coded_error_in_process(
-    tmp_path: Path, tool: str, tally: Tally, factor: int
+    archive_target: str, tool: str, tally: Tally, factor: int
 ):
-    db = tmp_path / "hostile.sqlite3"
+    db = archive_target
     with seeded_server(db) as (client, known):
         schema = next(t.input_schema for t in client.list_tools().tools if t.name == tool)
-        watcher = apsw.Connection(str(db))
+        watcher = Watcher(db)
         try:
 
             @settings(max_examples=IN_PROCESS_EXAMPLES * factor, deadline=None, database=None,
@@ -406,14 +409,16 @@ def placed(args: dict[str, Any], field: tuple[str, ...], value: Any) -> dict[str
 
 
 @pytest.mark.parametrize("tool", TOOLS)
-def test_every_hostile_string_in_every_field_gets_a_result_or_a_coded_error(tmp_path: Path, tool: str, tally: Tally):
+def test_every_hostile_string_in_every_field_gets_a_result_or_a_coded_error(
+    archive_target: str, tool: str, tally: Tally
+):
     # Hypothesis above mixes categories at random and rarely puts a given string in a given field:
     # this sweep puts each one in each field once, in process (lone surrogates included).
-    db = tmp_path / "sweep.sqlite3"
+    db = archive_target
     with seeded_server(db) as (client, known):
         schema = next(t.input_schema for t in client.list_tools().tools if t.name == tool)
         fields = [(name,) for name in sorted(schema["properties"])] + NESTED.get(tool, [])
-        watcher = apsw.Connection(str(db))
+        watcher = Watcher(db)
         target = known.memories[0]  # memory_correct goes on with each replacement it makes
         try:
             n = 0
@@ -432,9 +437,9 @@ PERSONA_IDS = st.one_of(st.sampled_from(["default", "p1", "a:b.c-d_e"]), hostile
 
 
 def test_the_persona_resource_and_the_prompt_refuse_hostile_ids_with_coded_errors(
-    tmp_path: Path, tally: Tally, factor: int
+    archive_target: str, tally: Tally, factor: int
 ):
-    db = tmp_path / "hostile.sqlite3"
+    db = archive_target
     with seeded_server(db) as (client, _):
 
         @settings(max_examples=IN_PROCESS_EXAMPLES * factor, deadline=None, database=None,
@@ -454,15 +459,15 @@ def test_the_persona_resource_and_the_prompt_refuse_hostile_ids_with_coded_error
     assert archive_problems(db) == []
 
 
-def test_hostile_arguments_over_stdio_get_a_result_or_a_coded_error(tmp_path: Path, tally: Tally, factor: int):
-    db = tmp_path / "hostile-stdio.sqlite3"
+def test_hostile_arguments_over_stdio_get_a_result_or_a_coded_error(archive_target: str, tally: Tally, factor: int):
+    db = archive_target
     with (
         ScriptedOpenAI(default_chat=QuotingExtractor()) as api,
         connected(stdio_params(db, **extractor_env(api.base_url))) as client,
     ):
         known = seed(client)
         schemas = {t.name: t.input_schema for t in client.list_tools().tools}
-        watcher = apsw.Connection(str(db))
+        watcher = Watcher(db)
         try:
 
             @settings(max_examples=STDIO_EXAMPLES * factor, deadline=None, database=None,
@@ -499,8 +504,10 @@ RAW_OTHER = [
 ]
 
 
-def test_escaped_lone_surrogates_in_raw_json_get_answers_and_the_server_keeps_serving(tmp_path: Path, tally: Tally):
-    db = tmp_path / "raw.sqlite3"
+def test_escaped_lone_surrogates_in_raw_json_get_answers_and_the_server_keeps_serving(
+    tmp_path: Path, archive_target: str, tally: Tally
+):
+    db = archive_target
     server = RawServer(db, extractor_env("http://127.0.0.1:9/v1"), tmp_path / "raw.log")
     try:
         server.initialize()

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -52,9 +51,10 @@ def echo(body: dict[str, Any]) -> Any:
 
 
 @pytest.fixture
-def client(tmp_path: Path) -> Iterator[SyncClient]:
+def client(archive_target: str) -> Iterator[SyncClient]:
+    """An in-process server on a fresh archive of each backend in turn, holding every payload."""
     with ScriptedOpenAI(default_chat=echo) as api:
-        settings = make_settings(tmp_path / "labels.sqlite3", **extractor_env(api.base_url))
+        settings = make_settings(archive_target, **extractor_env(api.base_url))
         with connected(build_server(settings)) as c:
             for number, payload in enumerate(PAYLOADS):
                 c.ok("memory_record", event_id=f"trap-{number}", text=f"{TRAP_WORDS} {payload}", role="user",

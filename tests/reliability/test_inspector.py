@@ -3,6 +3,7 @@ one call of each tool, the persona resource, the start_session prompt and a code
 
 CI installs the Inspector under .ci/node (see .ci/run); elsewhere the test falls back to npx. It
 skips only outside CI when Node.js is missing; in CI (CI=true) a missing Node fails the test.
+Both backends (`archive_target`): every Inspector run starts its own server on the same archive.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ def inspector() -> list[str]:
 
 
 class Inspector:
-    def __init__(self, command: list[str], db: Path, env: dict[str, str]) -> None:
+    def __init__(self, command: list[str], db: Path | str, env: dict[str, str]) -> None:
         self.command = command
         self.flags = [part for key, value in env.items() for part in ("-e", f"{key}={value}")]
         # The console script, not `python -m`: the Inspector would read -m as its own option.
@@ -83,10 +84,12 @@ def ok(result: dict[str, Any]) -> dict[str, Any]:
     return dict(result["structuredContent"])
 
 
-def test_the_mcp_inspector_cli_lists_and_calls_every_tool_the_resource_and_the_prompt(tmp_path: Path):
+def test_the_mcp_inspector_cli_lists_and_calls_every_tool_the_resource_and_the_prompt(
+    archive_target: str, backend: str
+):
     command = inspector()
     with ScriptedOpenAI(default_chat=QuotingExtractor()) as api:
-        client = Inspector(command, tmp_path / "inspected.sqlite3", extractor_env(api.base_url))
+        client = Inspector(command, archive_target, extractor_env(api.base_url))
         listed = client.run("tools/list")["tools"]
         assert {tool["name"] for tool in listed} == TOOLS
         assert all(tool.get("outputSchema") and tool.get("inputSchema") for tool in listed)
@@ -130,4 +133,10 @@ def test_the_mcp_inspector_cli_lists_and_calls_every_tool_the_resource_and_the_p
         forgotten = ok(client.tool("memory_forget", record_id="insp-1"))
         assert set(forgotten["deleted_event_ids"]) == {"insp-1", corrected["correction_event_id"]}
         assert set(forgotten["deleted_memory_ids"]) == {memory_id, corrected["replacement_id"]}
-    report("MCP Inspector CLI", inspector=PACKAGE, client=command[0].rsplit("/", 1)[-1], calls=client.calls, failures=0)
+    report(
+        f"MCP Inspector CLI ({backend})",
+        inspector=PACKAGE,
+        client=command[0].rsplit("/", 1)[-1],
+        calls=client.calls,
+        failures=0,
+    )

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -33,12 +32,13 @@ CHECKS: list[str] = []
 
 
 @pytest.fixture
-def client(tmp_path: Path) -> Iterator[SyncClient]:
+def client(archive_target: str) -> Iterator[SyncClient]:
+    """An in-process server on a fresh archive of each backend in turn."""
     with ScriptedOpenAI(default_chat=QuotingExtractor()) as api:
-        settings = make_settings(tmp_path / "scopes.sqlite3", **extractor_env(api.base_url))
+        settings = make_settings(archive_target, **extractor_env(api.base_url))
         with connected(build_server(settings)) as c:
             yield c
-    assert archive_problems(tmp_path / "scopes.sqlite3") == []
+    assert archive_problems(archive_target) == []
 
 
 def fill_a(client: SyncClient) -> dict[str, str]:
@@ -101,7 +101,7 @@ def assert_blind(output: Any, ids: dict[str, str], where: str) -> None:
 
 
 @pytest.mark.parametrize("other", list(OTHERS))
-def test_a_record_of_one_scope_is_invisible_and_unchangeable_from_another(client: SyncClient, other: str):
+def test_a_record_of_one_scope_is_invisible_and_unchangeable_from_another(client: SyncClient, other: str, backend: str):
     scope = OTHERS[other]
     ids = fill_a(client)
     mine = fill_b(client, scope)
@@ -148,7 +148,7 @@ def test_a_record_of_one_scope_is_invisible_and_unchangeable_from_another(client
               session_id="shared-session", **scope)  # fmt: skip
     client.ok("memory_forget", record_id=mine["event_id"], **scope)
     assert snapshot(client, ids) == before
-    report(f"scope isolation ({other})", checks=len(CHECKS), leaks=0)
+    report(f"scope isolation ({other}, {backend})", checks=len(CHECKS), leaks=0)
     CHECKS.clear()
 
 
