@@ -127,3 +127,17 @@ def test_stats_report_the_database_and_its_size(pg_url: str) -> None:
     assert result.exit_code == 0, result.output
     stats = json.loads(result.stdout)
     assert stats["path"].startswith("postgresql:///") and stats["file_bytes"] > 0
+
+
+def test_text_and_a_cue_label_holding_nul_are_read_and_exported_whole(tmp_path: Path, pg_url: str) -> None:
+    with Engine(make_settings(pg_url)) as engine:
+        engine.record(
+            SCOPE, "nul", "before\x00after", "user", "alice", cues=[{"kind": "text", "key": "k", "label": "a\x00b"}]
+        )
+        event = engine.read(SCOPE, "nul").event
+        assert event.text == "before\x00after" and event.cues[0].label == "a\x00b"
+    exported = export_text(pg_url)  # type: ignore[arg-type]
+    (tmp_path / "nul.jsonl").write_bytes(exported.encode())
+    target = tmp_path / "nul.sqlite3"
+    assert cli(target, "import", str(tmp_path / "nul.jsonl")).exit_code == 0
+    assert body(export_text(target)) == body(exported)

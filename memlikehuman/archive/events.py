@@ -233,8 +233,9 @@ def load(db: Database, sequence: int) -> Event:
             f"event #{sequence} no longer exists (it was forgotten meanwhile): find the current records"
             " with memory_recall"
         )
-    cues = tuple(Cue(c["kind"], c["key"], c["label"]) for c in json.loads(row.pop("cue_list")))
-    memory_ids = tuple(m["id"] for m in json.loads(row.pop("memory_list")))
+    # strict=False: a NUL in a label comes back raw from PostgreSQL's JSON (pg.py NUL_STAND_IN).
+    cues = tuple(Cue(c["kind"], c["key"], c["label"]) for c in json.loads(row.pop("cue_list"), strict=False))
+    memory_ids = tuple(m["id"] for m in json.loads(row.pop("memory_list"), strict=False))
     return _event(row, cues, memory_ids)
 
 

@@ -194,7 +194,7 @@ def to_record(kind: str, row: Row) -> dict[str, Any]:
     """A stored row as an export record, keys in SPECS order."""
     values = dict(row)
     if kind == "event":
-        values["cues"] = json.loads(values["cues"])
+        values["cues"] = json.loads(values["cues"], strict=False)  # a raw NUL from PostgreSQL (pg.py)
         values["occurred_at_given"] = bool(values["occurred_at_given"])
     elif kind == "memory":
         values["status"] = memory_status(values["revoked_at"], values["valid_to"])
