@@ -389,14 +389,17 @@ def migrate(db: Database, upto: int | None = None) -> int:
     ``upto``: apply only the first ``upto`` migrations (an archive of an older schema, for tests).
     A PostgreSQL archive has its own list (archive/pg_schema.py).
     """
+    migrations = MIGRATIONS
     if dialect(db) == "postgres":
-        return pg_schema.migrate(db, upto)
-    with db.write() as conn:
-        conn.execute(
-            "CREATE TABLE IF NOT EXISTS schema_migrations"
-            " (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
-        )
-    for number, fn in enumerate(MIGRATIONS[:upto], start=1):
+        pg_schema.create_ledger(db)
+        migrations = pg_schema.MIGRATIONS
+    else:
+        with db.write() as conn:
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations"
+                " (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+            )
+    for number, fn in enumerate(migrations[:upto], start=1):
         with db.write() as conn:
             # Re-checked inside the write lock: another process may have just applied it.
             if db.scalar("SELECT 1 FROM schema_migrations WHERE id = ?", (number,)):

@@ -21,8 +21,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..clock import now_stamp
-
 Migration = Callable[[Any], None]
 MIGRATIONS: list[Migration] = []
 FULLTEXT_TABLES = {
@@ -311,25 +309,12 @@ def schema_version(db: Any) -> int:
     return int(db.scalar("SELECT count(*) FROM schema_migrations") or 0)
 
 
-def migrate(db: Any, upto: int | None = None) -> int:
-    """Apply pending migrations, one write transaction each; return the schema version."""
-    # Only when missing: CREATE ... IF NOT EXISTS still needs the right to create, which a member's
-    # role of a team archive may lack (docs/team.md: the owner role migrates).
+def create_ledger(db: Any) -> None:
+    """The ledger table, only when missing: CREATE ... IF NOT EXISTS still needs the right to create,
+    which a member's role of a team archive may lack (docs/team.md: the owner role migrates)."""
     if not db.scalar("SELECT to_regclass('schema_migrations') IS NOT NULL AS present"):
         with db.write() as conn:
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS schema_migrations"
                 " (id integer PRIMARY KEY, name text NOT NULL, applied_at text NOT NULL)"
             )
-    for number, fn in enumerate(MIGRATIONS[:upto], start=1):
-        if number <= schema_version(db):
-            continue
-        with db.write() as conn:
-            if db.scalar("SELECT 1 FROM schema_migrations WHERE id = ?", (number,)):
-                continue
-            fn(conn)
-            conn.execute(
-                "INSERT INTO schema_migrations (id, name, applied_at) VALUES (?, ?, ?)",
-                (number, fn.__name__, now_stamp()),
-            )
-    return schema_version(db)
