@@ -95,7 +95,11 @@ class Engine(Operations):
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.db = open_database(settings.archive)
-        self.schema_version = migrate(self.db)
+        try:
+            self.schema_version = migrate(self.db)
+        except BaseException:
+            self.db.close()  # an archive that cannot be brought up to date is not kept open
+            raise
         if fulltext.ngrams_behind(self.db):
             # m006 adds the n-gram index empty; an older archive's rows are written now, in batches.
             import logging

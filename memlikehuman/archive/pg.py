@@ -290,6 +290,11 @@ class PgDatabase:
         with self._lock:
             self.raw.close()
 
+    def __del__(self) -> None:
+        # Like an apsw connection, an archive dropped without close() closes quietly.
+        with suppress(Exception):
+            self.raw.close()
+
     def query(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[Row]:
         with self._lock, self._guard():
             return list(self.conn.execute(sql, params).fetchall())
