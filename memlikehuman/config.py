@@ -97,8 +97,10 @@ class Settings:
 
 def _archive(target: Path | str) -> tuple[str | None, Path]:
     """(PostgreSQL URL or None, local path): a URL keeps its side files beside the default archive."""
+    from .archive.db import is_url  # apsw: every command and hook opens the archive anyway
+
     text = str(target)
-    if text.startswith(("postgresql://", "postgres://")):
+    if is_url(text):
         import hashlib  # here: importing it costs a hook's start-up ~15 ms (OpenSSL)
 
         digest = hashlib.sha256(text.encode()).hexdigest()[:16]

@@ -15,8 +15,7 @@ from mcp import Client, StdioServerParameters
 
 from memlikehuman import config
 from memlikehuman.archive import events, memories
-from memlikehuman.archive.db import dialect, open_database
-from memlikehuman.archive.pg import is_url
+from memlikehuman.archive.db import dialect, is_url, open_database
 from memlikehuman.engine import Engine
 from memlikehuman.records import Candidate, Scope
 from memlikehuman.server import build_server

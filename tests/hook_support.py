@@ -19,8 +19,7 @@ from typing import Any, TypeAlias
 import pytest
 from conftest import BASE_ENV
 
-from memlikehuman.archive.db import open_database
-from memlikehuman.archive.pg import is_url
+from memlikehuman.archive.db import is_url, open_database
 
 SCRIPT = Path(sys.executable).with_name("memlikehuman")
 Archive: TypeAlias = Path | str  # what a hook is pointed at: a SQLite file or a PostgreSQL URL

@@ -15,8 +15,7 @@ import pytest
 from conftest import add_memory, fts_rowids
 from reliability.support import STRUCTURE
 
-from memlikehuman.archive.db import open_database
-from memlikehuman.archive.pg import is_url
+from memlikehuman.archive.db import is_url, open_database
 from memlikehuman.engine import Engine
 from memlikehuman.lifecycle import forget
 from memlikehuman.records import Scope

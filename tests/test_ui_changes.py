@@ -13,8 +13,7 @@ from conftest import add_memory, make_settings
 from ui_support import UI, open_transactions, running_ui, snapshot
 
 from memlikehuman.archive import memories, personas
-from memlikehuman.archive.db import open_database
-from memlikehuman.archive.pg import is_url
+from memlikehuman.archive.db import is_url, open_database
 from memlikehuman.engine import Engine
 from memlikehuman.lifecycle import correct, forget
 from memlikehuman.records import Scope

@@ -21,8 +21,7 @@ import pytest
 from conftest import BASE_ENV
 from pg_support import BACKENDS, fresh_database, selected_backends
 
-from memlikehuman.archive.db import open_database
-from memlikehuman.archive.pg import is_url
+from memlikehuman.archive.db import is_url, open_database
 
 URL_RE = re.compile(r"http://127\.0\.0\.1:(\d+)/\?token=([A-Za-z0-9_\-]+)")
 

@@ -172,10 +172,18 @@ def dialect(conn: Any) -> str:
     return getattr(conn, "dialect", "sqlite")
 
 
+URL_PREFIXES = ("postgresql://", "postgres://")
+
+
+def is_url(target: Path | str) -> bool:
+    """Whether an archive setting names a PostgreSQL database rather than a SQLite file."""
+    return isinstance(target, str) and target.startswith(URL_PREFIXES)
+
+
 def open_database(target: Path | str) -> Any:
     """The archive a setting names: a PostgreSQL URL opens a PgDatabase (archive/pg.py), else a file."""
-    if isinstance(target, str) and target.startswith(("postgresql://", "postgres://")):
+    if is_url(target):
         from . import pg  # only then: a hook's start-up stays short
 
-        return pg.PgDatabase(target)
+        return pg.PgDatabase(str(target))
     return Database(target)

@@ -39,7 +39,6 @@ _MAY_CHECKPOINT = (
 )
 # How long a forget's VACUUM FULL waits for other transactions' locks (PgDatabase.vacuum).
 REWRITE_LOCK_WAIT = "2s"
-URL_PREFIXES = ("postgresql://", "postgres://")
 
 _REWRITES = (
     (re.compile(r"\s+NOT INDEXED\b"), ""),
@@ -62,11 +61,6 @@ _PIECES = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|--[^\n]*|\?|(?<!:):(\w
 def redacted(url: str) -> str:
     """The URL without its password, for messages and logs."""
     return re.sub(r"(://[^:/@]*):[^@]*@", r"\1@", url)
-
-
-def is_url(target: str | Path) -> bool:
-    """Whether an archive setting names a PostgreSQL database rather than a SQLite file."""
-    return isinstance(target, str) and target.startswith(URL_PREFIXES)
 
 
 @lru_cache(maxsize=2048)

@@ -23,7 +23,8 @@ from typing import Any
 import apsw
 
 from memlikehuman import config
-from memlikehuman.archive import checkpoints, pg
+from memlikehuman.archive import checkpoints
+from memlikehuman.archive.db import is_url
 from memlikehuman.engine import Engine
 from memlikehuman.errors import MemLikeHumanError
 from memlikehuman.lifecycle import correct, forget
@@ -89,7 +90,7 @@ def arm_psycopg(kill_at: int) -> None:
 
 def main(conn: Connection, db_path: str, env: dict[str, str], kill_at: int) -> None:
     engine = Engine(config.load(db_path, env=env))
-    if kill_at and pg.is_url(db_path):
+    if kill_at and is_url(db_path):
         arm_psycopg(kill_at)
     elif kill_at:
         engine.db.conn.set_progress_handler(killer(kill_at), TICK)
@@ -108,7 +109,7 @@ def main(conn: Connection, db_path: str, env: dict[str, str], kill_at: int) -> N
 
 def open_archive(conn: Connection, db_path: str, env: dict[str, str], kill_at: int) -> None:
     """Open (and so create and migrate) an archive; every connection is armed from its first statement."""
-    if pg.is_url(db_path):
+    if is_url(db_path):
         arm_psycopg(kill_at)
     else:
         apsw.connection_hooks.append(lambda connection: connection.set_progress_handler(killer(kill_at), TICK))

@@ -37,7 +37,8 @@ from openai_stub import ScriptedOpenAI
 from pg_support import fresh_database
 
 from memlikehuman import config
-from memlikehuman.archive import pg, pg_schema
+from memlikehuman.archive import pg_schema
+from memlikehuman.archive.db import is_url
 from memlikehuman.archive.migrations import MIGRATIONS
 from memlikehuman.engine import Engine
 from memlikehuman.records import Scope
@@ -226,7 +227,7 @@ def check_archive(db: str, ledger: Ledger) -> None:
                              " WHERE e.event_id = ?", (event_id,))[0]["n"]  # fmt: skip
                 assert count >= 1, f"{event_id} is complete but lost its memory"
     assert not ledger.forgotten_events & set(events), "a forgotten event is back"
-    if not pg.is_url(db):
+    if not is_url(db):
         check_files(Path(db), ledger, events)
     assert not ledger.forgotten_memories & set(memory_ids), "a forgotten memory is back"
     for memory_id, (replacement, correction_event) in ledger.corrections.items():
@@ -304,7 +305,7 @@ def worker_session(ctx: Any, db: str, env: dict[str, str], rng: random.Random, l
             try:
                 reply = parent.recv()
             except (EOFError, ConnectionResetError):  # a worker killed with unread input resets the pipe
-                inside = "kills: inside a PostgreSQL exchange" if pg.is_url(db) else "kills: inside a SQLite statement"
+                inside = "kills: inside a PostgreSQL exchange" if is_url(db) else "kills: inside a SQLite statement"
                 ledger.counts["kills: during extraction" if victim.killed else inside] += 1
                 ledger.counts[f"in flight at a kill: {op[0]}"] += 1
                 return [op]
