@@ -140,10 +140,14 @@ class Engine(Operations):
                 self._embedder = build_embedder(self.settings)
         return self._embedder
 
-    def close(self) -> None:
-        """Stop background extraction and embedding, then release the archive."""
+    def close(self, *, checkpoint: bool = True) -> None:
+        """Stop background extraction and embedding, then release the archive.
+
+        checkpoint=False: a process that lives for one call leaves the WAL to the archive's next
+        writer (Database.close).
+        """
         self.background.close()
-        self.db.close()
+        self.db.close(checkpoint=checkpoint)
 
     def __enter__(self) -> Engine:
         return self
@@ -272,9 +276,7 @@ class Engine(Operations):
         self.background.notify_indexer()
         return result
 
-    def forget(
-        self, scope: Scope, record_id: str, expected: Preview | None = None
-    ) -> ForgetResult:
+    def forget(self, scope: Scope, record_id: str, expected: Preview | None = None) -> ForgetResult:
         """Forget a record (forget.forget) and drop its vectors from this process's cache.
 
         With ``expected`` (a preview shown to a person) nothing is deleted unless the same events

@@ -84,6 +84,8 @@ class Scope:
 
 @dataclass(frozen=True)
 class Cue:
+    """A retrieval key attached to an event (a text key or a photo's key, with an optional label)."""
+
     kind: str
     key: str
     label: str | None = None
@@ -180,6 +182,8 @@ class PersonaVersion:
 
 @dataclass(frozen=True)
 class RecordResult:
+    """What memory_record reports: the event, whether it was a duplicate, and its extraction."""
+
     event_id: str
     sequence: int
     duplicate: bool
@@ -201,6 +205,8 @@ class Page:
 
 @dataclass(frozen=True)
 class ReadResult:
+    """What memory_read returns: the event (and the memory, when a memory ID was read) and a page of text."""
+
     record_type: str  # event | memory
     event: Event
     page: Page
@@ -243,6 +249,8 @@ class RawHit:
 
 @dataclass(frozen=True)
 class Coverage:
+    """How much of the scope a recall could search: pending, failed and unembedded events."""
+
     events_in_scope: int
     events_pending: int
     events_failed: int
@@ -254,6 +262,8 @@ class Coverage:
 
 @dataclass(frozen=True)
 class RecallResult:
+    """What memory_recall returns: memories, raw excerpts, the mode used, coverage and warnings."""
+
     memories: tuple[MemoryHit, ...]
     raw_fallback: tuple[RawHit, ...]
     search_mode: str

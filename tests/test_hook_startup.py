@@ -15,9 +15,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import apsw
 import platformdirs
 import pytest
-from hook_support import stored
+from hook_support import run_hook, stored
 
 from memlikehuman import config, digest
 from memlikehuman.archive import claims
@@ -61,6 +62,34 @@ def test_the_prompt_and_start_hooks_import_no_slow_module(db: Path, project: Pat
     assert imported_by_one_hook_run(seed, db) == []
     assert imported_by_one_hook_run({"session_id": "s1", "cwd": str(project), **event}, db) == []
     assert len(stored(db)) == 1 + (event["hook_event_name"] == "UserPromptSubmit")
+
+
+def test_a_start_hook_reads_an_up_to_date_archive_while_another_process_holds_the_write_lock(
+    db: Path, project: Path
+) -> None:
+    seed = {"session_id": "s0", "cwd": str(project), "hook_event_name": "UserPromptSubmit"}
+    assert run_hook("claude-code", {**seed, "prompt": "we deploy from the blue branch"}, db, project).returncode == 0
+    writer = apsw.Connection(str(db))
+    writer.execute("BEGIN IMMEDIATE")  # a long import or forget in another process
+    try:
+        start = {"session_id": "s1", "cwd": str(project), "hook_event_name": "SessionStart", "source": "startup"}
+        ran = run_hook("claude-code", start, db, project)
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+    assert ran.returncode == 0 and ran.stderr == ""
+    assert "we deploy from the blue branch" in ran.json()["hookSpecificOutput"]["additionalContext"]
+
+
+def test_a_hook_leaves_the_write_ahead_log_to_the_next_writer_and_its_event_stays_readable(
+    db: Path, project: Path
+) -> None:
+    prompt = {"session_id": "s0", "cwd": str(project), "hook_event_name": "UserPromptSubmit", "prompt": "tea at five"}
+    assert run_hook("claude-code", prompt, db, project).returncode == 0
+    wal = db.with_name(db.name + "-wal")
+    assert wal.exists() and wal.stat().st_size > 0  # not copied into the file by the hook's close
+    assert [row["text"] for row in stored(db)] == ["tea at five"]
+    assert not wal.exists()  # the last connection to close without that option checkpoints it
 
 
 def test_the_sha256_helper_gives_the_digests_hashlib_gives() -> None:

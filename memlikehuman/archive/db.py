@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -98,9 +98,18 @@ class Database:
         """A number that changes when another connection commits (PRAGMA data_version)."""
         return int(self.scalar("PRAGMA data_version"))
 
-    def close(self) -> None:
-        """Close the connection (idempotent)."""
+    def close(self, *, checkpoint: bool = True) -> None:
+        """Close the connection (idempotent).
+
+        checkpoint=False leaves the WAL as it is when this is the last connection (SQLite would
+        otherwise copy it into the file and delete it): for processes that live for one hook call.
+        Commits are durable either way (synchronous=FULL); the next writer's auto-checkpoint, a
+        server's close or forget (which truncates the WAL) moves the pages into the file.
+        """
         with self._lock:
+            if not checkpoint:
+                with suppress(apsw.Error):  # already closed: nothing to leave
+                    self.conn.config(apsw.SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1)
             self.conn.close()
 
     def query(self, sql: str, params: tuple[Any, ...] | dict[str, Any] = ()) -> list[Row]:

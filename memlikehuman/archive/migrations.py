@@ -393,13 +393,18 @@ def migrate(db: Database, upto: int | None = None) -> int:
     if dialect(db) == "postgres":
         pg_schema.create_ledger(db)
         migrations = pg_schema.MIGRATIONS
-    else:
+    elif not db.scalar("SELECT count(*) FROM sqlite_master WHERE name = 'schema_migrations'"):
         with db.write() as conn:
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS schema_migrations"
                 " (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
             )
+    # Read without the write lock: an archive already up to date (every open of every hook and
+    # command) takes no write transaction at all.
+    applied = {row["id"] for row in db.query("SELECT id FROM schema_migrations")}
     for number, fn in enumerate(migrations[:upto], start=1):
+        if number in applied:
+            continue
         with db.write() as conn:
             # Re-checked inside the write lock: another process may have just applied it.
             if db.scalar("SELECT 1 FROM schema_migrations WHERE id = ?", (number,)):

@@ -280,7 +280,8 @@ class PgDatabase:
             self.raw.execute("CHECKPOINT")
         return True
 
-    def close(self) -> None:
+    def close(self, *, checkpoint: bool = True) -> None:
+        """Close the connection (idempotent); checkpoint is SQLite's concern (the server checkpoints here)."""
         with self._lock:
             self.raw.close()
 

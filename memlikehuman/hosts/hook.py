@@ -90,22 +90,31 @@ def _dispatch(hook: adapters.HookInput, settings: Settings, options: Options) ->
     persona = options.persona or settings.persona_id
     configured = options.project or (settings.project_id if settings.project_id != "default" else None)
     scope = Scope(persona, resolve_project(configured, hook.cwd))
-    with Engine(settings) as engine:
-        if hook.step == "start":
-            return _start(engine, scope, hook)
-        if hook.step == "prompt":
-            return _prompt(engine, scope, hook)
-        if hook.step == "tool":
-            call = tools.from_payload(hook.payload or {})
-            if call is not None:
-                record_tool(engine, scope, hook.host, hook.session_id, call)
-            return None
-        if hook.step == "subagent":
-            _subagent(engine, scope, hook)
-            return None
-        _reply(engine, scope, hook, parts)
-        if hook.step in ("compact", "end"):
-            _checkpoint(engine, scope, hook)
+    engine = Engine(settings)
+    try:
+        return _step(engine, scope, hook, parts)
+    finally:
+        # A hook process lives for one call: copying the WAL into the file on every prompt (when no
+        # server holds the archive open) is left to the next writer, a server or forget.
+        engine.close(checkpoint=False)
+
+
+def _step(engine: Engine, scope: Scope, hook: adapters.HookInput, parts: Collection[str]) -> str | None:
+    if hook.step == "start":
+        return _start(engine, scope, hook)
+    if hook.step == "prompt":
+        return _prompt(engine, scope, hook)
+    if hook.step == "tool":
+        call = tools.from_payload(hook.payload or {})
+        if call is not None:
+            record_tool(engine, scope, hook.host, hook.session_id, call)
+        return None
+    if hook.step == "subagent":
+        _subagent(engine, scope, hook)
+        return None
+    _reply(engine, scope, hook, parts)
+    if hook.step in ("compact", "end"):
+        _checkpoint(engine, scope, hook)
     return None
 
 
@@ -249,9 +258,7 @@ def _checkpoint(engine: Engine, scope: Scope, hook: adapters.HookInput) -> None:
     covered = turns[-1].event_id if turns else None
     if covered is None:
         raise ValueError(f"no event of session {hook.session_id!r} is recorded yet: no checkpoint was written")
-    messages = [(m.role, m.text) for m in transcripts.read(hook.transcript_path)] or [
-        (t.role, t.text) for t in turns
-    ]
+    messages = [(m.role, m.text) for m in transcripts.read(hook.transcript_path)] or [(t.role, t.text) for t in turns]
     engine.checkpoint(scope, extractive_state(messages, hook.event), covered, hook.session_id)
 
 
