@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 ROLES = ("user", "assistant", "tool", "system")
@@ -37,6 +37,7 @@ __all__ = [
     "Preview",
     "RawHit",
     "ReadResult",
+    "RebuildResult",
     "RecallResult",
     "RecordResult",
     "Scope",
@@ -46,19 +47,23 @@ __all__ = [
 if TYPE_CHECKING:
     from .reports import (
         NOT_SCRUBBED,
+        Candidate,
         Check,
         CorrectionResult,
         ForgetResult,
         HistoryMessage,
         HistoryReport,
         ImportReport,
+        Page,
+        PersonaVersion,
         Preview,
+        RebuildResult,
     )
 
-# Defined in reports.py and loaded on first use: none of them is created on a hook's path.
+# Defined in reports.py and loaded on first use: a prompt or start hook creates none of them.
 _REPORTS = frozenset(
     ("NOT_SCRUBBED", "Check", "CorrectionResult", "ForgetResult", "HistoryMessage", "HistoryReport", "ImportReport")
-    + ("Preview",)
+    + ("Preview", "PersonaVersion", "Page", "Candidate", "RebuildResult")
 )
 
 
@@ -171,16 +176,6 @@ def memory_status(revoked_at: str | None, valid_to: str | None, as_of: str | Non
 
 
 @dataclass(frozen=True)
-class PersonaVersion:
-    """One version of a persona's core persona (each CLI edit is a new one; the newest is current)."""
-
-    persona_id: str
-    version: int
-    text: str
-    created_at: str
-
-
-@dataclass(frozen=True)
 class RecordResult:
     """What memory_record reports: the event, whether it was a duplicate, and its extraction."""
 
@@ -194,16 +189,6 @@ class RecordResult:
 
 
 @dataclass(frozen=True)
-class Page:
-    """A window of an event's original text."""
-
-    text: str
-    offset: int
-    next_offset: int | None
-    total_chars: int
-
-
-@dataclass(frozen=True)
 class ReadResult:
     """What memory_read returns: the event (and the memory, when a memory ID was read) and a page of text."""
 
@@ -211,20 +196,6 @@ class ReadResult:
     event: Event
     page: Page
     memory: Memory | None = None
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """A checked memory ready to be stored (output of extraction, input of the archive)."""
-
-    content: str
-    quote: str
-    kind: str
-    basis: str
-    subject: str | None
-    valid_from: str
-    gist: str | None = None
-    warnings: tuple[str, ...] = field(default=())
 
 
 @dataclass(frozen=True)

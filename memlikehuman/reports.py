@@ -1,7 +1,9 @@
-"""The records of forgetting, correcting, importing and the doctor: what those operations return.
+"""The records a prompt or start hook never creates: forgetting, correcting, importing, the doctor,
+memory_read's page, extraction's candidates, persona versions and full-text rebuilds.
 
-Kept apart from records.py, which re-exports each name: a hook's start never creates these frozen
-dataclasses (about 1 ms each on a 2-core machine, bench/hooks.py).
+Kept apart from records.py, which re-exports each name: creating a frozen dataclass compiles its
+generated methods (about 1.5 ms each on a 2-core machine), and a hook runs in a new process for
+every prompt (bench/hooks.py).
 """
 
 from __future__ import annotations
@@ -97,3 +99,45 @@ class HistoryReport:
     conversations: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
     dry_run: bool = False
+
+
+@dataclass(frozen=True)
+class PersonaVersion:
+    """One version of a persona's core persona (each CLI edit is a new one; the newest is current)."""
+
+    persona_id: str
+    version: int
+    text: str
+    created_at: str
+
+
+@dataclass(frozen=True)
+class Page:
+    """A window of an event's original text."""
+
+    text: str
+    offset: int
+    next_offset: int | None
+    total_chars: int
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A checked memory ready to be stored (output of extraction, input of the archive)."""
+
+    content: str
+    quote: str
+    kind: str
+    basis: str
+    subject: str | None
+    valid_from: str
+    gist: str | None = None
+    warnings: tuple[str, ...] = field(default=())
+
+
+@dataclass(frozen=True)
+class RebuildResult:
+    """How many full-text rows a rebuild wrote (rows of the word and n-gram indexes counted once)."""
+
+    events: int
+    memories: int

@@ -16,12 +16,21 @@ from ..archive.migrations import migrate
 from ..config import Settings
 
 if TYPE_CHECKING:
-    from ..archive.fulltext import Progress, RebuildResult
+    from ..archive.fulltext import Progress
     from ..index.indexer import Indexer
     from ..lifecycle.extract import Outcome
     from ..lifecycle.worker import Worker
     from ..providers.base import Embedder
-    from ..records import Check, HistoryMessage, HistoryReport, ImportReport, Memory, PersonaVersion, Scope
+    from ..records import (
+        Check,
+        HistoryMessage,
+        HistoryReport,
+        ImportReport,
+        Memory,
+        PersonaVersion,
+        RebuildResult,
+        Scope,
+    )
     from . import stats as archive_stats
 
 

@@ -5,14 +5,17 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import clock, validate
 from ..digest import sha256_hex
 from ..errors import Conflict, InvalidArgument, NotFound
-from ..records import CATEGORIES, CUE_KINDS, ROLES, Cue, Event, Page, Scope
+from ..records import CATEGORIES, CUE_KINDS, ROLES, Cue, Event, Scope
 from . import event_dates, fulltext
 from .db import Database, Row
+
+if TYPE_CHECKING:
+    from ..records import Page
 
 PENDING_UNCONFIGURED = (
     "no extractor is configured (MEMLIKEHUMAN_EXTRACTOR=none): the raw text is durable and searchable"
@@ -153,9 +156,7 @@ COLUMNS = (
 def write(conn: Any, values: Sequence[Any], cues: Sequence[Cue]) -> int:
     """The one INSERT of an event row (memory_record, corrections, import), with its cues and resolved
     relative dates; returns its sequence. The caller writes the full-text row (fulltext.index_event)."""
-    conn.execute(
-        f"INSERT INTO events ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})", tuple(values)
-    )
+    conn.execute(f"INSERT INTO events ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})", tuple(values))
     sequence = int(conn.last_insert_rowid())
     if cues:
         conn.executemany(
@@ -277,6 +278,8 @@ def leave(db: Database, sequence: int, state: str, error: str) -> Event:
 
 def page(text: str, offset: int, max_chars: int) -> Page:
     """The window [offset, offset+max_chars) of text; next_offset is None at the end."""
+    from ..records import Page  # reports.py: a hook never reads
+
     if offset > len(text):
         raise InvalidArgument(
             f"offset {offset} is past the end of the text ({len(text)} characters): use 0..{len(text)}"

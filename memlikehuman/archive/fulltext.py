@@ -15,7 +15,6 @@ found the same way in all of them.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..records import Cue
@@ -24,6 +23,8 @@ from .db import Database, dialect
 
 if TYPE_CHECKING:
     import logging
+
+    from ..records import RebuildResult
 
 BATCH = 500
 Progress = Callable[[int, int], None]
@@ -172,14 +173,6 @@ def unindex_memory(conn: Any, rowid: int) -> None:
         _write(conn, table, rowid, values, delete=True)
 
 
-@dataclass(frozen=True)
-class RebuildResult:
-    """How many full-text rows a rebuild wrote (rows of the word and n-gram indexes counted once)."""
-
-    events: int
-    memories: int
-
-
 def count_missing(db: Database, tables: Sequence[str] = ALL_TABLES) -> tuple[int, int]:
     """(events, memories) that lack a row in at least one of the tables (default: all four)."""
     counts = {"event": 0, "memory": 0}
@@ -244,6 +237,8 @@ def fill_missing(
             if progress:
                 written = done["event"] + done["memory"]
                 progress(written, max(total, written))
+    from ..records import RebuildResult  # reports.py: rarely needed
+
     return RebuildResult(events=done["event"], memories=done["memory"])
 
 
@@ -275,6 +270,8 @@ def logged_progress(log: logging.Logger, label: str, steps: int = 10) -> Progres
 
 def complete_ngrams(db: Database, progress: Progress | None = None) -> RebuildResult:
     """Write the n-gram rows an archive lacks (after m006 on an older archive), in committed batches."""
+    from ..records import RebuildResult  # reports.py: rarely needed
+
     if not ngrams_behind(db):
         return RebuildResult(0, 0)
     return fill_missing(db, progress, tables=tuple(NGRAM_TABLES.values()))

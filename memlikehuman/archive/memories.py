@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import NotFound
-from ..records import Candidate, Event, Memory, Scope
+from ..records import Event, Memory, Scope
 from . import fulltext, pg_fulltext, timeline
 from .db import Database, Row, dialect
+
+if TYPE_CHECKING:
+    from ..records import Candidate
 
 MEMORY_PREFIX = "mem_"
 

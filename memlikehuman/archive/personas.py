@@ -6,17 +6,22 @@ No MCP tool writes here; ``set_text`` is called by ``memlikehuman persona set|ed
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import clock, validate
-from ..records import Memory, PersonaVersion
+from ..records import Memory
 from . import memories
 from .db import Database, Row
+
+if TYPE_CHECKING:
+    from ..records import PersonaVersion
 
 MAX_PERSONA_CHARS = 20_000
 
 
 def _version(row: Row) -> PersonaVersion:
+    from ..records import PersonaVersion  # reports.py: loaded where a persona was set
+
     return PersonaVersion(row["persona_id"], row["version"], row["text"], row["created_at"])
 
 
@@ -47,6 +52,8 @@ def set_text(db: Database, persona_id: str, text: str) -> tuple[PersonaVersion, 
     An edit identical to the current version stores nothing. Raises InvalidArgument for an empty
     text or bad persona_id, LimitExceeded over 20,000 characters.
     """
+    from ..records import PersonaVersion
+
     validate.persona_id(persona_id)
     cleaned = validate.text(text.strip() if isinstance(text, str) else text, "persona text", MAX_PERSONA_CHARS)
     with db.write() as conn:

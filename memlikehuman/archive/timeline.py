@@ -28,11 +28,14 @@ Invariants, kept by every function here inside the caller's write transaction:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidArgument
-from ..records import Candidate, Event, Memory
+from ..records import Event, Memory
 from .db import placeholders
+
+if TYPE_CHECKING:
+    from ..records import Candidate
 
 FORGOTTEN_CORRECTION = (
     "its correction was forgotten with memory_forget; it stays revoked (the user said it was wrong):"

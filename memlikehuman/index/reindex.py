@@ -7,11 +7,16 @@ to the end (or a ``missing_only`` run finished it) searches see only part of the
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..archive import fulltext
 from ..archive.db import Database
-from ..archive.fulltext import Progress, RebuildResult
+from ..archive.fulltext import Progress
 from ..errors import InvalidArgument
 from .indexer import Indexer, index_pending
+
+if TYPE_CHECKING:
+    from ..records import RebuildResult
 
 
 def rebuild_fulltext(

@@ -26,7 +26,7 @@ from ..archive import checkpoints, personas
 from ..archive.checkpoints import Checkpoint
 from ..archive.db import Database
 from ..errors import Unavailable
-from ..records import MemoryHit, PersonaVersion, RawHit, Scope
+from ..records import MemoryHit, RawHit, Scope
 from ..retrieval import gist
 from ..shapes import data_line
 from . import tokens
@@ -34,6 +34,7 @@ from . import tokens
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from ..records import PersonaVersion
     from ..retrieval.sources import Sources, Upkeep
 
 DEFAULT_BUDGET = 4_096
