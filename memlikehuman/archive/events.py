@@ -196,13 +196,7 @@ def write_many(conn: Any, rows: Sequence[Sequence[Any]], cues: Sequence[Sequence
     """write() for many new events at once (the import): a few statements per batch instead of a few
     per event. ``rows`` hold COLUMNS values (IDs not in the archive, each once); returns their
     sequences in order. The caller writes the full-text rows (fulltext.index_events)."""
-    _insert_rows(conn, rows)
-    ids = [row[0] for row in rows]
-    found = {
-        r["event_id"]: int(r["sequence"])
-        for r in conn.execute(f"SELECT event_id, sequence FROM events WHERE event_id IN ({placeholders(ids)})", ids)
-    }
-    sequences = [found[event_id] for event_id in ids]
+    sequences = _insert_rows(conn, rows)
     cue_rows = [
         (sequence, i, cue.kind, cue.key, cue.label)
         for sequence, event_cues in zip(sequences, cues, strict=True)
@@ -219,8 +213,9 @@ def write_many(conn: Any, rows: Sequence[Sequence[Any]], cues: Sequence[Sequence
 _NAMES = ", ".join(COLUMNS)
 
 
-def _insert_rows(conn: Any, rows: Sequence[Sequence[Any]]) -> None:
-    """INSERT many event rows, in order. SQLite: through a TEMP table and one INSERT ... SELECT.
+def _insert_rows(conn: Any, rows: Sequence[Sequence[Any]]) -> list[int]:
+    """INSERT many event rows, in order; their sequences. SQLite: through a TEMP table and one
+    INSERT ... SELECT, whose AUTOINCREMENT rows take consecutive sequences ending at the last one.
 
     The counter trigger on events (m003) makes each INSERT open a statement journal and copy the
     pages it changes into it; one statement for the whole batch does that once instead of per row
@@ -229,11 +224,16 @@ def _insert_rows(conn: Any, rows: Sequence[Sequence[Any]]) -> None:
     """
     if dialect(conn) == "postgres":
         conn.executemany(_INSERT_SQL, [tuple(row) for row in rows])
-        return
+        ids = [row[0] for row in rows]
+        sql = f"SELECT event_id, sequence FROM events WHERE event_id IN ({placeholders(ids)})"
+        found = {r["event_id"]: int(r["sequence"]) for r in conn.execute(sql, ids)}
+        return [found[event_id] for event_id in ids]
     conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS staged_events ({_NAMES})")
     conn.executemany(f"INSERT INTO temp.staged_events VALUES ({', '.join('?' * len(COLUMNS))})", rows)
     conn.execute(f"INSERT INTO events ({_NAMES}) SELECT {_NAMES} FROM temp.staged_events ORDER BY rowid")
+    last = int(conn.last_insert_rowid())
     conn.execute("DELETE FROM temp.staged_events")  # kept for the next batch: creating it costs ~2 ms
+    return list(range(last - len(rows) + 1, last + 1))
 
 
 def delete(conn: Any, sequences: Sequence[int]) -> None:
