@@ -133,12 +133,11 @@ def _write_many(conn: Any, table: str, rows: Sequence[tuple[int, tuple[str, ...]
             _write(conn, table, rowid, values)
         return
     if table in NGRAM_TABLES.values():
-        rows = [(rowid, tuple(ngrams.index_text(value) for value in values)) for rowid, values in rows]
-    marks = ", ".join("?" * (len(rows[0][1]) + 1))
-    conn.executemany(
-        f"INSERT INTO {table} (rowid, {_COLUMNS[_KIND[table]]}) VALUES ({marks})",
-        [(rowid, *values) for rowid, values in rows],
-    )
+        flat = [(rowid, *map(ngrams.index_text, values)) for rowid, values in rows]
+    else:
+        flat = [(rowid, *values) for rowid, values in rows]
+    marks = ", ".join("?" * len(flat[0]))
+    conn.executemany(f"INSERT INTO {table} (rowid, {_COLUMNS[_KIND[table]]}) VALUES ({marks})", flat)
 
 
 def _tables(conn: Any, kind: str) -> tuple[str, ...]:

@@ -14,6 +14,7 @@ with the first, as before).
 from __future__ import annotations
 
 import functools
+import operator
 from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
@@ -142,8 +143,14 @@ def _event_row(r: dict[str, Any]) -> list[Any]:
         r["session_id"],
         r["cues"],
     )
-    values = {**r, "occurred_at_given": int(r["occurred_at_given"]), "payload_hash": digest}
-    return [values[c] for c in events.COLUMNS]
+    return [*_BEFORE_FLAG(r), int(r["occurred_at_given"]), r["recorded_at"], digest, *_AFTER_HASH(r)]
+
+
+# events.COLUMNS around the two values an import computes (occurred_at_given as 0/1, payload_hash).
+_FLAG = events.COLUMNS.index("occurred_at_given")
+assert events.COLUMNS[_FLAG + 1 : _FLAG + 3] == ("recorded_at", "payload_hash")
+_BEFORE_FLAG = operator.itemgetter(*events.COLUMNS[:_FLAG])
+_AFTER_HASH = operator.itemgetter(*events.COLUMNS[_FLAG + 3 :])
 
 
 _MEMORY_COLUMNS = [c for c in memories.COLUMNS if c not in ("event_sequence", "known_from")]
