@@ -284,9 +284,8 @@ _RELATIVE_SOURCES = (
     ("weekend", r"\b(last|this\s+past|next|this)\s+weekend\b", re.I),
     ("period", r"\b(last|next|this)\s+(week|month|year)\b", re.I),
 )
-# What a lowercased ASCII text must contain for each form above to match: a word of each set.
-# A text passes most forms' checks in a few substring tests; only the forms it passes are run (the
-# import resolves every event's text, and 8 regex scans of each were a fifth of its time).
+# What a lowercased ASCII text must contain for each form above to match: a word of each set. Only
+# the forms a text passes are run (an import resolves every event: 8 scans each were a fifth of it).
 _LEAD_WORDS = frozenset(("last", "next", "this"))
 _RELATIVE_NEEDS: tuple[tuple[str, frozenset[str], frozenset[str] | None], ...] = (
     ("before_yesterday", frozenset(("yesterday",)), None),
