@@ -13,10 +13,9 @@ with the first, as before).
 
 from __future__ import annotations
 
-import functools
 import operator
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from ...archive import events, fulltext, memories, timeline
@@ -43,7 +42,7 @@ class Owner(Protocol):
 
     def compare(self, record: dict[str, Any], number: int, row: Row) -> None: ...
 
-    def placed(self, insert: Callable[[], Any]) -> bool: ...
+    def unplaced(self, exc: InvalidArgument) -> None: ...
 
 
 class Batch:
@@ -83,8 +82,13 @@ class Batch:
             row = stored.get(record[ID_FIELDS[kind]])
             if row is not None:
                 self.owner.compare(record, number, row)
-            elif self.owner.placed(functools.partial(writer.accept, record, number)):
-                self.owner.added[kind] += 1
+                continue
+            try:
+                writer.accept(record, number)
+            except InvalidArgument as exc:
+                self.owner.unplaced(exc)
+                continue
+            self.owner.added[kind] += 1
         writer.write()
 
 

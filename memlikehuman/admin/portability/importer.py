@@ -117,23 +117,20 @@ class _Importer:
         self.conflict(f"line {number}: {kind} {name!r} differs from the archive in {', '.join(differs)}")
 
     def _insert(self, record: dict[str, Any], number: int) -> None:
-        if self.placed(lambda: _INSERT[record["type"]](self.conn, record, number)):
-            self.added[record["type"]] += 1
-
-    def placed(self, insert: Callable[[], Any]) -> bool:
-        """Run a record's insert; False when it refers to a record that cannot be placed.
-
-        Before any conflict that is an invalid file (raised); after one, the reference may be to a
-        conflicting record, which is not written: the record is listed with the conflicts.
-        """
         try:
-            insert()
+            _INSERT[record["type"]](self.conn, record, number)
         except InvalidArgument as exc:
-            if not self.conflict_count:
-                raise
-            self.conflict(f"{exc.message} (after the conflicts above)")
-            return False
-        return True
+            self.unplaced(exc)
+            return
+        self.added[record["type"]] += 1
+
+    def unplaced(self, exc: InvalidArgument) -> None:
+        """A record refers to one that cannot be found: an invalid file (raised) before any conflict;
+        after one, the reference may be to a conflicting record, which is not written, so the record
+        is listed with the conflicts."""
+        if not self.conflict_count:
+            raise exc
+        self.conflict(f"{exc.message} (after the conflicts above)")
 
     def conflict(self, message: str) -> None:
         self.conflict_count += 1
