@@ -36,9 +36,6 @@ class Rule:
     check: Check
     fast: Callable[[Any], bool]
 
-    def __call__(self, value: Any, field: str) -> Any:
-        return self.check(value, field)
-
 
 def _ident(max_len: int = 128) -> Rule:
     control = validate.CONTROL.search
