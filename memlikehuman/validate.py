@@ -14,17 +14,17 @@ MAX_QUERY_CHARS = 4_000
 MAX_LABEL_CHARS = 1_000
 RESERVED_PREFIXES = ("mem_", "corr_", "ckpt_")
 
-_PERSONA_RE = re.compile(r"[A-Za-z0-9._:\-]{1,128}")
+PERSONA_ID = re.compile(r"[A-Za-z0-9._:\-]{1,128}")
 
 
 # Exactly the code points of categories Cc (C0/C1 controls: NUL, newline, tab, U+0085), Cs (surrogates)
 # and Zl/Zp (U+2028/U+2029 line breaks); tests/test_validate.py compares it with unicodedata.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 CONTROL_CATEGORIES = ("Cc", "Cs", "Zl", "Zp")
 
 
 def _has_control(value: str) -> bool:
-    return _CONTROL.search(value) is not None
+    return CONTROL.search(value) is not None
 
 
 def encodable(value: str, field: str) -> str:
@@ -52,7 +52,7 @@ def identifier(value: str, field: str, max_len: int = 128) -> str:
 def persona_id(value: str) -> str:
     """An identifier that is also safe inside persona://{persona_id}/current."""
     identifier(value, "persona_id")
-    if not _PERSONA_RE.fullmatch(value):
+    if not PERSONA_ID.fullmatch(value):
         raise InvalidArgument(
             "persona_id may contain only ASCII letters and digits, '.', '_', '-' and ':' (it is part of a URI):"
             " choose an ID such as 'assistant' or 'team:alice'"

@@ -9,6 +9,7 @@ import apsw
 import pytest
 from cli_support import LARGE_TEXT, UNICODE_TEXTS, body, cli, export_text, json_out, populate
 from conftest import make_settings
+from openai_stub import ScriptedOpenAI
 
 from memlikehuman.archive import events
 from memlikehuman.engine import Engine
@@ -227,3 +228,18 @@ def stats_of(db: Path) -> tuple[int, int, int]:
         )
     finally:
         conn.close()
+
+
+def test_an_import_says_how_many_vectors_are_missing_and_embeds_them_when_asked(source: Path, tmp_path: Path) -> None:
+    dump = write(tmp_path, "a.jsonl", export_text(source))
+    with ScriptedOpenAI() as api:
+        env = {"MEMLIKEHUMAN_EMBEDDER": "openai", "MEMLIKEHUMAN_EMBEDDER_BASE_URL": api.base_url}
+        first = cli(tmp_path / "t1.sqlite3", "import", str(dump), env=env)
+        assert first.exit_code == 0, first.output
+        assert "vectors: 12 events and memories have none yet" in first.stderr
+        assert "`memlikehuman reindex --missing` or `import --embed` does it now" in first.stderr
+        embedded = cli(tmp_path / "t2.sqlite3", "import", str(dump), "--embed", env=env)
+        assert embedded.exit_code == 0, embedded.output
+        assert "vectors: 12 events and memories embedded" in embedded.stderr
+        assert json_out(cli(tmp_path / "t2.sqlite3", "stats", "--json", env=env))["totals"]["vectors_missing"] == 0
+    assert "vectors" not in cli(tmp_path / "t3.sqlite3", "import", str(dump)).stderr  # no embedder configured

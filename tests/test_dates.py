@@ -132,6 +132,8 @@ MONDAY = "2023-05-08T13:56:00Z"
         ("next month we fly to Oslo", ("2023-06-01", "2023-07-01")),
         ("last year I started pottery", ("2022-01-01", "2023-01-01")),
         ("tomorrow is the big day", ("2023-05-09", "2023-05-10")),
+        ("tonight we cook together", ("2023-05-08", "2023-05-09")),
+        ("This afternoon I called the vet", ("2023-05-08", "2023-05-09")),
     ],
 )
 def test_relative_dates_resolve_against_the_time_the_event_occurred(text: str, span: tuple[str, str]) -> None:
@@ -151,3 +153,20 @@ def test_a_resolved_span_meets_the_query_windows_it_overlaps() -> None:
     assert spans_meet([("2023-05-07", "2023-05-08")], may)
     assert not spans_meet([("2023-06-07", "2023-06-08")], may)
     assert spans_meet([("2023-05-07", "2023-05-08")], date_windows("last May"))
+
+
+def test_the_word_prefilter_finds_every_relative_date_the_patterns_find() -> None:
+    # A non-ASCII character at the end makes relative_spans run every pattern without the prefilter.
+    import random
+
+    words = "the day before yesterday last this past next coming night today tonight morning afternoon".split()
+    words += "evening tomorrow two 3 a few weeks days months years ago weekend week month year and we".split()
+    words += ["Friday", "SUNDAY", "monday", "Last", "AGO", "This", "couple", "of", "Chicago", "yearly"]
+    rng = random.Random(17)
+    found = 0
+    for _ in range(3000):
+        text = " ".join(rng.choice(words) for _ in range(rng.randint(2, 9)))
+        spans = relative_spans(text, MONDAY)
+        assert spans == relative_spans(text + " \u00e9", MONDAY), text
+        found += bool(spans)
+    assert found > 1000

@@ -13,15 +13,23 @@ from typing import Any
 from ..retrieval import dates
 from .db import Database
 
+_INSERT = "INSERT INTO event_dates (event_sequence, day_from, day_to) VALUES (?, ?, ?) ON CONFLICT DO NOTHING"
+
 
 def write(conn: Any, sequence: int, text: str, occurred_at: str) -> None:
     """Store the resolved spans of one event's text (inside the writer's transaction)."""
-    spans = dates.relative_spans(text, occurred_at)
-    if spans:
-        conn.executemany(
-            "INSERT INTO event_dates (event_sequence, day_from, day_to) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
-            [(sequence, start, end) for start, end in spans],
-        )
+    write_many(conn, [(sequence, text, occurred_at)])
+
+
+def write_many(conn: Any, texts: Sequence[tuple[int, str, str]]) -> None:
+    """write() for many (sequence, text, occurred_at) at once: one statement for all their spans."""
+    rows = [
+        (sequence, start, end)
+        for sequence, text, occurred_at in texts
+        for start, end in dates.relative_spans(text, occurred_at)
+    ]
+    if rows:
+        conn.executemany(_INSERT, rows)
 
 
 def spans_of(db: Database, sequences: Sequence[int]) -> dict[int, list[tuple[str, str]]]:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from json.encoder import encode_basestring as _quoted
 from typing import TYPE_CHECKING, Any
 
 from .. import clock, validate
@@ -12,7 +13,7 @@ from ..digest import sha256_hex
 from ..errors import Conflict, InvalidArgument, NotFound
 from ..records import CATEGORIES, CUE_KINDS, ROLES, Cue, Event, Scope
 from . import event_dates, fulltext
-from .db import Database, Row
+from .db import Database, Row, dialect, placeholders
 
 if TYPE_CHECKING:
     from ..records import Page
@@ -38,18 +39,43 @@ class NewEvent:
 
     def payload_hash(self) -> str:
         """Hash of every compared field; occurred_at is compared on its own (it may be defaulted)."""
-        payload = {
-            "persona_id": self.scope.persona_id,
-            "project_id": self.scope.project_id,
-            "event_id": self.event_id,
-            "text": self.text,
-            "role": self.role,
-            "source": self.source,
-            "category": self.category,
-            "session_id": self.session_id,
-            "cues": [cue.as_dict() for cue in self.cues],
-        }
-        return sha256_hex(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode())
+        return payload_hash(
+            self.scope.persona_id,
+            self.scope.project_id,
+            self.event_id,
+            self.text,
+            self.role,
+            self.source,
+            self.category,
+            self.session_id,
+            [cue.as_dict() for cue in self.cues],
+        )
+
+
+def payload_hash(
+    persona_id: str,
+    project_id: str,
+    event_id: str,
+    text: str,
+    role: str,
+    source: str,
+    category: str,
+    session_id: str,
+    cues: Sequence[Mapping[str, Any]],
+) -> str:
+    """The payload hash of an event (NewEvent.payload_hash) from its fields; ``cues`` as Cue.as_dict().
+
+    The SHA-256 of ``json.dumps(payload, sort_keys=True, ensure_ascii=False)`` of these nine fields,
+    with the JSON written out here in sorted key order (the import hashes every event: the generic
+    encoder took ~3x as long); strings are escaped by the function json.dumps uses for them.
+    """
+    cue_list = json.dumps(list(cues), sort_keys=True, ensure_ascii=False) if cues else "[]"
+    payload = (
+        f'{{"category": {_quoted(category)}, "cues": {cue_list}, "event_id": {_quoted(event_id)},'
+        f' "persona_id": {_quoted(persona_id)}, "project_id": {_quoted(project_id)}, "role": {_quoted(role)},'
+        f' "session_id": {_quoted(session_id)}, "source": {_quoted(source)}, "text": {_quoted(text)}}}'
+    )
+    return sha256_hex(payload.encode())
 
 
 def parse_cues(raw: Sequence[Any] | None) -> tuple[Cue, ...]:
@@ -153,18 +179,64 @@ COLUMNS = (
 )  # fmt: skip
 
 
+_INSERT_SQL = f"INSERT INTO events ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"
+_CUE_SQL = "INSERT INTO cues (event_sequence, position, kind, key, label) VALUES (?, ?, ?, ?, ?)"
+_TEXT, _OCCURRED_AT = COLUMNS.index("text"), COLUMNS.index("occurred_at")
+
+
 def write(conn: Any, values: Sequence[Any], cues: Sequence[Cue]) -> int:
     """The one INSERT of an event row (memory_record, corrections, import), with its cues and resolved
     relative dates; returns its sequence. The caller writes the full-text row (fulltext.index_event)."""
-    conn.execute(f"INSERT INTO events ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})", tuple(values))
+    conn.execute(_INSERT_SQL, tuple(values))
     sequence = int(conn.last_insert_rowid())
     if cues:
-        conn.executemany(
-            "INSERT INTO cues (event_sequence, position, kind, key, label) VALUES (?, ?, ?, ?, ?)",
-            [(sequence, i, cue.kind, cue.key, cue.label) for i, cue in enumerate(cues)],
-        )
-    event_dates.write(conn, sequence, values[COLUMNS.index("text")], values[COLUMNS.index("occurred_at")])
+        conn.executemany(_CUE_SQL, [(sequence, i, cue.kind, cue.key, cue.label) for i, cue in enumerate(cues)])
+    event_dates.write(conn, sequence, values[_TEXT], values[_OCCURRED_AT])
     return sequence
+
+
+def write_many(conn: Any, rows: Sequence[Sequence[Any]], cues: Sequence[Sequence[Cue]]) -> list[int]:
+    """write() for many new events at once (the import): a few statements per batch instead of a few
+    per event. ``rows`` hold COLUMNS values (IDs not in the archive, each once); returns their
+    sequences in order. The caller writes the full-text rows (fulltext.index_events)."""
+    sequences = _insert_rows(conn, rows)
+    cue_rows = [
+        (sequence, i, cue.kind, cue.key, cue.label)
+        for sequence, event_cues in zip(sequences, cues, strict=True)
+        for i, cue in enumerate(event_cues)
+    ]
+    if cue_rows:
+        conn.executemany(_CUE_SQL, cue_rows)
+    event_dates.write_many(
+        conn, [(sequence, row[_TEXT], row[_OCCURRED_AT]) for sequence, row in zip(sequences, rows, strict=True)]
+    )
+    return sequences
+
+
+_NAMES = ", ".join(COLUMNS)
+
+
+def _insert_rows(conn: Any, rows: Sequence[Sequence[Any]]) -> list[int]:
+    """INSERT many event rows, in order; their sequences. SQLite: through a TEMP table and one
+    INSERT ... SELECT, whose AUTOINCREMENT rows take consecutive sequences ending at the last one.
+
+    The counter trigger on events (m003) makes each INSERT open a statement journal and copy the
+    pages it changes into it; one statement for the whole batch does that once instead of per row
+    (measured on 20,000 rows: 10-11 us a row against 17-21 with an INSERT per row). The empty TEMP
+    table stays until the connection closes or its temporary storage changes (db.temp_in_memory).
+    """
+    if dialect(conn) == "postgres":
+        conn.executemany(_INSERT_SQL, [tuple(row) for row in rows])
+        ids = [row[0] for row in rows]
+        sql = f"SELECT event_id, sequence FROM events WHERE event_id IN ({placeholders(ids)})"
+        found = {r["event_id"]: int(r["sequence"]) for r in conn.execute(sql, ids)}
+        return [found[event_id] for event_id in ids]
+    conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS staged_events ({_NAMES})")
+    conn.executemany(f"INSERT INTO temp.staged_events VALUES ({', '.join('?' * len(COLUMNS))})", rows)
+    conn.execute(f"INSERT INTO events ({_NAMES}) SELECT {_NAMES} FROM temp.staged_events ORDER BY rowid")
+    last = int(conn.last_insert_rowid())
+    conn.execute("DELETE FROM temp.staged_events")  # kept for the next batch: creating it costs ~2 ms
+    return list(range(last - len(rows) + 1, last + 1))
 
 
 def delete(conn: Any, sequences: Sequence[int]) -> None:

@@ -127,6 +127,20 @@ def _write(conn: Any, table: str, rowid: int, values: tuple[str, ...], *, delete
         conn.execute(f"INSERT INTO {table} (rowid, {columns}) VALUES ({marks})", (rowid, *values))
 
 
+def _write_many(conn: Any, table: str, rows: Sequence[tuple[int, tuple[str, ...]]]) -> None:
+    """_write() of many new rows: one executemany on SQLite (PostgreSQL writes each row's postings)."""
+    if dialect(conn) == "postgres" or not rows:
+        for rowid, values in rows:
+            _write(conn, table, rowid, values)
+        return
+    if table in NGRAM_TABLES.values():
+        flat = [(rowid, *map(ngrams.index_text, values)) for rowid, values in rows]
+    else:
+        flat = [(rowid, *values) for rowid, values in rows]
+    marks = ", ".join("?" * len(flat[0]))
+    conn.executemany(f"INSERT INTO {table} (rowid, {_COLUMNS[_KIND[table]]}) VALUES ({marks})", flat)
+
+
 def _tables(conn: Any, kind: str) -> tuple[str, ...]:
     """The kind's word table, and its n-gram table once migration m006 has created it.
 
@@ -148,6 +162,12 @@ def index_event(conn: Any, sequence: int, values: tuple[str, str, str] | None = 
         _write(conn, table, sequence, values)
 
 
+def index_events(conn: Any, rows: Sequence[tuple[int, tuple[str, str, str]]]) -> None:
+    """index_event() for many new events (sequence, event_row values): the import's batches."""
+    for table in _tables(conn, "event"):
+        _write_many(conn, table, rows)
+
+
 def unindex_event(conn: Any, sequence: int) -> None:
     """Remove an event's full-text rows, terms included (FTS5 'delete' with secure-delete on).
 
@@ -164,6 +184,12 @@ def index_memory(conn: Any, rowid: int) -> None:
     values = _values(conn, "memory", rowid)
     for table in _tables(conn, "memory"):
         _write(conn, table, rowid, values)
+
+
+def index_memories(conn: Any, rows: Sequence[tuple[int, tuple[str, str]]]) -> None:
+    """index_memory() for many new memories (rowid, (content, memory_attribution)): the import's batches."""
+    for table in _tables(conn, "memory"):
+        _write_many(conn, table, rows)
 
 
 def unindex_memory(conn: Any, rowid: int) -> None:

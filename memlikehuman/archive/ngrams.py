@@ -81,6 +81,8 @@ def runs(text: str) -> Iterator[tuple[str, int]]:
 
 def index_text(text: str) -> str:
     """The text's n-gram terms, space-separated (empty for Latin-only text): a column's value."""
+    if text.isascii():  # most of what is recorded: no generator to set up (runs() yields nothing)
+        return ""
     return " ".join(run[i : i + n] for run, n in runs(text) for i in range(len(run)))
 
 

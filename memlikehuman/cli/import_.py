@@ -24,6 +24,11 @@ from .common import EXIT_ERROR, db_option, echo_json, echo_table, fail, progress
 @click.option("--dry-run", is_flag=True, help="Check the file and report what would change; write nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON on stdout.")
 @click.option(
+    "--embed",
+    is_flag=True,
+    help="Then embed what has no vector yet, with a progress bar (count, time left) on a terminal.",
+)
+@click.option(
     "--format",
     "fmt",
     type=click.Choice(["export", *history_cli.FORMATS]),
@@ -39,6 +44,7 @@ def import_(
     source: Path,
     dry_run: bool,
     as_json: bool,
+    embed: bool,
     fmt: str | None,
     persona: str | None,
     project: str | None,
@@ -57,9 +63,10 @@ def import_(
     changes nothing. If any record conflicts with the archive (the same event ID with another
     payload or scope, the same memory ID with other content, ...), nothing is imported and the
     conflicts are listed. Imported events get new local sequence numbers, in the order of the file
-    (their original recording order). Vectors are not part of the file: run `memlikehuman reindex
-    --missing` afterwards (a running server also computes them in the background). The import holds
-    the archive's write lock until it ends.
+    (their original recording order). Vectors are not part of the file: with --embed they are computed
+    right after the import (stderr shows how many are left and the time that takes), else a running
+    server computes them in the background, or `memlikehuman reindex --missing` does. The import
+    holds the archive's write lock until it ends.
 
     Exit status: 0 imported (or a clean dry run), 1 conflicts or an invalid file (nothing written).
     """
@@ -80,13 +87,35 @@ def import_(
             engine.prepare_import()
             with progress_bar("importing", size) as bar:
                 report = engine.import_lines(stream, dry_run=dry_run, progress=bar.advance)
+            _show(report, as_json)
+            if report.written:
+                _vectors(engine, embed)
     except ImportConflicts as exc:
         _show(exc.report, as_json)
         _list_conflicts(exc.report)
         sys.exit(EXIT_ERROR)
     except MemLikeHumanError as exc:
         fail(exc)
-    _show(report, as_json)
+
+
+def _vectors(engine: Engine, embed: bool) -> None:
+    """Say how many imported records wait for a vector; with ``embed``, embed them now."""
+    if engine.embedder is None:
+        return
+    missing = engine.stats().totals().vectors_missing or 0
+    if not missing:
+        return
+    if not embed:
+        click.echo(
+            f"vectors: {missing:,} events and memories have none yet ({engine.embedder.model_id}): a running server"
+            " embeds them in the background; `memlikehuman reindex --missing` or `import --embed` does it now",
+            err=True,
+        )
+        return
+    with progress_bar("embedding", missing) as bar:
+        engine.embed_missing(bar.report)  # the indexer thread the import woke may take some meanwhile
+    done = missing - (engine.stats().totals().vectors_missing or 0)
+    click.echo(f"vectors: {done:,} events and memories embedded with {engine.embedder.model_id}", err=True)
 
 
 @contextmanager

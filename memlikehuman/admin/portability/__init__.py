@@ -17,7 +17,9 @@ Vectors are not exported either; ``reindex`` (or a running server) computes them
 Export streams rows from SQL cursors inside one read transaction, so memory stays flat however
 large the archive is. Import streams the file inside one write transaction: a record whose ID
 exists with identical content is skipped, a new one is written (with its full-text row), and if
-any record conflicts with the archive, or ``dry_run`` is set, everything is rolled back.
+any record conflicts with the archive, or ``dry_run`` is set, everything is rolled back. Runs of
+events and of memories are compared and written in batches (batches.py), with the outcome of a
+record-by-record import.
 """
 
 from .export import count_records, export_lines

@@ -7,11 +7,11 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ...archive import checkpoints, events, fulltext, memories, personas, timeline
-from ...archive.db import Database, Row
-from ...archive.events import NewEvent
+from ...archive import checkpoints, personas, timeline
+from ...archive.db import Database, Row, temp_in_memory
 from ...errors import ImportConflicts, InvalidArgument
-from ...records import Cue, ImportReport, PersonaVersion, Scope
+from ...records import ImportReport, PersonaVersion
+from .batches import ID_FIELDS, Batch
 from .spec import (
     BY_KIND,
     DERIVED_FIELDS,
@@ -40,7 +40,7 @@ class _Importer:
         self.unchanged: Counter[str] = Counter()
         self.conflicts: list[str] = []
         self.conflict_count = 0
-        self.previous: Previous = {}
+        self.batch = Batch(self)
 
     def run(self, lines: Iterable[bytes], progress: Callable[[int], None] | None) -> None:
         # Memory links may point forward in the file: they are kept here and resolved at the end.
@@ -56,15 +56,21 @@ class _Importer:
                 progress(len(raw))
             if not raw.strip():
                 continue
-            if end is not None:
-                raise InvalidArgument(f"line {number}: records after the end line: the file was altered")
-            record = parse(raw, number)
-            if record["type"] == "end":
-                end = record
-                continue
-            valid = checked(record, number)
+            try:
+                if end is not None:
+                    raise InvalidArgument(f"line {number}: records after the end line: the file was altered")
+                record = parse(raw, number)
+                if record["type"] == "end":
+                    end = record
+                    continue
+                valid = checked(record, number)
+            except InvalidArgument:
+                self.batch.flush()  # a problem with an earlier record is reported first, as it was found first
+                raise
             self.seen[valid["type"]] += 1
-            self._apply(valid, number)
+            if not self.batch.take(valid, number):
+                self._apply(valid, number)
+        self.batch.flush()
         self._check_end(end)
         if not self.conflict_count:  # with conflicts nothing is written: links to them cannot resolve
             self._link_memories()
@@ -90,35 +96,43 @@ class _Importer:
     def _apply(self, record: dict[str, Any], number: int) -> None:
         kind = record["type"]
         section = BY_KIND[kind]
-        keys = (record["persona_id"], record["version"]) if kind == "persona_version" else (record[_ID_FIELD[kind]],)
+        keys = (record["persona_id"], record["version"]) if kind == "persona_version" else (record[ID_FIELDS[kind]],)
         row = self.conn.execute(f"{section.select} WHERE {section.key}", keys).fetchone()
         if row is None:
             self._insert(record, number)
-            return
+        else:
+            self.compare(record, number, row)
+
+    def compare(self, record: dict[str, Any], number: int, row: Row) -> None:
+        """Count a record found in the archive as unchanged, or list it as a conflict."""
+        kind = record["type"]
         local = to_record(kind, row)
         ignored = EVENT_BOOKKEEPING if kind == "event" else DERIVED_FIELDS
         differs = [field for field in SPECS[kind] if field not in ignored and local[field] != record[field]]
         if not differs:
             self.unchanged[kind] += 1
             return
+        keys = (record["persona_id"], record["version"]) if kind == "persona_version" else (record[ID_FIELDS[kind]],)
         name = " v".join(str(key) for key in keys)
-        self._conflict(f"line {number}: {kind} {name!r} differs from the archive in {', '.join(differs)}")
+        self.conflict(f"line {number}: {kind} {name!r} differs from the archive in {', '.join(differs)}")
 
     def _insert(self, record: dict[str, Any], number: int) -> None:
         try:
-            if record["type"] == "event":
-                _insert_event(self.conn, record, number, self.previous)
-            else:
-                _INSERT[record["type"]](self.conn, record, number)
+            _INSERT[record["type"]](self.conn, record, number)
         except InvalidArgument as exc:
-            if not self.conflict_count:
-                raise
-            # A record that refers to a conflicting one cannot be placed either: list it with them.
-            self._conflict(f"{exc.message} (after the conflicts above)")
+            self.unplaced(exc)
             return
         self.added[record["type"]] += 1
 
-    def _conflict(self, message: str) -> None:
+    def unplaced(self, exc: InvalidArgument) -> None:
+        """A record refers to one that cannot be found: an invalid file (raised) before any conflict;
+        after one, the reference may be to a conflicting record, which is not written, so the record
+        is listed with the conflicts."""
+        if not self.conflict_count:
+            raise exc
+        self.conflict(f"{exc.message} (after the conflicts above)")
+
+    def conflict(self, message: str) -> None:
         self.conflict_count += 1
         if len(self.conflicts) < MAX_LISTED:
             self.conflicts.append(message)
@@ -133,64 +147,8 @@ class _Importer:
         timeline.apply_links(self.conn)
 
 
-_ID_FIELD = {"event": "event_id", "memory": "memory_id", "correction": "event_id", "checkpoint": "checkpoint_id"}
-
-
 def _insert_persona_version(conn: Any, r: dict[str, Any], number: int) -> None:
     personas.write_version(conn, PersonaVersion(r["persona_id"], r["version"], r["text"], r["created_at"]))
-
-
-# The text of the last record event per (persona, project, session), as an import appends them: the
-# context of the next event's full-text row (fulltext.event_row), without three queries per event.
-Previous = dict[tuple[str, str, str], str | None]
-
-
-def _insert_event(conn: Any, r: dict[str, Any], number: int, previous: Previous | None = None) -> None:
-    cues = tuple(Cue(**cue) for cue in r["cues"])
-    scope = Scope(r["persona_id"], r["project_id"])
-    payload = NewEvent(
-        scope=scope,
-        event_id=r["event_id"],
-        text=r["text"],
-        role=r["role"],
-        source=r["source"],
-        category=r["category"],
-        session_id=r["session_id"],
-        occurred_at=None,  # not part of the payload hash
-        cues=cues,
-    )
-    values = {**r, "occurred_at_given": int(r["occurred_at_given"]), "payload_hash": payload.payload_hash()}
-    sequence = events.write(conn, [values[c] for c in events.COLUMNS], cues)
-    if previous is None:
-        fulltext.index_event(conn, sequence)
-        return
-    session = (r["persona_id"], r["project_id"], r["session_id"])
-    if session not in previous:
-        previous[session] = fulltext.previous_text(conn, *session, sequence)
-    fulltext.index_event(conn, sequence, fulltext.event_row(r["text"], r["source"], cues, previous[session]))
-    if r["kind"] == "record":
-        previous[session] = r["text"]
-
-
-def _event_in_scope(conn: Any, r: dict[str, Any], event_id: str, number: int, what: str) -> Row:
-    event = conn.execute(
-        "SELECT sequence, kind, persona_id, project_id FROM events WHERE event_id = ?", (event_id,)
-    ).fetchone()
-    if event is None:
-        raise InvalidArgument(
-            f"line {number}: {what} refers to event {event_id!r}, which is neither in the archive"
-            " nor earlier in the file"
-        )
-    if (event["persona_id"], event["project_id"]) != (r["persona_id"], r["project_id"]):
-        raise InvalidArgument(f"line {number}: {what} refers to event {event_id!r} of another persona or project")
-    return dict(event)
-
-
-def _insert_memory(conn: Any, r: dict[str, Any], number: int) -> None:
-    event = _event_in_scope(conn, r, r["event_id"], number, f"memory {r['memory_id']!r}")
-    columns = [c for c in memories.COLUMNS if c not in ("event_sequence", "known_from")]
-    memories.write(conn, {**{c: r[c] for c in columns}, "event_sequence": event["sequence"]})
-    timeline.stage_link(conn, r["memory_id"], number, (r["supersedes"], r["superseded_by"], r["replaced_by"]))
 
 
 def _insert_correction(conn: Any, r: dict[str, Any], number: int) -> None:
@@ -234,8 +192,6 @@ def _insert_checkpoint(conn: Any, r: dict[str, Any], number: int) -> None:
 
 _INSERT: dict[str, Callable[[Any, dict[str, Any], int], None]] = {
     "persona_version": _insert_persona_version,
-    "event": _insert_event,
-    "memory": _insert_memory,
     "correction": _insert_correction,
     "checkpoint": _insert_checkpoint,
 }
@@ -254,7 +210,7 @@ def import_lines(
     """
     importer: _Importer | None = None
     try:
-        with db.write() as conn:
+        with temp_in_memory(db), db.write() as conn:
             importer = _Importer(conn)
             importer.run(lines, progress)
             if importer.conflict_count or dry_run:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from ... import clock, validate
@@ -22,38 +24,68 @@ MAX_LISTED = 50
 Check = Callable[[Any, str], Any]
 
 
-def _ident(max_len: int = 128) -> Check:
-    return lambda value, field: validate.identifier(value, field, max_len)
+@dataclass(frozen=True)
+class Rule:
+    """A field's check (validates and normalizes, raises MemLikeHumanError) and its fast path.
+
+    ``fast(value)`` is True only when ``check`` would return the value itself unchanged; it may say
+    False for a valid value (the check then runs). So rejecting and normalizing stay the check's
+    alone, and a file of well-formed values skips the error-message plumbing of every field.
+    """
+
+    check: Check
+    fast: Callable[[Any], bool]
 
 
-def _text(max_len: int, *, allow_empty: bool = False) -> Check:
-    return lambda value, field: validate.text(value, field, max_len, allow_empty=allow_empty)
+def _ident(max_len: int = 128) -> Rule:
+    control = validate.CONTROL.search
+    return Rule(
+        lambda value, field: validate.identifier(value, field, max_len),
+        lambda value: type(value) is str and 0 < len(value) <= max_len and control(value) is None,
+    )
 
 
-def _one_of(options: tuple[str, ...]) -> Check:
-    return lambda value, field: validate.choice(value, field, options)
+def _text(max_len: int, *, allow_empty: bool = False) -> Rule:
+    # Non-ASCII text goes through the check: only it can hold a lone surrogate.
+    return Rule(
+        lambda value, field: validate.text(value, field, max_len, allow_empty=allow_empty),
+        lambda value: type(value) is str and (allow_empty or value != "") and len(value) <= max_len and value.isascii(),
+    )
 
 
-def _optional(check: Check) -> Check:
-    return lambda value, field: None if value is None else check(value, field)
+def _one_of(options: tuple[str, ...]) -> Rule:
+    allowed = frozenset(options)
+    return Rule(
+        lambda value, field: validate.choice(value, field, options),
+        lambda value: type(value) is str and value in allowed,
+    )
 
 
-def _stamp(value: Any, field: str) -> str:
-    return clock.stamp(value, field)
+def _optional(rule: Rule) -> Rule:
+    return Rule(
+        lambda value, field: None if value is None else rule.check(value, field),
+        lambda value: value is None or rule.fast(value),
+    )
+
+
+# The stored form of a timestamp (clock.format_utc): such a value that parses is its own stored form.
+_STORED_STAMP = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z")
+
+
+def _stored_stamp(value: Any) -> bool:
+    if type(value) is not str or _STORED_STAMP.fullmatch(value) is None:
+        return False
+    try:
+        datetime.fromisoformat(value)
+    except ValueError:
+        return False
+    return True
 
 
 def _flag(value: Any, field: str) -> bool:
     if not isinstance(value, bool):
         raise InvalidArgument(f"{field} must be true or false")
     return value
-
-
-def _version(value: Any, field: str) -> int:
-    return validate.int_range(value, field, 1, 2**62)
-
-
-def _persona(value: Any, field: str) -> str:
-    return validate.persona_id(value)
 
 
 def _cues(value: Any, field: str) -> list[dict[str, Any]]:
@@ -66,16 +98,28 @@ def _state(value: Any, field: str) -> dict[str, Any] | None:
     return None if value is None else checkpoints.parse_state(value).as_dict()
 
 
-ID, SCOPE = _ident(256), {"persona_id": _persona, "project_id": _ident(), "session_id": _ident()}
+_STAMP = Rule(lambda value, field: clock.stamp(value, field), _stored_stamp)
+_PERSONA = Rule(
+    lambda value, field: validate.persona_id(value),
+    lambda value: type(value) is str and validate.PERSONA_ID.fullmatch(value) is not None and value.strip(".") != "",
+)
+_FLAG = Rule(_flag, lambda value: type(value) is bool)
+_VERSION = Rule(
+    lambda value, field: validate.int_range(value, field, 1, 2**62),
+    lambda value: type(value) is int and 1 <= value <= 2**62,
+)
+_CUES = Rule(_cues, lambda value: type(value) is list and not value)
+_STATE = Rule(_state, lambda value: value is None)
+ID, SCOPE = _ident(256), {"persona_id": _PERSONA, "project_id": _ident(), "session_id": _ident()}
 LONG = _text(20_000, allow_empty=True)
 DERIVED = _text(validate.MAX_DERIVED_CHARS)
 
 # Field order here is the order of the keys in every exported line.
-SPECS: dict[str, dict[str, Check]] = {
+SPECS: dict[str, dict[str, Rule]] = {
     "persona_version": {
-        "persona_id": _persona,
-        "version": _version,
-        "created_at": _stamp,
+        "persona_id": _PERSONA,
+        "version": _VERSION,
+        "created_at": _STAMP,
         "text": _text(personas.MAX_PERSONA_CHARS),
     },
     "event": {
@@ -85,12 +129,12 @@ SPECS: dict[str, dict[str, Check]] = {
         "role": _one_of(ROLES),
         "source": ID,
         "category": _one_of(CATEGORIES),
-        "occurred_at": _stamp,
-        "occurred_at_given": _flag,
-        "recorded_at": _stamp,
+        "occurred_at": _STAMP,
+        "occurred_at_given": _FLAG,
+        "recorded_at": _STAMP,
         "extraction_state": _one_of(("complete", "pending", "failed")),
         "extraction_error": _optional(LONG),
-        "cues": _cues,
+        "cues": _CUES,
         "text": _text(validate.MAX_EVENT_CHARS),
     },
     "memory": {
@@ -102,12 +146,12 @@ SPECS: dict[str, dict[str, Check]] = {
         "category": _one_of(CATEGORIES),
         "subject": _optional(DERIVED),
         "status": _one_of(("current", "superseded", "revoked")),
-        "valid_from": _stamp,
-        "valid_to": _optional(_stamp),
-        "recorded_at": _stamp,
+        "valid_from": _STAMP,
+        "valid_to": _optional(_STAMP),
+        "recorded_at": _STAMP,
         "supersedes": _optional(ID),
         "superseded_by": _optional(ID),
-        "revoked_at": _optional(_stamp),
+        "revoked_at": _optional(_STAMP),
         "revoke_reason": _optional(LONG),
         "replaced_by": _optional(ID),
         "content": DERIVED,
@@ -119,10 +163,10 @@ SPECS: dict[str, dict[str, Check]] = {
         "checkpoint_id": ID,
         **SCOPE,
         "covered_event_id": ID,
-        "created_at": _stamp,
-        "invalidated_at": _optional(_stamp),
+        "created_at": _STAMP,
+        "invalidated_at": _optional(_STAMP),
         "invalidated_reason": _optional(LONG),
-        "state": _state,
+        "state": _STATE,
     },
 }
 # Fields that are local bookkeeping of an event, not its payload: an event already in the archive
@@ -220,26 +264,36 @@ def parse(raw: bytes, number: int) -> dict[str, Any]:
 def checked(record: dict[str, Any], number: int) -> dict[str, Any]:
     """The record with every field validated and normalized; InvalidArgument naming the line otherwise."""
     kind = record["type"]
-    spec = SPECS.get(kind)
-    if spec is None:
+    rules = _RULES.get(kind)
+    if rules is None:
         raise InvalidArgument(f"line {number}: unknown record type {kind!r:.60}; expected one of {', '.join(TYPES)}")
-    fields = set(record) - {"type"}
-    if fields != set(spec):
-        detail = (
-            f"missing {sorted(set(spec) - fields)}" if set(spec) - fields else f"unknown {sorted(fields - set(spec))}"
-        )
+    if record.keys() != _KEYS[kind]:
+        fields, spec = record.keys() - {"type"}, set(SPECS[kind])
+        detail = f"missing {sorted(spec - fields)}" if spec - fields else f"unknown {sorted(fields - spec)}"
         raise InvalidArgument(f"line {number}: {kind} record has wrong fields ({detail})")
+    checked: dict[str, Any] = {"type": kind}
     try:
-        checked = {"type": kind, **{field: check(record[field], f"{kind}.{field}") for field, check in spec.items()}}
+        for field, fast, check, name in rules:
+            value = record[field]
+            checked[field] = value if fast(value) else check(value, name)
         _check_ids(checked)
     except MemLikeHumanError as exc:
         raise InvalidArgument(f"line {number}: {exc.message}") from None
     return checked
 
 
+# Per record type: (field, fast path, check, the name its messages use), and the keys of a line.
+_RULES = {
+    kind: tuple((field, rule.fast, rule.check, f"{kind}.{field}") for field, rule in spec.items())
+    for kind, spec in SPECS.items()
+}
+_KEYS = {kind: frozenset(("type", *spec)) for kind, spec in SPECS.items()}
+
+
 def _check_ids(record: dict[str, Any]) -> None:
     kind = record["type"]
-    if kind == "event" and record["kind"] == "record":
+    # The event_id field's own rule already checked what validate.event_id checks but the prefixes.
+    if kind == "event" and record["kind"] == "record" and record["event_id"].startswith(validate.RESERVED_PREFIXES):
         validate.event_id(record["event_id"])
     if kind == "event" and record["kind"] == "correction" and not record["event_id"].startswith(CORRECTION_PREFIX):
         raise InvalidArgument(f"a correction event's ID must start with {CORRECTION_PREFIX!r}")
