@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 
 import apsw
@@ -243,3 +244,15 @@ def test_an_import_says_how_many_vectors_are_missing_and_embeds_them_when_asked(
         assert "vectors: 12 events and memories embedded" in embedded.stderr
         assert json_out(cli(tmp_path / "t2.sqlite3", "stats", "--json", env=env))["totals"]["vectors_missing"] == 0
     assert "vectors" not in cli(tmp_path / "t3.sqlite3", "import", str(dump)).stderr  # no embedder configured
+
+
+def test_an_import_whose_embedding_fails_afterwards_stays_imported_and_exits_0(source: Path, tmp_path: Path) -> None:
+    dump = write(tmp_path, "a.jsonl", export_text(source))
+    with socket.socket() as closed:  # a port nothing listens on: the embedding endpoint is down
+        closed.bind(("127.0.0.1", 0))
+        down = f"http://127.0.0.1:{closed.getsockname()[1]}/v1"
+    env = {"MEMLIKEHUMAN_EMBEDDER": "openai", "MEMLIKEHUMAN_EMBEDDER_BASE_URL": down, "MEMLIKEHUMAN_TIMEOUT": "2"}
+    ran = cli(tmp_path / "t.sqlite3", "import", str(dump), "--embed", env=env)
+    assert ran.exit_code == 0, ran.output
+    assert "imported; vectors not computed" in ran.stderr
+    assert json_out(cli(tmp_path / "t.sqlite3", "stats", "--json"))["totals"]["events"] > 0

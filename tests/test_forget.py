@@ -387,6 +387,30 @@ def test_a_reader_holding_a_snapshot_delays_the_wal_truncation_until_it_ends(eng
 
 
 @pytest.mark.sqlite_only  # SQLite's write-ahead log file
+def test_after_a_forget_that_could_not_clear_the_log_even_a_hooks_close_clears_it(settings, db_path):
+    """A hook closes without the checkpoint, except while a forget's old page images wait in the WAL."""
+    marker = "marker-word-qz"
+    engine = Engine(settings)
+    engine.record(Scope(), "e1", f"Something to forget: {marker}.", "user", "chat")
+    reader = apsw.Connection(str(db_path))
+    try:
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM events").fetchall()  # the truncation must wait for it
+        assert forget.forget(engine.db, Scope(), "e1").scrubbed is False
+    finally:
+        reader.execute("COMMIT")
+        reader.close()
+    wal = Path(str(db_path) + "-wal")
+    assert marker.encode() in wal.read_bytes()
+    engine.close(checkpoint=False)  # the last connection, closed as a hook closes it
+    assert not wal.exists() or marker.encode() not in wal.read_bytes()
+    assert marker.encode() not in Path(db_path).read_bytes()
+    with Engine(settings) as engine:
+        assert forget.scrub(engine.db) is True  # and once truncated, hooks leave the WAL again
+    assert not Path(str(db_path) + "-unscrubbed").exists()
+
+
+@pytest.mark.sqlite_only  # SQLite's write-ahead log file
 def test_a_forget_that_could_not_clear_the_write_ahead_log_says_so_in_its_warnings(client, db_path):
     client.ok("memory_record", event_id="e1", text="Something to forget.", role="user", source="chat")
     reader = apsw.Connection(str(db_path))

@@ -30,6 +30,11 @@ PRAGMAS = (
 )
 
 
+def unscrubbed_marker(path: Path) -> Path:
+    """The file beside the archive that says a forget could not truncate its WAL (lifecycle/scrubbing.py)."""
+    return path.with_name(path.name + "-unscrubbed")
+
+
 def placeholders(values: Iterable[Any]) -> str:
     """One "?" per value, comma-separated: for ``IN (...)`` lists."""
     return ",".join("?" for _ in values)
@@ -103,12 +108,14 @@ class Database:
 
         checkpoint=False leaves the WAL as it is when this is the last connection (SQLite would
         otherwise copy it into the file and delete it): for processes that live for one hook call.
-        Commits are durable either way (synchronous=FULL); the next writer's auto-checkpoint, a
-        server's close or forget (which truncates the WAL) moves the pages into the file.
+        Commits are durable either way (synchronous=FULL); a server's or command's close, forget
+        (which truncates the WAL) or SQLite's auto-checkpoint (at 1,000 pages) moves the pages into
+        the file. While a forget could not truncate the WAL (its marker file exists), every close
+        checkpoints, so the deleted text's old page images go as soon as the last connection closes.
         """
         with self._lock:
-            if not checkpoint:
-                with suppress(apsw.Error):  # already closed: nothing to leave
+            if not checkpoint and not unscrubbed_marker(self.path).exists():
+                with suppress(apsw.ConnectionClosedError):  # already closed: nothing to leave
                     self.conn.config(apsw.SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1)
             self.conn.close()
 
@@ -185,15 +192,20 @@ def temp_in_memory(db: Any) -> Iterator[None]:
     25 us per row with the file against 12 in memory. The setting can only change outside a
     transaction and drops the connection's TEMP tables; inside one (or on PostgreSQL) nothing changes.
     """
-    if dialect(db) == "postgres" or not db.conn.get_autocommit():
+    if dialect(db) == "postgres":
         yield
         return
-    before = int(db.scalar("PRAGMA temp_store"))
-    db.conn.execute("PRAGMA temp_store=MEMORY")
-    try:
-        yield
-    finally:
-        db.conn.execute(f"PRAGMA temp_store={before}")
+    with db._lock:  # no other thread's transaction between the check, the block and the restore
+        if not db.conn.get_autocommit():
+            yield
+            return
+        before = int(db.scalar("PRAGMA temp_store"))
+        db.conn.execute("PRAGMA temp_store=MEMORY")
+        try:
+            yield
+        finally:
+            if db.conn.get_autocommit():  # a transaction left open by a failure: the setting stays
+                db.conn.execute(f"PRAGMA temp_store={before}")
 
 
 def dialect(conn: Any) -> str:

@@ -89,13 +89,23 @@ def import_(
                 report = engine.import_lines(stream, dry_run=dry_run, progress=bar.advance)
             _show(report, as_json)
             if report.written:
-                _vectors(engine, embed)
+                _vectors_after(engine, embed)
     except ImportConflicts as exc:
         _show(exc.report, as_json)
         _list_conflicts(exc.report)
         sys.exit(EXIT_ERROR)
     except MemLikeHumanError as exc:
         fail(exc)
+
+
+def _vectors_after(engine: Engine, embed: bool) -> None:
+    """The vector step after a committed import: its failure is reported, and the exit stays 0."""
+    try:
+        _vectors(engine, embed)
+    except MemLikeHumanError as exc:
+        click.echo(
+            f"imported; vectors not computed ({exc}): `memlikehuman reindex --missing` computes them later", err=True
+        )
 
 
 def _vectors(engine: Engine, embed: bool) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 import apsw
 
-from ..archive.db import Database, dialect, placeholders
+from ..archive.db import Database, dialect, placeholders, unscrubbed_marker
 from . import residue
 
 log = logging.getLogger("memlikehuman")
@@ -46,8 +46,12 @@ def scrub(db: Database, timeout_ms: int = SCRUB_TIMEOUT_MS) -> bool:
         busy = 1
     finally:
         conn.close()
+    marker = unscrubbed_marker(db.path)
     if busy:
         log.warning("memory_forget: another connection kept the WAL from being truncated; retried at the next forget")
+        marker.touch()  # until then, no connection closes without its checkpoint (Database.close)
+    else:
+        marker.unlink(missing_ok=True)
     return not busy
 
 

@@ -74,7 +74,7 @@ def _compiled(group: str) -> tuple[tuple[str, re.Pattern[str]], ...]:
     """The patterns of one group ("explicit", "holiday", "relative"), compiled once, on first use;
     "lowered": the relative ones without re.I, for lowercased ASCII text (the same matches, faster)."""
     if group == "lowered":
-        return tuple((name, re.compile(source)) for name, source, _ in _RELATIVE_SOURCES)
+        return tuple((name, re.compile(source, flags & ~re.I)) for name, source, flags in _RELATIVE_SOURCES)
     sources = {"explicit": _PATTERN_SOURCES, "holiday": _HOLIDAY_SOURCES, "relative": _RELATIVE_SOURCES}[group]
     return tuple((name, re.compile(source, flags)) for name, source, flags in sources)
 
