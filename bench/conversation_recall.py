@@ -436,6 +436,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         command = f"python -m bench.conversation_recall --alternatives {args.alternatives} --modes " + " ".join(
             args.modes
         )
+        if args.conversations:
+            command += f" --conversations {args.conversations}"
         report.write_section(f"locomo-alternatives-{args.alternatives}", title, command, body)
     else:
         title = "LoCoMo evidence recall (categories 1-4)"
