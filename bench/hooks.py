@@ -114,8 +114,12 @@ def measure(cases: list[Case], runs: int, env: dict[str, str]) -> dict[str, tupl
     return found
 
 
-def baseline_cases(rev: str, tmp: Path, args: list[str], start: Payload, prompt: Payload) -> list[Case]:
-    """The same two hooks of the code of `rev` (git archive), pip-installed the same way."""
+def baseline_cases(rev: str, tmp: Path, args: list[str], start: Payload, prompt: Payload, db: Path) -> list[Case]:
+    """The same two hooks of the code of `rev` (git archive), pip-installed the same way.
+
+    They run on their own copy of the archive: one version's close (a WAL checkpoint or none) must
+    not change what the other's next run finds.
+    """
     commit = subprocess.run(["git", "rev-parse", "--short", rev], capture_output=True, text=True, check=True)
     src = tmp / "baseline-src"
     src.mkdir()
@@ -124,9 +128,12 @@ def baseline_cases(rev: str, tmp: Path, args: list[str], start: Payload, prompt:
     subprocess.run(["tar", "-x", "-C", str(src)], input=tar, check=True)
     script = str(pip_installed(src, tmp / "baseline").with_name("memlikehuman"))
     name = commit.stdout.strip()
+    copy = tmp / "baseline.sqlite3"
+    shutil.copy(db, copy)
+    own = {"MEMLIKEHUMAN_DB": str(copy)}
     return [
-        (f"SessionStart at {name} (before)", [script, *args], start, {}),
-        (f"UserPromptSubmit at {name} (before)", [script, *args], prompt, {}),
+        (f"SessionStart at {name} (before)", [script, *args], start, own),
+        (f"UserPromptSubmit at {name} (before)", [script, *args], prompt, own),
     ]
 
 
@@ -168,7 +175,7 @@ def main() -> None:
             ),
         ]
         if args.baseline:
-            cases += baseline_cases(args.baseline, Path(tmp), args_, start, prompt)
+            cases += baseline_cases(args.baseline, Path(tmp), args_, start, prompt, db)
         found = measure(cases, args.runs, env)
     floors = {name: percentile(found[name][0], 50) for name in (FLOOR, EDITABLE_FLOOR)}
     rows = []
@@ -186,7 +193,7 @@ def main() -> None:
         " console script as the installed hook command (it skips the click group, hosts/entry.py). The"
         " editable rows are the .venv of scripts/test, whose `__editable__` path finder every start pays"
         " (its own floor); they are compared with that floor. `(before)` rows: --baseline's revision, pip-installed"
-        " the same way. CPU is"
+        " the same way, on its own copy of the archive. CPU is"
         " the child's user + system time, which a busy machine inflates less than wall time. The import-only"
         " row is the import cost of the core alone: most of a hook's time is process start plus imports."
         f" Load average at the end of the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores."

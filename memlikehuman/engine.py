@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from .lifecycle.extract import Outcome
     from .lifecycle.worker import Worker
     from .providers.base import Embedder, Extractor
-    from .records import CorrectionResult, ForgetResult, Preview, RecallResult
+    from .records import CorrectionResult, ForgetResult, Preview, RecallResult, Turn
     from .retrieval.sources import Upkeep
     from .sessions.context import ResumeResult
 
@@ -345,7 +345,7 @@ class Engine(Operations):
 
         return checkpoints.select(self.db, scope, session_id).checkpoint
 
-    def session_turns(self, scope: Scope, session_id: str) -> list[events.Turn]:
+    def session_turns(self, scope: Scope, session_id: str) -> list[Turn]:
         """The recorded turns (not corrections) of one session, in recording order."""
         with self.db.read():
             return events.session_turns(self.db, scope, session_id)

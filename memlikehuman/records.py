@@ -41,6 +41,7 @@ __all__ = [
     "RecallResult",
     "RecordResult",
     "Scope",
+    "Turn",
     "memory_status",
 ]
 
@@ -58,12 +59,13 @@ if TYPE_CHECKING:
         PersonaVersion,
         Preview,
         RebuildResult,
+        Turn,
     )
 
 # Defined in reports.py and loaded on first use: a prompt or start hook creates none of them.
 _REPORTS = frozenset(
     ("NOT_SCRUBBED", "Check", "CorrectionResult", "ForgetResult", "HistoryMessage", "HistoryReport", "ImportReport")
-    + ("Preview", "PersonaVersion", "Page", "Candidate", "RebuildResult")
+    + ("Preview", "PersonaVersion", "Page", "Candidate", "RebuildResult", "Turn")
 )
 
 

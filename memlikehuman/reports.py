@@ -141,3 +141,12 @@ class RebuildResult:
 
     events: int
     memories: int
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One recorded turn of a session (no corrections): what a hook's checkpoint is cut from."""
+
+    event_id: str
+    role: str
+    text: str

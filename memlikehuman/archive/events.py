@@ -16,7 +16,7 @@ from . import event_dates, fulltext
 from .db import Database, Row, dialect, placeholders
 
 if TYPE_CHECKING:
-    from ..records import Page
+    from ..records import Page, Turn
 
 PENDING_UNCONFIGURED = (
     "no extractor is configured (MEMLIKEHUMAN_EXTRACTOR=none): the raw text is durable and searchable"
@@ -365,17 +365,10 @@ def page(text: str, offset: int, max_chars: int) -> Page:
     )
 
 
-@dataclass(frozen=True)
-class Turn:
-    """One recorded turn of a session (no corrections): what a hook's checkpoint is cut from."""
-
-    event_id: str
-    role: str
-    text: str
-
-
 def session_turns(db: Database, scope: Scope, session_id: str) -> list[Turn]:
     """The record events of one session in recording order."""
+    from ..records import Turn  # reports.py: only a compaction or session end cuts a checkpoint
+
     rows = db.query(
         "SELECT event_id, role, text FROM events WHERE persona_id = ? AND project_id = ? AND session_id = ?"
         " AND kind = 'record' ORDER BY sequence",

@@ -19,7 +19,8 @@ from ..records import Memory
 MAX_WORDS = 12
 # Memories that describe a happening: old ones are shown as overviews under detail=auto.
 EPISODIC_KINDS = ("event",)
-_CLAUSE_END = re.compile(r"[.;:!?\u2014]\s|,\s(?:and|but|because|which|who|where|when)\s")
+# A pattern string: re compiles it on first use (a hook that shows no gist never pays for it).
+_CLAUSE_END = r"[.;:!?\u2014]\s|,\s(?:and|but|because|which|who|where|when)\s"
 _MASK = "\u2026"
 
 
@@ -35,7 +36,7 @@ def overview(memory: Memory) -> str:
 def derived(content: str, *, keep_names: bool = False) -> str:
     """First clause, at most MAX_WORDS words, numbers (and, unless keep_names, later proper names) masked."""
     text = " ".join(content.split())
-    match = _CLAUSE_END.search(text)
+    match = re.search(_CLAUSE_END, text)
     clause = text[: match.start() + 1].rstrip(",") if match else text
     words = clause.split()
     shown = [_masked(word, first=keep_names or i == 0) for i, word in enumerate(words[:MAX_WORDS])]

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
@@ -42,8 +41,6 @@ MODES = ("fast", "semantic", "deep")
 # Raw candidates are checked for memory coverage this many at a time.
 RAW_PAGE = 50
 DETAILS = ("auto", "gist", "detailed")
-
-
 
 
 def recall(
@@ -94,13 +91,19 @@ def recall(
     return result
 
 
-@dataclass
 class _Phrasing:
-    """One phrasing of the need (the query or an alternative): its text, words and query vector."""
+    """One phrasing of the need (the query or an alternative): its text, words and query vector.
 
-    text: str
-    words: list[str]
-    qvec: np.ndarray | None = None
+    A plain class: a working object of one call, and a dataclass would compile its methods at every
+    hook's start (bench/hooks.py).
+    """
+
+    __slots__ = ("qvec", "text", "words")
+
+    def __init__(self, text: str, words: list[str]) -> None:
+        self.text = text
+        self.words = words
+        self.qvec: np.ndarray | None = None
 
 
 class _Recall:
