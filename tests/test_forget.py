@@ -404,6 +404,7 @@ def test_after_a_forget_that_could_not_clear_the_log_even_a_hooks_close_clears_i
     assert marker.encode() in wal.read_bytes()
     engine.close(checkpoint=False)  # the last connection, closed as a hook closes it
     assert not wal.exists() or marker.encode() not in wal.read_bytes()
+    assert not Path(str(db_path) + "-unscrubbed").exists()  # the WAL is gone: later hooks skip the checkpoint
     assert marker.encode() not in Path(db_path).read_bytes()
     with Engine(settings) as engine:
         assert forget.scrub(engine.db) is True  # and once truncated, hooks leave the WAL again

@@ -111,13 +111,18 @@ class Database:
         Commits are durable either way (synchronous=FULL); a server's or command's close, forget
         (which truncates the WAL) or SQLite's auto-checkpoint (at 1,000 pages) moves the pages into
         the file. While a forget could not truncate the WAL (its marker file exists), every close
-        checkpoints, so the deleted text's old page images go as soon as the last connection closes.
+        checkpoints, so the deleted text's old page images go as soon as the last connection closes;
+        the close that finds the WAL gone after it removes the marker.
         """
+        marker = unscrubbed_marker(self.path)
+        unscrubbed = marker.exists()
         with self._lock:
-            if not checkpoint and not unscrubbed_marker(self.path).exists():
+            if not checkpoint and not unscrubbed:
                 with suppress(apsw.ConnectionClosedError):  # already closed: nothing to leave
                     self.conn.config(apsw.SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1)
             self.conn.close()
+        if unscrubbed and not self.path.with_name(self.path.name + "-wal").exists():
+            marker.unlink(missing_ok=True)  # no WAL, no old page images: hooks may skip the checkpoint again
 
     def query(self, sql: str, params: tuple[Any, ...] | dict[str, Any] = ()) -> list[Row]:
         """Run a read statement and return all rows as dicts."""
