@@ -9,6 +9,11 @@ memories + raw events. Reported: the share of answers that were valid JSON of th
 share of returned items rejected and why, memories per turn, model seconds per turn.
 
     python -m bench.extraction [--turns 150] [--conversation 0] [--batch 4] [--minutes 20]
+                               [--extract N] [--keep DIR]
+
+`--extract N` extracts exactly the first N turns in both phases (the rest stay raw; no time limit),
+so that one by one and batched are compared on the same turns. `--keep DIR` keeps the archives
+there; either way the questions whose recall@10 changed are listed with their top ten.
 
 Writes the "extraction" section of docs/benchmarks.md. The data (CC BY-NC 4.0) is read from
 ../shared/data/locomo10.json and never copied into the repo.
@@ -40,6 +45,7 @@ from memlikehuman.retrieval.recall import recall
 
 MODES = ("fast", "semantic")
 BASE = {"MEMLIKEHUMAN_EMBEDDER": "local", "MEMLIKEHUMAN_CONFIG": "/nonexistent", "MEMLIKEHUMAN_EXTRACTION_WAIT": "0"}
+HELD = "held back by bench.extraction --extract"
 REASONS = (
     ("quote", "quote does not occur"),
     ("dates", "valid_from"),
@@ -141,7 +147,7 @@ class Run:
 def extract_all(db: Path, conv: Conversation, model: LocalModel, args: argparse.Namespace, batch: int) -> Run:
     """Extract the pending turns of the archive with the worker (in this thread), within args.minutes."""
     env = {**BASE, **model.env(timeout=args.timeout), "MEMLIKEHUMAN_EXTRACTION_BATCH": str(batch)}
-    tally = Tally(time.perf_counter() + args.minutes * 60)
+    tally = Tally(time.perf_counter() + (float("inf") if args.extract else args.minutes * 60))
     calls_before = model_calls(model)
     logger = logging.getLogger("memlikehuman.extract")
     logger.setLevel(logging.DEBUG)
@@ -164,14 +170,36 @@ def model_calls(model: LocalModel) -> int:
     return len(re.findall(r'"POST /v1/chat/completions HTTP/1.1" 200', text))
 
 
+def hold_back(engine: Engine, first: int) -> None:
+    """Leave only the first `first` turns pending: the others are marked failed until `release`."""
+    with engine.db.write() as conn:
+        conn.execute(
+            "UPDATE events SET extraction_state = 'failed', extraction_error = ? WHERE sequence > ("
+            " SELECT sequence FROM events ORDER BY sequence LIMIT 1 OFFSET ?) AND extraction_state = 'pending'",
+            (HELD, first - 1),
+        )
+
+
+def release(engine: Engine) -> None:
+    """The turns hold_back marked are pending again (raw events, as in the run without memories)."""
+    with engine.db.write() as conn:
+        conn.execute(
+            "UPDATE events SET extraction_state = 'pending', extraction_error = NULL WHERE extraction_error = ?",
+            (HELD,),
+        )
+
+
 def run(args: argparse.Namespace) -> str:
     conv = subset(load(args.data, args.conversation + 1)[args.conversation], args.turns)
-    workdir = Path(tempfile.mkdtemp(prefix="extraction-"))
+    workdir = args.keep or Path(tempfile.mkdtemp(prefix="extraction-"))
+    workdir.mkdir(parents=True, exist_ok=True)
     single, batched = workdir / "single.sqlite3", workdir / "batched.sqlite3"
     with Engine(config.load(single, env={**BASE, "MEMLIKEHUMAN_EXTRACTOR": "none"})) as engine:
         ingest(engine, conv)
         engine.embed_missing()
         raw = {mode: evidence(engine, conv, mode) for mode in MODES}
+        if args.extract:
+            hold_back(engine, args.extract)
     shutil.copyfile(single, batched)  # the same pending turns and vectors (closed: no WAL left)
     with LocalModel(log_path=workdir / "llm.log") as model:
         runs = [extract_all(single, conv, model, args, 1)]
@@ -180,10 +208,31 @@ def run(args: argparse.Namespace) -> str:
     recalls = {"raw events only": raw}
     for item, path in zip(runs, (single, batched), strict=False):
         with Engine(config.load(path, env={**BASE, "MEMLIKEHUMAN_EXTRACTOR": "none"})) as engine:
+            release(engine)
             engine.embed_missing()
             name = "memories + raw events" + (f" (batches of up to {item.batch})" if item.batch > 1 else "")
             recalls[name] = {mode: evidence(engine, conv, mode) for mode in MODES}
+            changed(engine, conv, name, raw, recalls[name])
+    if not args.keep:
+        shutil.rmtree(workdir)
     return render(conv, runs, recalls)
+
+
+def changed(engine: Engine, conv: Conversation, name: str, raw: dict[str, Scores], now: dict[str, Scores]) -> None:
+    """Print the questions whose recall@10 moved against raw events only, with the new top ten."""
+    for mode in MODES:
+        for i, question in enumerate(conv.questions):
+            before, after = raw[mode].recall[10][i], now[mode].recall[10][i]
+            if before == after:
+                continue
+            print(f"{name}, {mode}: R@10 {before:.2f} -> {after:.2f}: {question.text!r} gold {sorted(question.gold)}",
+                  file=sys.stderr)  # fmt: skip
+            result = recall(engine, conv.scope, question.text, limit=10, search_mode=mode)
+            for hit in result.memories:
+                print(f"    memory {hit.score:.3f} seq {hit.memory.event_sequence}: {hit.memory.content[:100]!r}",
+                      file=sys.stderr)  # fmt: skip
+            for raw_hit in result.raw_fallback:
+                print(f"    event  {raw_hit.score:.3f} {raw_hit.event.event_id}", file=sys.stderr)
 
 
 def render(conv: Conversation, runs: list[Run], recalls: dict[str, dict[str, Scores]]) -> str:
@@ -238,7 +287,8 @@ def render(conv: Conversation, runs: list[Run], recalls: dict[str, dict[str, Sco
         "model: Qwen2.5-Coder-1.5B-Instruct Q4_K_M, llama-cpp-python 0.3.36 server, 2 threads, context 4,096,"
         " JSON mode with the schema as a grammar (the server refuses json_schema); first table: one event per call",
         f"model time: {minutes:.1f} min in all; calls counted in the server's access log (answers with 200)",
-        f"turns extracted of {len(conv.turns)}: {extracted} (extraction stops after --minutes; the rest stays raw)",
+        f"turns extracted of {len(conv.turns)}: {extracted} (extraction stops after --minutes, or"
+        " after the first --extract turns in both phases; the rest stays raw)",
         "memories + raw: a memory counts for the turn it was extracted from; memories and raw hits"
         " are merged by score; an event leaves raw_fallback where its memories cover what matched, and its"
         " best current memory then takes the event's score (recall.py `_covered_rank`)",
@@ -246,8 +296,18 @@ def render(conv: Conversation, runs: list[Run], recalls: dict[str, dict[str, Sco
     return (
         report.table(["extraction answers", "count", "share"], quality)
         + "\n\n"
-        + report.table(["extraction", "model calls", "calls per event", "seconds per event", "memories per event",
-                        "items rejected: quote", "valid JSON"], cost)  # fmt: skip
+        + report.table(
+            [
+                "extraction",
+                "model calls",
+                "calls per event",
+                "seconds per event",
+                "memories per event",
+                "items rejected: quote",
+                "valid JSON",
+            ],
+            cost,
+        )  # fmt: skip
         + "\n\n"
         + report.table(["mode", "recall over", "R@1", "R@5", "R@10"], recall_rows)
         + "\n\n"
@@ -263,6 +323,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--timeout", type=float, default=180.0, help="MEMLIKEHUMAN_TIMEOUT for the model")
     parser.add_argument("--batch", type=int, default=4, help="also extract in batches of up to N (1: skip)")
     parser.add_argument("--minutes", type=float, default=20.0, help="stop extracting (each phase) after this long")
+    parser.add_argument("--extract", type=int, default=0, help="extract exactly the first N turns in each phase")
+    parser.add_argument("--keep", type=Path, default=None, help="keep the archives in this directory")
     parser.add_argument("--no-doc", action="store_true", help="print only; do not update docs/benchmarks.md")
     args = parser.parse_args(argv)
     if not installed():
@@ -276,6 +338,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if not args.no_doc:
         command = f"python -m bench.extraction --turns {args.turns} --conversation {args.conversation}"
         command += f" --batch {args.batch} --minutes {args.minutes:g}"
+        command += f" --extract {args.extract}" if args.extract else ""
         report.write_section("extraction", "Extraction with a real small model (issue 15)", command, body)
 
 

@@ -218,15 +218,19 @@ def _memory_line(alias: int, memory: Memory) -> dict[str, Any]:
     content = memory.content
     if len(content) > SHOWN_MEMORY_CHARS:
         content = content[: SHOWN_MEMORY_CHARS - 3] + "..."
-    return {
-        "alias": alias,
-        "content": content,
-        "kind": memory.kind,
-        "basis": memory.basis,
-        "category": memory.category,
-        "subject": memory.subject,
-        "valid_from": memory.valid_from,
-    }
+    line: dict[str, Any] = {"alias": alias, "content": content, "kind": memory.kind}
+    # Only what differs from the usual: every token of the list is prompt a local model reads again
+    # for every event (measured with Qwen2.5's tokenizer on LoCoMo memories: 81-95 tokens a line with
+    # every field, 56-70 like this; 40 lines are about 1,000 tokens fewer).
+    if memory.basis != "stated":
+        line["basis"] = memory.basis
+    if memory.category != "conversation":
+        line["category"] = memory.category
+    if memory.subject is not None:
+        line["subject"] = memory.subject
+    if memory.valid_from is not None:
+        line["valid_from"] = memory.valid_from.replace(".000000", "")
+    return line
 
 
 def _preceding(db: Database, event: Event) -> list[dict[str, Any]]:
