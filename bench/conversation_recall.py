@@ -12,6 +12,7 @@ reciprocal-rank fusion of the stemmed BM25 and the dense ranking.
     python -m bench.conversation_recall          # full run (~15 min on 2 cores), writes docs/benchmarks.md
     python -m bench.conversation_recall --quick  # 2 conversations, no doc update
     python -m bench.conversation_recall --alternatives rule  # also rows with rule-made alternatives
+    python -m bench.conversation_recall --alternatives aliases  # also rows with speaker-alias phrasings
 
 The data (CC BY-NC 4.0) is read from ../shared/data/locomo10.json and never copied into the repo.
 """
@@ -26,6 +27,7 @@ import re
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -39,7 +41,7 @@ from memlikehuman import config
 from memlikehuman.engine import Engine
 from memlikehuman.index.indexer import count_missing
 from memlikehuman.records import Scope
-from memlikehuman.retrieval import phrasings
+from memlikehuman.retrieval import aliases, phrasings
 from memlikehuman.retrieval.recall import DEFAULT_TUNING, Tuning, recall
 
 REPO = Path(__file__).resolve().parent.parent
@@ -214,6 +216,16 @@ def ask(
         scores.add(question, ranked, seconds)
 
 
+def alias_phrasings(conv: Conversation) -> Callable[[str], list[str]]:
+    """Phrasings with the names the speakers use for each other, learned from the conversation's turns."""
+    seen: Counter[tuple[str, str]] = Counter()
+    for session in sorted({t.session for t in conv.turns}):
+        seen.update(aliases.observations((t.speaker, t.text) for t in conv.turns if t.session == session))
+    speakers = sorted({t.speaker for t in conv.turns})
+    learned = aliases.learn(seen, speakers)
+    return lambda question: aliases.phrasings(question, learned, speakers)
+
+
 def with_alternatives(
     engine: Engine,
     conversations: Sequence[Conversation],
@@ -372,6 +384,13 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Scores], list[str]]:
             print(f"{mode}: R@10 {np.mean(scores.recall[10]):.3f}", file=sys.stderr)
             if args.alternatives == "none":
                 continue
+            if args.alternatives == "aliases":
+                scores = Scores()
+                for conv in conversations:
+                    ask(engine, conv, mode, scores, DEFAULT_TUNING, alias_phrasings(conv))
+                results[f"memory_recall {mode} + speaker-alias phrasings (rrf fusion)"] = scores
+                print(f"{mode} + aliases: R@10 {np.mean(scores.recall[10]):.3f}", file=sys.stderr)
+                continue
             scores = Scores()
             for conv in conversations:
                 ask(engine, conv, mode, scores, dataclasses.replace(DEFAULT_TUNING, relative_dates=False))
@@ -392,6 +411,11 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Scores], list[str]]:
             "rule alternatives (bench.conversation_recall.rule_alternatives): the question as the speaker's own"
             " statement (frame words dropped, the named speaker as I) and its content words alone; no model"
         )
+    if args.alternatives == "aliases":
+        notes.append(
+            "speaker-alias phrasings: aliases.learn over each conversation's turns (names used in address),"
+            " aliases.phrasings of each question (up to 3, the named speaker called by the other names), rrf fusion"
+        )
     if args.alternatives == "llm":
         notes.append(
             "local-model alternatives: Qwen2.5-Coder-1.5B-Instruct Q4_K_M (../shared/guides/local-llm.md), prompt in"
@@ -409,10 +433,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
     parser.add_argument(
         "--alternatives",
-        choices=("none", "rule", "llm"),
+        choices=("none", "rule", "llm", "aliases"),
         default="none",
         help="also ask every question with alternatives, in each fusion: rule = rule_alternatives(),"
-        " llm = the local model of ../shared/guides/local-llm.md (bench/rewriter.py, cached)",
+        " llm = the local model of ../shared/guides/local-llm.md (bench/rewriter.py, cached); aliases ="
+        " the phrasings of memlikehuman.retrieval.aliases learned from the conversation (rrf fusion only)",
     )
     parser.add_argument(
         "--rewrites", type=Path, help="cache file of the model's phrasings (default: in the archive dir)"
