@@ -23,7 +23,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..retrieval.addressing import addressed
 from .db import Database, placeholders
 
 if TYPE_CHECKING:
@@ -65,6 +64,8 @@ def write_many(conn: Any, events: Iterable[tuple[int, Fields]]) -> None:
     """write() for consecutive events (no other event between them), in sequence order: one
     statement for all their rows. The previous turn is looked up only for a turn that uses a name,
     once per session; after that the batch's own turns are the previous ones."""
+    from ..retrieval.addressing import addressed  # a start hook opens the archive and records nothing
+
     last: dict[_Session, _Turn | None] = {}
     rows = []
     for sequence, (persona, project, session, role, source, category, kind, text) in events:
