@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from bench import report
-from bench.conversation_recall import CATEGORIES, DATA, KS, Conversation, Scores, alias_phrasings, ask, ingest, load
+from bench.conversation_recall import CATEGORIES, DATA, KS, Conversation, Scores, alias_rows, ask, ingest, load
 from memlikehuman import config
 from memlikehuman.engine import Engine
 from memlikehuman.retrieval.recall import DEFAULT_TUNING
@@ -51,9 +51,12 @@ def scores(engine: Engine, conversations: list[Conversation], plain_only: bool) 
     for conv in conversations:
         tuning = dataclasses.replace(DEFAULT_TUNING, relative_dates=False)
         ask(engine, conv, "fast", rows["relative dates not used"], tuning)
-    aliased = rows["speaker-alias phrasings (memlikehuman.retrieval.aliases)"] = Scores()
-    for conv in conversations:
-        ask(engine, conv, "fast", aliased, DEFAULT_TUNING, alias_phrasings(conv))
+    rows.update(
+        {
+            name.removeprefix("memory_recall fast, "): row
+            for name, row in alias_rows(engine, conversations, "fast").items()
+        }
+    )
     for fusion in ("rrf", "max"):
         name = f"rule alternatives, {fusion} fusion"
         rows[name] = Scores()
