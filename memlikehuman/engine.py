@@ -93,10 +93,8 @@ def _complete_alias_evidence(db: Any) -> None:
     """m009 (p002) leaves the speaker-alias evidence of older events to today's code: written now, in batches."""
     import logging
 
-    log = logging.getLogger("memlikehuman")
-    alias_evidence.complete(
-        db, lambda done, upto: log.info("speaker-alias evidence (schema 9): event %s of %s", done, upto)
-    )
+    label = "speaker-alias evidence (schema 9), by event sequence"
+    alias_evidence.complete(db, fulltext.logged_progress(logging.getLogger("memlikehuman"), label))
 
 
 class Engine(Operations):

@@ -73,11 +73,10 @@ def write_many(conn: Any, events: Iterable[tuple[int, Fields]]) -> None:
             continue
         key = (persona, project, session)
         names = addressed(text)
-        if names:
-            previous = last[key] if key in last else _previous(conn, key, sequence)
-            who = speaker(previous, source, role) if previous else None
-            if who is not None:
-                rows += [(sequence, previous[0], persona, project, who, name) for name in names]  # type: ignore[index]
+        previous = (last[key] if key in last else _previous(conn, key, sequence)) if names else None
+        who = speaker(previous, source, role) if previous else None
+        if previous and who is not None:
+            rows += [(sequence, previous[0], persona, project, who, name) for name in names]
         last[key] = (sequence, source, role)
     if rows:
         conn.executemany(_INSERT, rows)
