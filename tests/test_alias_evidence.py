@@ -126,6 +126,7 @@ def test_no_byte_of_a_forgotten_alias_name_remains_in_the_database_files(engine:
     for i, (event_id, speaker, text) in enumerate(chat):
         engine.record(HOME, f"{event_id}-{i}", text, "user", speaker, session_id="s1")
     assert [a.name for a in alias_evidence.scope_aliases(engine.db, HOME, learned_only=False)] == [name]
+    assert sum(file_hits(db_path, name).values()) > 0
     for i in (1, 3, 5):
         engine.forget(HOME, f"z2-{i}")
     assert rows(engine) == []
