@@ -12,6 +12,7 @@ reciprocal-rank fusion of the stemmed BM25 and the dense ranking.
     python -m bench.conversation_recall          # full run (~15 min on 2 cores), writes docs/benchmarks.md
     python -m bench.conversation_recall --quick  # 2 conversations, no doc update
     python -m bench.conversation_recall --alternatives rule  # also rows with rule-made alternatives
+    python -m bench.conversation_recall --alternatives aliases  # also rows with speaker-alias phrasings
 
 The data (CC BY-NC 4.0) is read from ../shared/data/locomo10.json and never copied into the repo.
 """
@@ -26,6 +27,7 @@ import re
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -39,7 +41,7 @@ from memlikehuman import config
 from memlikehuman.engine import Engine
 from memlikehuman.index.indexer import count_missing
 from memlikehuman.records import Scope
-from memlikehuman.retrieval import phrasings
+from memlikehuman.retrieval import aliases, phrasings
 from memlikehuman.retrieval.recall import DEFAULT_TUNING, Tuning, recall
 
 REPO = Path(__file__).resolve().parent.parent
@@ -214,6 +216,68 @@ def ask(
         scores.add(question, ranked, seconds)
 
 
+def learned_aliases(conv: Conversation) -> list[aliases.Alias]:
+    """The aliases retrieval/aliases.learn finds in the conversation's turns (each session in order)."""
+    seen: Counter[tuple[str, str]] = Counter()
+    for session in sorted({t.session for t in conv.turns}):
+        seen.update(aliases.observations((t.speaker, t.text) for t in conv.turns if t.session == session))
+    return aliases.learn(seen, sorted({t.speaker for t in conv.turns}))
+
+
+def alias_phrasings(conv: Conversation) -> Callable[[str], list[str]]:
+    """Phrasings with every other name of each speaker a question names (aliases.phrasings, both ways)."""
+    learned = learned_aliases(conv)
+    speakers = sorted({t.speaker for t in conv.turns})
+    return lambda question: aliases.phrasings(question, learned, speakers)
+
+
+def nickname_questions(conv: Conversation) -> list[Question]:
+    """The questions that name a speaker with a learned alias, asked with the alias instead of the label
+    (the speaker's most used one): how a person who says "Mel" would ask."""
+    best: dict[str, aliases.Alias] = {}
+    for alias in learned_aliases(conv):
+        if alias.speaker not in best or alias.evidence > best[alias.speaker].evidence:
+            best[alias.speaker] = alias
+    asked = []
+    for question in conv.questions:
+        text = question.text
+        for label, alias in best.items():
+            text = re.sub(rf"\b{re.escape(label)}\b", alias.name, text)
+        if text != question.text:
+            asked.append(dataclasses.replace(question, text=text))
+    return asked
+
+
+def alias_rows(engine: Engine, conversations: Sequence[Conversation], mode: str) -> dict[str, Scores]:
+    """Rows of the speaker-alias measurement: the questions without the aliases recall uses, with the
+    phrasings of both ways, and the questions that call a speaker by an alias, with and without."""
+    off = dataclasses.replace(DEFAULT_TUNING, speaker_aliases=False)
+    rows = {name: Scores() for name in ALIAS_ROWS}
+    for conv in conversations:
+        stored = {
+            (a.speaker, a.name, a.evidence)
+            for a in engine.stats(conv.scope.persona_id, conv.scope.project_id).scopes[0].aliases
+        }
+        if stored != {(a.speaker, a.name, a.evidence) for a in learned_aliases(conv)}:
+            raise SystemExit(f"{conv.sample_id}: the archive's aliases differ from those learned from the turns")
+        ask(engine, conv, mode, rows["speaker aliases not used"], off)
+        ask(engine, conv, mode, rows["speaker aliases not used; phrasings both ways"], off, alias_phrasings(conv))
+        nick = dataclasses.replace(conv, questions=nickname_questions(conv))
+        ask(engine, nick, mode, rows["questions calling a speaker by an alias"])
+        ask(engine, nick, mode, rows["questions calling a speaker by an alias; speaker aliases not used"], off)
+    asked = len(rows["questions calling a speaker by an alias"].recall[10])
+    named = {name: name.replace("an alias", f"an alias ({asked} questions)") for name in ALIAS_ROWS}
+    return {f"memory_recall {mode}, {named[name]}": scores for name, scores in rows.items()}
+
+
+ALIAS_ROWS = (
+    "speaker aliases not used",
+    "speaker aliases not used; phrasings both ways",
+    "questions calling a speaker by an alias",
+    "questions calling a speaker by an alias; speaker aliases not used",
+)
+
+
 def with_alternatives(
     engine: Engine,
     conversations: Sequence[Conversation],
@@ -372,6 +436,9 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Scores], list[str]]:
             print(f"{mode}: R@10 {np.mean(scores.recall[10]):.3f}", file=sys.stderr)
             if args.alternatives == "none":
                 continue
+            if args.alternatives == "aliases":
+                results.update(alias_rows(engine, conversations, mode))
+                continue
             scores = Scores()
             for conv in conversations:
                 ask(engine, conv, mode, scores, dataclasses.replace(DEFAULT_TUNING, relative_dates=False))
@@ -392,6 +459,15 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Scores], list[str]]:
             "rule alternatives (bench.conversation_recall.rule_alternatives): the question as the speaker's own"
             " statement (frame words dropped, the named speaker as I) and its content words alone; no model"
         )
+    if args.alternatives == "aliases":
+        notes.append(
+            "speaker aliases: memory_recall (default) adds the query with the speaker's label where it calls a"
+            " speaker by an alias the archive learned (alias_evidence, aliases.toward_labels; rrf fusion);"
+            ' "not used": Tuning(speaker_aliases=False); "phrasings both ways": aliases.phrasings (every other'
+            ' name of each named speaker, also label -> alias) as alternatives; "questions calling a speaker by an'
+            ' alias": the questions naming a speaker with a learned alias, asked with that alias (the most used'
+            " one) instead of the label; the archive's aliases are checked to equal aliases.learn over the turns"
+        )
     if args.alternatives == "llm":
         notes.append(
             "local-model alternatives: Qwen2.5-Coder-1.5B-Instruct Q4_K_M (../shared/guides/local-llm.md), prompt in"
@@ -409,10 +485,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
     parser.add_argument(
         "--alternatives",
-        choices=("none", "rule", "llm"),
+        choices=("none", "rule", "llm", "aliases"),
         default="none",
         help="also ask every question with alternatives, in each fusion: rule = rule_alternatives(),"
-        " llm = the local model of ../shared/guides/local-llm.md (bench/rewriter.py, cached)",
+        " llm = the local model of ../shared/guides/local-llm.md (bench/rewriter.py, cached); aliases ="
+        " the phrasings of memlikehuman.retrieval.aliases learned from the conversation (rrf fusion only)",
     )
     parser.add_argument(
         "--rewrites", type=Path, help="cache file of the model's phrasings (default: in the archive dir)"

@@ -14,28 +14,16 @@ import argparse
 import dataclasses
 import os
 import tempfile
-from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from bench import report
-from bench.conversation_recall import CATEGORIES, DATA, KS, Conversation, Scores, ask, ingest, load
+from bench.conversation_recall import CATEGORIES, DATA, KS, Conversation, Scores, alias_rows, ask, ingest, load
 from memlikehuman import config
 from memlikehuman.engine import Engine
-from memlikehuman.retrieval import aliases
 from memlikehuman.retrieval.recall import DEFAULT_TUNING
-
-
-def alias_phrasings(conv: Conversation) -> Callable[[str], list[str]]:
-    """Phrasings with the names the speakers use for each other, learned from the conversation's turns."""
-    seen: Counter[tuple[str, str]] = Counter()
-    for session in sorted({t.session for t in conv.turns}):
-        seen.update(aliases.observations((t.speaker, t.text) for t in conv.turns if t.session == session))
-    speakers = sorted({t.speaker for t in conv.turns})
-    learned = aliases.learn(seen, speakers)
-    return lambda question: aliases.phrasings(question, learned, speakers)
 
 
 def archives(backends: Sequence[str], work: Path) -> Iterator[tuple[str, str]]:
@@ -63,9 +51,12 @@ def scores(engine: Engine, conversations: list[Conversation], plain_only: bool) 
     for conv in conversations:
         tuning = dataclasses.replace(DEFAULT_TUNING, relative_dates=False)
         ask(engine, conv, "fast", rows["relative dates not used"], tuning)
-    aliased = rows["speaker-alias phrasings (memlikehuman.retrieval.aliases)"] = Scores()
-    for conv in conversations:
-        ask(engine, conv, "fast", aliased, DEFAULT_TUNING, alias_phrasings(conv))
+    rows.update(
+        {
+            name.removeprefix("memory_recall fast, "): row
+            for name, row in alias_rows(engine, conversations, "fast").items()
+        }
+    )
     for fusion in ("rrf", "max"):
         name = f"rule alternatives, {fusion} fusion"
         rows[name] = Scores()

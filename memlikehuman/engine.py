@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import clock, validate
 from .admin.operations import Operations, diagnose, open_archive
-from .archive import events, fulltext, memories
+from .archive import alias_evidence, events, fulltext, memories
 from .archive.db import open_database
 from .archive.migrations import migrate
 from .config import Settings
@@ -89,6 +89,14 @@ def _duration(span: timedelta) -> str:
     return f"{hours} hours" if hours < 48 else f"{hours // 24} days"
 
 
+def _complete_alias_evidence(db: Any) -> None:
+    """m009 (p002) leaves the speaker-alias evidence of older events to today's code: written now, in batches."""
+    import logging
+
+    label = "speaker-alias evidence (schema 9), by event sequence"
+    alias_evidence.complete(db, fulltext.logged_progress(logging.getLogger("memlikehuman"), label))
+
+
 class Engine(Operations):
     """Owns the open archive and the configured providers."""
 
@@ -106,6 +114,8 @@ class Engine(Operations):
 
             progress = fulltext.logged_progress(logging.getLogger("memlikehuman"), "n-gram full-text index (schema 6)")
             fulltext.complete_ngrams(self.db, progress)
+        if alias_evidence.behind(self.db):
+            _complete_alias_evidence(self.db)
         self._extractor: Extractor | None = None
         self._extractor_built = False
         self._embedder: Embedder | None = None
@@ -254,11 +264,13 @@ class Engine(Operations):
             else:
                 memory = None
                 event = events.find(self.db, scope, record_id)
+            names = alias_evidence.of_event(self.db, scope, event.sequence)
         return ReadResult(
             record_type="memory" if memory else "event",
             event=event,
             page=events.page(event.text, offset, max_chars),
             memory=memory,
+            aliases=names,
         )
 
     # -- memory_correct and memory_forget, for every edge ----------------------------------------

@@ -41,6 +41,7 @@ __all__ = [
     "RecallResult",
     "RecordResult",
     "Scope",
+    "SpeakerAlias",
     "Turn",
     "memory_status",
 ]
@@ -59,13 +60,14 @@ if TYPE_CHECKING:
         PersonaVersion,
         Preview,
         RebuildResult,
+        SpeakerAlias,
         Turn,
     )
 
 # Defined in reports.py and loaded on first use: a prompt or start hook creates none of them.
 _REPORTS = frozenset(
     ("NOT_SCRUBBED", "Check", "CorrectionResult", "ForgetResult", "HistoryMessage", "HistoryReport", "ImportReport")
-    + ("Preview", "PersonaVersion", "Page", "Candidate", "RebuildResult", "Turn")
+    + ("Preview", "PersonaVersion", "Page", "Candidate", "RebuildResult", "SpeakerAlias", "Turn")
 )
 
 
@@ -198,6 +200,8 @@ class ReadResult:
     event: Event
     page: Page
     memory: Memory | None = None
+    # The names the event uses for the speaker it answers (speaker aliases, issue 20), learned or not.
+    aliases: tuple[SpeakerAlias, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """The records a prompt or start hook never creates: forgetting, correcting, importing, the doctor,
-memory_read's page, extraction's candidates, persona versions and full-text rebuilds.
+memory_read's page, extraction's candidates, persona versions, full-text rebuilds and speaker aliases.
 
 Kept apart from records.py, which re-exports each name: creating a frozen dataclass compiles its
 generated methods (about 1.5 ms each on a 2-core machine), and a hook runs in a new process for
@@ -141,6 +141,17 @@ class RebuildResult:
 
     events: int
     memories: int
+
+
+@dataclass(frozen=True)
+class SpeakerAlias:
+    """A name people use for a speaker of a scope, learned from turns that use it in address (issue 20)."""
+
+    speaker: str  # the speaker label: the source of the addressed turns, or their role in a host's chat
+    name: str  # the name used for that speaker
+    evidence: int  # turns of the scope that call the speaker so (rows of alias_evidence)
+    event_id: str  # the first of those turns
+    learned: bool = True  # whether retrieval/aliases.learn accepts it (False: too little evidence so far)
 
 
 @dataclass(frozen=True)

@@ -69,3 +69,20 @@ def test_a_query_without_a_speaker_with_aliases_gets_no_phrasing():
     learned = [Alias("Melanie", "Mel", 40)]
     assert aliases.phrasings("What did Caroline paint?", learned, ["Caroline", "Melanie"]) == []
     assert aliases.phrasings("what did she paint", learned, ["Caroline", "Melanie"]) == []
+
+
+def test_a_query_calling_a_speaker_by_an_alias_gets_a_phrasing_with_the_label_only():
+    names = [("Melanie", "Mel"), ("Deborah", "Deb")]
+    assert aliases.toward_labels("What did Mel paint?", names) == ["What did Melanie paint?"]
+    assert aliases.toward_labels("Where did Deb's sister go?", names) == ["Where did Deborah's sister go?"]
+    assert aliases.toward_labels("What did Melanie paint?", names) == []
+    assert aliases.toward_labels("what did mel paint", names) == []
+
+
+def test_a_near_miss_of_a_label_or_an_alias_is_called_by_the_label():
+    names = [("Melanie", "Mel"), ("Caroline", "Caro")]
+    assert aliases.toward_labels("What did Melane paint?", names) == ["What did Melanie paint?"]
+    assert aliases.toward_labels("Did Carolin and Mel meet?", names) == [
+        "Did Caroline and Mel meet?",
+        "Did Carolin and Melanie meet?",
+    ]

@@ -28,6 +28,7 @@ RELEASED = (
     ("m006_ngram_fulltext", "098c61f8b07970f7"),
     ("m007_extraction_claims", "8d6d6380cd633463"),
     ("m008_event_dates", "1dbab56db223e324"),
+    ("m009_alias_evidence", "7e136c0f10ade631"),
 )
 # The frozen copies released migrations call (memlikehuman/migrations_frozen.py).
 FROZEN = (

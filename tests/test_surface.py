@@ -25,7 +25,7 @@ PINNED = {
         "BASES", "CATEGORIES", "CUE_KINDS", "MEMORY_KINDS", "NOT_SCRUBBED", "ROLES", "Candidate", "Check",
         "CorrectionResult", "Coverage", "Cue", "Event", "ForgetResult", "HistoryMessage", "HistoryReport",
         "ImportReport", "Kind", "Memory", "MemoryHit", "Page", "PersonaVersion", "Preview", "RawHit", "ReadResult",
-        "RebuildResult", "RecallResult", "RecordResult", "Scope", "Turn", "memory_status",
+        "RebuildResult", "RecallResult", "RecordResult", "Scope", "SpeakerAlias", "Turn", "memory_status",
     ],
     "memlikehuman.errors": [
         "CODES", "Conflict", "Forbidden", "ImportConflicts", "Internal", "InvalidArgument", "LimitExceeded",

@@ -7,9 +7,9 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from .. import validate
-from ..archive import timeline
+from ..archive import alias_evidence, timeline
 from ..archive.db import Database, dialect
-from ..records import Scope
+from ..records import Scope, SpeakerAlias
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,8 @@ class ScopeStats:
     vectors_missing: int | None = None
     # pending events being extracted right now (a live claim, migration m006); also in extraction_pending
     extraction_in_flight: int = 0
+    # the names people use for the scope's speakers, learned from turns that use them in address (issue 20)
+    aliases: tuple[SpeakerAlias, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -42,9 +44,11 @@ class ArchiveStats:
     scopes: tuple[ScopeStats, ...]
 
     def totals(self) -> ScopeStats:
-        """The sum over every listed scope (persona_id and project_id are '*')."""
+        """The sum over every listed scope (persona_id and project_id are '*'; no aliases)."""
         sums: dict[str, Any] = {}
         for item in fields(ScopeStats)[2:]:
+            if item.name == "aliases":
+                continue
             values = [getattr(scope, item.name) for scope in self.scopes]
             sums[item.name] = None if None in values else sum(values)
         return ScopeStats("*", "*", **sums)
@@ -114,12 +118,14 @@ def collect(
             for row in db.query(query, params):
                 scope = counts.setdefault(Scope(row["persona_id"], row["project_id"]), {})
                 scope[row["name"]] = scope.get(row["name"], 0) + row["n"]
+        aliases = alias_evidence.aliases_by_scope(db, persona_id, project_id)
         file_bytes, wal_bytes, free = _sizes(db)
     scopes = tuple(
         ScopeStats(
             scope.persona_id,
             scope.project_id,
             **{**({"vectors_missing": 0} if vector_model is not None else {}), **values},
+            aliases=tuple(aliases.get(scope, ())),
         )
         for scope, values in sorted(counts.items(), key=lambda item: (item[0].persona_id, item[0].project_id))
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from json.encoder import encode_basestring as _quoted
@@ -12,7 +13,7 @@ from .. import clock, validate
 from ..digest import sha256_hex
 from ..errors import Conflict, InvalidArgument, NotFound
 from ..records import CATEGORIES, CUE_KINDS, ROLES, Cue, Event, Scope
-from . import event_dates, fulltext
+from . import alias_evidence, event_dates, fulltext
 from .db import Database, Row, dialect, placeholders
 
 if TYPE_CHECKING:
@@ -182,16 +183,19 @@ COLUMNS = (
 _INSERT_SQL = f"INSERT INTO events ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"
 _CUE_SQL = "INSERT INTO cues (event_sequence, position, kind, key, label) VALUES (?, ?, ?, ?, ?)"
 _TEXT, _OCCURRED_AT = COLUMNS.index("text"), COLUMNS.index("occurred_at")
+_ALIAS_FIELDS = operator.itemgetter(*(COLUMNS.index(name) for name in alias_evidence.FIELDS))
 
 
 def write(conn: Any, values: Sequence[Any], cues: Sequence[Cue]) -> int:
-    """The one INSERT of an event row (memory_record, corrections, import), with its cues and resolved
-    relative dates; returns its sequence. The caller writes the full-text row (fulltext.index_event)."""
+    """The one INSERT of an event row (memory_record, corrections, import), with its cues, resolved
+    relative dates and alias evidence; returns its sequence. The caller writes the full-text row
+    (fulltext.index_event)."""
     conn.execute(_INSERT_SQL, tuple(values))
     sequence = int(conn.last_insert_rowid())
     if cues:
         conn.executemany(_CUE_SQL, [(sequence, i, cue.kind, cue.key, cue.label) for i, cue in enumerate(cues)])
     event_dates.write(conn, sequence, values[_TEXT], values[_OCCURRED_AT])
+    alias_evidence.write(conn, sequence, _ALIAS_FIELDS(values))
     return sequence
 
 
@@ -209,6 +213,9 @@ def write_many(conn: Any, rows: Sequence[Sequence[Any]], cues: Sequence[Sequence
         conn.executemany(_CUE_SQL, cue_rows)
     event_dates.write_many(
         conn, [(sequence, row[_TEXT], row[_OCCURRED_AT]) for sequence, row in zip(sequences, rows, strict=True)]
+    )
+    alias_evidence.write_many(
+        conn, [(sequence, _ALIAS_FIELDS(row)) for sequence, row in zip(sequences, rows, strict=True)]
     )
     return sequences
 

@@ -373,6 +373,37 @@ def m008_event_dates(conn: Any) -> None:
     )
 
 
+@migration
+def m009_alias_evidence(conn: Any) -> None:
+    # Speaker aliases (issue 20): one row per turn and name it uses in address ("Hey Mel!"), naming
+    # the speaker of the turn it answers (archive/alias_evidence.py). Aliases themselves are
+    # aggregated from these rows when read, and both events are foreign keys ON DELETE CASCADE:
+    # forgetting either takes the row, and its name (a word of the text), with it. The scope
+    # columns let stats and recall read a scope's rows through one index.
+    # alias_backfill: the events before this migration still to be read; their rows are written
+    # after migrate by today's code (alias_evidence.complete, in batches, like m006's n-grams).
+    conn.execute(
+        """
+        CREATE TABLE alias_evidence (
+            event_sequence     INTEGER NOT NULL REFERENCES events(sequence) ON DELETE CASCADE,
+            addressed_sequence INTEGER NOT NULL REFERENCES events(sequence) ON DELETE CASCADE,
+            persona_id         TEXT NOT NULL,
+            project_id         TEXT NOT NULL,
+            speaker            TEXT NOT NULL,  -- the addressed turn's source (or role, in a host's chat)
+            name               TEXT NOT NULL,
+            PRIMARY KEY (event_sequence, name)
+        ) WITHOUT ROWID;
+        CREATE INDEX alias_evidence_by_scope ON alias_evidence (persona_id, project_id, speaker, name);
+        CREATE INDEX alias_evidence_by_addressed ON alias_evidence (addressed_sequence);
+        CREATE TABLE alias_backfill (
+            done INTEGER NOT NULL,  -- events up to this sequence have their rows
+            upto INTEGER NOT NULL   -- the last event recorded before this migration
+        );
+        INSERT INTO alias_backfill (done, upto) SELECT 0, sequence FROM events ORDER BY sequence DESC LIMIT 1;
+        """
+    )
+
+
 def schema_version(db: Database) -> int:
     """How many migrations the archive has applied (0 for a new file)."""
     if dialect(db) == "postgres":

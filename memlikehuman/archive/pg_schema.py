@@ -302,6 +302,28 @@ def p001_create_archive(conn: Any) -> None:
     conn.script(_FUNCTIONS + _TABLES + _COUNTERS + _fulltext_tables())
 
 
+@migration
+def p002_alias_evidence(conn: Any) -> None:
+    # SQLite's m009 (speaker aliases, issue 20): the evidence rows, and the events still to be read.
+    conn.script(
+        """
+CREATE TABLE alias_evidence (
+    event_sequence     bigint NOT NULL REFERENCES events(sequence) ON DELETE CASCADE,
+    addressed_sequence bigint NOT NULL REFERENCES events(sequence) ON DELETE CASCADE,
+    persona_id         text COLLATE "C" NOT NULL,
+    project_id         text COLLATE "C" NOT NULL,
+    speaker            text COLLATE "C" NOT NULL,
+    name               text COLLATE "C" NOT NULL,
+    PRIMARY KEY (event_sequence, name)
+);
+CREATE INDEX alias_evidence_by_scope ON alias_evidence (persona_id, project_id, speaker, name);
+CREATE INDEX alias_evidence_by_addressed ON alias_evidence (addressed_sequence);
+CREATE TABLE alias_backfill (done bigint NOT NULL, upto bigint NOT NULL);
+INSERT INTO alias_backfill (done, upto) SELECT 0, sequence FROM events ORDER BY sequence DESC LIMIT 1;
+"""
+    )
+
+
 def schema_version(db: Any) -> int:
     """How many migrations the database has applied (0 for a new one)."""
     if not db.scalar("SELECT to_regclass('schema_migrations') IS NOT NULL AS present"):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict
+from typing import Any
 
 import click
 
@@ -41,7 +43,9 @@ def stats(ctx: click.Context, db: str | None, persona_id: str | None, project_id
     current/superseded/revoked = memories by status (revoked = corrected away);
     ckpt valid/invalid = task checkpoints (corrections and forgetting invalidate them);
     no vector = events and memories without a vector of the configured embedder (`reindex --missing`),
-    "-" when no embedder is configured. Then the size of the database file and its WAL.
+    "-" when no embedder is configured. Then the speaker aliases of each scope (a name people use
+    for a speaker, learned from turns that use it in address: how many, and the first such event,
+    which `memory_read` shows), and the size of the database file and its WAL.
     """
     settings = settings_from(ctx, db)
     require_archive(settings)
@@ -59,11 +63,25 @@ def stats(ctx: click.Context, db: str | None, persona_id: str | None, project_id
     echo_table([header for header, _ in COLUMNS], rows)
     if not rows:
         click.echo("(no records" + (" in this scope)" if persona_id or project_id else ")"))
+    _echo_aliases(result.scopes)
     model = result.vector_model or "none configured"
     click.echo(
         f"\narchive {result.path}: {_size(result.file_bytes)} (+ {_size(result.wal_bytes)} WAL,"
         f" {_size(result.free_bytes)} free inside); vectors: {model}"
     )
+
+
+def _echo_aliases(scopes: Sequence[Any]) -> None:
+    """The learned speaker aliases of each scope, one line each."""
+    lines = [
+        f"  {scope.persona_id}/{scope.project_id}: {alias.speaker} = {alias.name}"
+        f" ({alias.evidence} {'turn' if alias.evidence == 1 else 'turns'}, first {alias.event_id})"
+        for scope in scopes
+        for alias in scope.aliases
+    ]
+    if lines:
+        click.echo("\nspeaker aliases (names used in address; memory_read of the event shows the evidence):")
+        click.echo("\n".join(lines))
 
 
 def _size(count: int) -> str:

@@ -2,12 +2,14 @@
 
 What goes, in one write transaction: the source event; every memory derived from it; every
 correction event of those memories and what it derived, recursively; their cues, full-text rows
-and vectors (vectors and cues by ON DELETE CASCADE, the FTS5 rows explicitly, terms included).
+and vectors (vectors, cues and alias evidence by ON DELETE CASCADE, the FTS5 rows explicitly, terms
+included).
 What changes: surviving memories are re-linked (an original whose correction is forgotten stays
 revoked, and the version before it stays closed; a version whose successor is forgotten is valid
 again until the next surviving version, or open-ended);
 the next events of the session are re-indexed, because their full-text ``context`` column holds the
-tail of the forgotten text; every checkpoint of the scope is invalidated and loses its saved state.
+tail of the forgotten text, and the alias evidence of the next turn, which answers another turn now;
+every checkpoint of the scope is invalidated and loses its saved state.
 
 Then the write-ahead log is checkpointed with TRUNCATE, so the old page images that still hold the
 text leave the -wal file (see ``scrub`` for what happens when another process blocks that).
@@ -20,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import validate
-from ..archive import events, fulltext, memories, timeline
+from ..archive import alias_evidence, events, fulltext, memories, timeline
 from ..archive.db import Database, dialect, placeholders
 from ..errors import Conflict, NotFound
 from ..index import vectors
@@ -74,6 +76,7 @@ def forget(db: Database, scope: Scope, record_id: str, *, expected: Preview | No
         if expected is not None:
             _check_expected(plan, expected)
         dependents = _context_dependents(conn, plan)
+        next_turns = alias_evidence.next_turns(conn, list(plan.events))
         gone = _texts(conn, plan)
         # Full-text rows go first, while the values they were built from are all still stored.
         _unindex(conn, plan, dependents)
@@ -85,6 +88,8 @@ def forget(db: Database, scope: Scope, record_id: str, *, expected: Preview | No
         events.delete(conn, list(plan.events))
         for sequence in dependents:
             fulltext.index_event(conn, sequence)
+        # Alias evidence of the forgotten events went by cascade; the next turns answer another turn now.
+        alias_evidence.rewrite(conn, next_turns)
         # Their vectors embedded the forgotten text as context too; the indexer makes new ones.
         vectors.delete_event_vectors(conn, dependents)
         invalidated = checkpoints.invalidate(conn, scope, "records were forgotten (memory_forget)", wipe_state=True)

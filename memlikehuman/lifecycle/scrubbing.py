@@ -93,6 +93,7 @@ POSTGRES_TABLES = (
     "checkpoints",
     "extraction_claims",
     "event_dates",
+    "alias_evidence",
     "events_fts",
     "events_fts_terms",
     "memories_fts",

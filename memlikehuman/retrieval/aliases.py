@@ -3,7 +3,9 @@
 A chat's speaker labels are one name ("Melanie"); the people in it call each other another
 ("Hey Mel!"). A question asks about "Melanie", while the turn that answers it says "Mel". This
 module learns such aliases from the conversation itself and turns a query that names a speaker
-into further phrasings with the other names (recall fuses them like the agent's `alternatives`).
+into further phrasings with the other names (`phrasings`), or only a query that calls a speaker
+by an alias into one with the speaker's label (`toward_labels`: what recall uses, fused like the
+agent's `alternatives`).
 
 What counts as evidence: a name used in address ("Hey Mel!", "Thanks so much, Mel.") in a turn
 that answers another speaker, so the name belongs to that speaker (the other side of the chat
@@ -11,6 +13,9 @@ confirms it by answering). Pets and third parties are addressed rarely and with 
 speaker's, so an alias needs `MIN_EVIDENCE` turns and a name that starts like the speaker's
 label (a short form: Mel, Deb, Cal), or `MIN_UNLIKE` turns when it does not (a nickname). A
 wrong alias costs little: it only adds a phrasing whose ranking is fused with the query's own.
+
+What is stored (archive/alias_evidence.py, issue 20): one row per turn and name that turn uses in
+address, naming the speaker of the turn before; `learn` aggregates a scope's rows when they are read.
 """
 
 from __future__ import annotations
@@ -20,26 +25,13 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from .addressing import addressed
+
 MIN_EVIDENCE = 2
 MIN_UNLIKE = 5
 # Further phrasings a query may get from aliases (the agent's own alternatives come first).
 MAX_PHRASINGS = 3
 
-_NAME = r"([A-Z][a-z]+(?:-[A-Z][a-z]+)?)"
-_GREETING = r"(?i:hey|hi|hello|hiya|thanks|thank you|thank u|wow|congrats|congratulations|yay|good morning|morning|bye)"
-_ADDRESS = (
-    re.compile(rf"\b{_GREETING}[,!]?\s+{_NAME}(?=\s*[,!.?]|\s*$)"),  # "Hey Mel!", "Thanks Mel,"
-    re.compile(rf",\s+{_NAME}\s*[!.?]+(?:\s|$)"),  # "That's great, Mel!"
-)
-# Words that follow a greeting or a comma without being anyone's name.
-_NOT_NAMES = frozenset(
-    "I You We They He She It That This There Here What Why How When Where Who Your My Our Their His Her"
-    " Its Yes No Yeah Yep Nope Oh Wow Well So And But Or Thanks Thank Hey Hi Hello Bye Sure Okay Ok Great"
-    " Good Nice Awesome Cool Really Totally Definitely Absolutely Congrats Congratulations Everyone All"
-    " Guys Folks Buddy Dude Man Mate Friend Dear Honey Sweetie Babe Bro Sis Mom Dad Mum Mama Papa"
-    " Monday Tuesday Wednesday Thursday Friday Saturday Sunday Today Tomorrow Yesterday Again Too Though"
-    " Anyway Also Then Now Soon Later Sorry Please Lol Haha".split()
-)
 _WORD = re.compile(r"\b[A-Z][a-z]+(?:-[A-Z][a-z]+)?(?:'s)?\b")
 
 
@@ -48,17 +40,6 @@ class Alias:
     speaker: str  # the speaker label, as recorded (the event's source)
     name: str  # the other name people use for that speaker
     evidence: int  # turns that use it in address
-
-
-def addressed(text: str) -> list[str]:
-    """The names a turn uses in address ("Hey Mel!"), in order, without repeats."""
-    found: list[str] = []
-    for pattern in _ADDRESS:
-        for match in pattern.finditer(text):
-            name = match.group(1)
-            if name not in _NOT_NAMES and name not in found:
-                found.append(name)
-    return found
 
 
 def observations(turns: Iterable[tuple[str, str]]) -> Counter[tuple[str, str]]:
@@ -116,6 +97,29 @@ def phrasings(query: str, aliases: Sequence[Alias], speakers: Iterable[str]) -> 
                 phrased = re.sub(rf"\b{re.escape(bare)}\b", form, query)
                 if phrased != query and phrased not in out:
                     out.append(phrased)
+    return out[:MAX_PHRASINGS]
+
+
+def toward_labels(query: str, names: Iterable[tuple[str, str]]) -> list[str]:
+    """Further phrasings of ``query`` that call a speaker by an alias: the alias replaced by the label.
+
+    ``names``: (speaker label, alias) pairs. A query word calls the speaker when it is an alias or
+    a near miss of the alias or the label (as in `phrasings`), but not the label itself: recall
+    finds a speaker's turns by the label (their attribution, the speaker factor), and phrasings the
+    other way, label to alias, measured no gain (docs/design.md, "Speaker aliases").
+    """
+    forms: dict[str, set[str]] = {}
+    for label, name in names:
+        forms.setdefault(label, {label}).add(name)
+    out: list[str] = []
+    for word in dict.fromkeys(_WORD.findall(query)):
+        bare = word.removesuffix("'s")
+        for label, known in sorted(forms.items()):
+            if bare.casefold() == label.casefold() or not any(_same_name(bare, form) for form in known):
+                continue
+            phrased = re.sub(rf"\b{re.escape(bare)}\b", label, query)
+            if phrased != query and phrased not in out:
+                out.append(phrased)
     return out[:MAX_PHRASINGS]
 
 

@@ -12,15 +12,24 @@ is ranked on its own (recall.py), and the rankings are fused here. Two fusions a
 Both then lift each phrasing's best record level with the overall best (`lift_winners`), so records
 that every phrasing finds cannot crowd out what one phrasing alone finds.
 
+`by_alias` adds a phrasing of its own: the query with a speaker's label where it calls the speaker
+by an alias learned from the conversation (retrieval/aliases.py, archive/alias_evidence.py).
+
 docs/design.md ("Several phrasings per recall") has the measurements that chose the default.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from .. import validate
 from ..errors import InvalidArgument, LimitExceeded
+
+if TYPE_CHECKING:
+    from ..archive.db import Database
+    from ..records import Scope
 
 MAX_ALTERNATIVES = 8
 FUSIONS = ("rrf", "max")
@@ -47,6 +56,22 @@ def check(alternatives: Sequence[str] | None) -> list[str]:
             raise InvalidArgument(f"{field} is blank: leave it out or give words to search for")
         checked.append(text)
     return checked
+
+
+def by_alias(db: Database, scope: Scope, query: str) -> list[str]:
+    """Phrasings of the query with a speaker's label where it calls the speaker by a learned alias
+    (aliases.toward_labels; at most aliases.MAX_PHRASINGS). One indexed read when the scope has no
+    alias evidence, none when the query has no capitalised word."""
+    if not re.search(r"\b[A-Z][a-z]", query):
+        return []
+    from ..archive import alias_evidence
+
+    names = alias_evidence.named_speakers(db, scope)
+    if not names:
+        return []
+    from .aliases import toward_labels
+
+    return toward_labels(query, names)
 
 
 def distinct(texts: Sequence[str]) -> list[str]:

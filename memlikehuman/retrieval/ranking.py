@@ -38,6 +38,8 @@ class Tuning:
     ngram: bool = True
     # how the rankings of several phrasings (query + alternatives) become one (phrasings.FUSIONS)
     fusion: str = "rrf"
+    # a query that calls a speaker by a learned alias also searches with the speaker's label (phrasings.by_alias)
+    speaker_aliases: bool = True
 
 
 DEFAULT_TUNING = Tuning()

@@ -8,8 +8,8 @@ Ranking, per kind of record (memories; raw events not covered by memories):
 3. fusion of the normalized scores; then, for events, each gains part of the best score of its
    session, strong hits lend part of theirs to the turns before and after them (an answer sits next
    to its question), and a speaker or a date named in the query lifts matching events;
-4. with `alternatives`, steps 1-3 run for every phrasing (all embedded in one embedder call) and the
-   rankings are fused (phrasings.py).
+4. with `alternatives` (and a phrasing with the label for a speaker the query calls by an alias),
+   steps 1-3 run for every phrasing (all embedded in one embedder call); the rankings are fused.
 docs/design.md ("Embedder and retrieval in detail") has the measurements behind each step.
 """
 
@@ -78,7 +78,8 @@ def recall(
         validate.identifier(cue_key, "cue_key")
     if session_id is not None:
         validate.identifier(session_id, "session_id")
-    others = phrasings.check(alternatives)
+    by_alias = phrasings.by_alias(sources.db, scope, query) if tuning.speaker_aliases else []
+    others = phrasings.check(alternatives) + by_alias
     if not query.strip() and cue_key is None:
         raise InvalidArgument("query is empty: give words to search for, or a cue_key to look up")
     stamp = clock.now_stamp() if as_of is None else clock.stamp(as_of, "as_of")

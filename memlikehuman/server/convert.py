@@ -8,9 +8,9 @@ from typing import Any
 from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel
 
-from ..records import Event, Memory, Page
+from ..records import Event, Memory, Page, SpeakerAlias
 from ..shapes import memory_shape
-from .models import CueOut, EventOut, MemoryOut, PageOut
+from .models import AliasOut, CueOut, EventOut, MemoryOut, PageOut
 
 # json.dumps(ensure_ascii=False) leaves these raw, and hosts and models may break lines at them:
 # escaped, stored text cannot start a line of its own in the text block.
@@ -59,3 +59,9 @@ def event_out(event: Event) -> EventOut:
 
 def page_out(page: Page) -> PageOut:
     return PageOut(text=page.text, offset=page.offset, next_offset=page.next_offset, total_chars=page.total_chars)
+
+
+def alias_out(alias: SpeakerAlias) -> AliasOut:
+    return AliasOut(
+        speaker=alias.speaker, name=alias.name, evidence=alias.evidence, event_id=alias.event_id, learned=alias.learned
+    )

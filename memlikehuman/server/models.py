@@ -100,11 +100,23 @@ class PageOut(BaseModel):
     total_chars: int
 
 
+class AliasOut(BaseModel):
+    speaker: str = Field(description="the speaker label the name belongs to: the answered turn's source, or its role")
+    name: str = Field(description="the name this event uses in address for that speaker")
+    evidence: int = Field(description="turns of the scope that call the speaker by this name")
+    event_id: str = Field(description="the first of those turns")
+    learned: bool = Field(description="true when the evidence makes it an alias of the speaker (stats lists these)")
+
+
 class ReadOut(BaseModel):
     record_type: Literal["event", "memory"]
     memory: MemoryOut | None
     event: EventOut
     source_page: PageOut
+    aliases: list[AliasOut] = Field(
+        default_factory=list,
+        description="speaker aliases the event is evidence for: it uses the name in address, answering that speaker",
+    )
 
 
 class RawHitOut(BaseModel):

@@ -31,7 +31,7 @@ def scopes(db: Database, only: Scope | None = None) -> list[ScopeStats]:
     """Every scope that has events (or just ``only``), sorted, with its counts; one read snapshot."""
     where = "WHERE persona_id = ? AND project_id = ?" if only else ""
     params: tuple[Any, ...] = (only.persona_id, only.project_id) if only else ()
-    found: dict[tuple[str, str], dict[str, int]] = {}
+    found: dict[tuple[str, str], dict[str, Any]] = {}
     with db.read():
         for row in db.query(
             f"SELECT persona_id, project_id, events, pending, failed FROM scope_counts {where}", params
