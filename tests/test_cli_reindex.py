@@ -119,3 +119,29 @@ def test_an_import_writes_exactly_the_full_text_rows_a_rebuild_writes(archive: P
     imported = index_terms(target)
     assert cli(target, "reindex", "--only", "fulltext").exit_code == 0
     assert index_terms(target) == imported
+
+
+def _fast_ids(engine: Engine, scope: Scope, query: str) -> list[str]:
+    from memlikehuman.retrieval.recall import recall
+
+    result = recall(engine, scope, query, limit=10, search_mode="fast")
+    return [hit.event.event_id for hit in result.raw_fallback]
+
+
+def test_a_rebuild_on_either_backend_finds_what_recording_found(engine: Engine) -> None:
+    """Full and --missing rebuilds run on both dialects (PostgreSQL 15 refused the count's SQL)."""
+    scope = Scope("default", "reindex")
+    texts = ["The invoice for Lisbon is due on Friday.", "We moved the garden party to Lisbon.", "Guitar lessons."]
+    for i, text in enumerate(texts):
+        engine.record(scope, f"e{i}", text, "user", "chat", session_id=f"s{i}")  # no session neighbours
+    found = _fast_ids(engine, scope, "Lisbon invoice")
+    assert found == ["e0", "e1"]
+    with engine.db.write() as conn:  # a row lost, as an interrupted old rebuild would leave it
+        fulltext.unindex_event(conn, engine.db.scalar("SELECT sequence FROM events WHERE event_id = 'e0'"))
+    assert "e0" not in _fast_ids(engine, scope, "Lisbon invoice")
+    missing = reindex.rebuild_fulltext(engine.db, missing_only=True)
+    assert (missing.events, missing.memories) == (1, 0)
+    assert _fast_ids(engine, scope, "Lisbon invoice") == found
+    full = reindex.rebuild_fulltext(engine.db, missing_only=False)
+    assert (full.events, full.memories) == (3, 0)
+    assert _fast_ids(engine, scope, "Lisbon invoice") == found

@@ -37,11 +37,15 @@ _COLUMNS = {"event": "text, attribution, context", "memory": "content, attributi
 _RECORDS = {"event": ("events", "sequence"), "memory": ("memories", "id")}
 
 
-def _missing_sql(kind: str, tables: Sequence[str]) -> str:
-    """Records of this kind above a bound that lack a row in any of the tables, in order."""
+def _missing_sql(kind: str, tables: Sequence[str], *, limited: bool = True) -> str:
+    """Records of this kind above a bound that lack a row in any of the tables, in order.
+
+    Both dialects: no negative LIMIT (PostgreSQL refuses it), and the caller names the subquery.
+    """
     records, key = _RECORDS[kind]
     absent = " OR ".join(f"NOT EXISTS (SELECT 1 FROM {t} f WHERE f.rowid = r.{key})" for t in tables)
-    return f"SELECT r.{key} AS id FROM {records} r WHERE r.{key} > ? AND ({absent}) ORDER BY r.{key} LIMIT ?"
+    sql = f"SELECT r.{key} AS id FROM {records} r WHERE r.{key} > ? AND ({absent}) ORDER BY r.{key}"
+    return sql + " LIMIT ?" if limited else sql
 
 
 def _count_missing_sql(table: str) -> str:
@@ -239,7 +243,7 @@ def fill_missing(
     """
     by_kind = {kind: [t for t in tables if _KIND[t] == kind] for kind in ("event", "memory")}
     counts = {
-        kind: int(db.scalar(f"SELECT count(*) FROM ({_missing_sql(kind, ts)})", (0, -1)) or 0)
+        kind: int(db.scalar(f"SELECT count(*) FROM ({_missing_sql(kind, ts, limited=False)}) missing", (0,)) or 0)
         for kind, ts in by_kind.items()
         if ts
     }
