@@ -287,3 +287,23 @@ def test_a_turn_of_another_scope_in_the_same_session_is_never_the_previous_turn(
     assert rows(engine) == [("a2", "a0", "Melanie", "Mel"), ("b2", "b1", "Zed", "Zed")]
     assert rows(engine) == rebuilt(engine)
 
+
+@pytest.mark.sqlite_only  # SQLite's statement trace puts the other connection's forget between two reads
+def test_a_recall_while_another_connection_forgets_the_first_evidence_event(engine: Engine, db_path: Path) -> None:
+    record_chat(engine)
+    forgot: list[str] = []
+
+    def forget_between_the_reads(cursor: Any, sql: str, bindings: Any) -> bool:
+        # The reads of the scope's aliases have counted c1 as the first "Mel"; now it goes.
+        if not forgot and sql.startswith("SELECT sequence, event_id FROM events WHERE sequence IN"):
+            with Engine(make_settings(db_path)) as other:
+                forgot.append(other.forget(HOME, "c1").deleted_event_ids[0])
+        return True
+
+    engine.db.conn.exec_trace = forget_between_the_reads
+    try:
+        hits = _ids(engine, HOME, "What did Mel paint?")
+    finally:
+        engine.db.conn.exec_trace = None
+    assert forgot == ["c1"]
+    assert "c1" not in hits
