@@ -262,3 +262,48 @@ def test_an_interrupted_backfill_is_finished_by_the_next_one(db_path: Any) -> No
         assert db.scalar("SELECT count(*) FROM alias_evidence") == 3
     finally:
         db.close()
+
+
+# -- review (issue 20): scopes sharing a session ID, and a forget between the reads of a recall -------
+
+
+def test_a_turn_of_another_scope_in_the_same_session_is_never_the_previous_turn(tmp_path: Path, engine: Engine) -> None:
+    turns = [
+        (HOME, "a0", "Melanie", "I painted the lake."),
+        (HOME, "a1", "Dave", "Me too."),
+        (OTHER, "b1", "Zed", "I went fishing."),  # the latest turn of session s1 before a2, in another scope
+        (HOME, "a2", "Caroline", "Hey Mel!"),
+        (OTHER, "b2", "Yan", "Thanks, Zed!"),
+    ]
+    for scope, event_id, speaker, text in turns:
+        engine.record(scope, event_id, text, "user", speaker, session_id="s1")
+    assert rows(engine) == [("a2", "a1", "Dave", "Mel"), ("b2", "b1", "Zed", "Zed")]
+    exported = "".join(engine.export_lines(None, None)).encode()
+    with Engine(make_settings(tmp_path / "copy.sqlite3")) as copy:
+        copy.import_lines(io.BytesIO(exported))
+        assert rows(copy) == rows(engine)
+    # a2 answers a0 now: the next turn of a1's own scope is re-derived, not b1 of the other scope.
+    engine.forget(HOME, "a1")
+    assert rows(engine) == [("a2", "a0", "Melanie", "Mel"), ("b2", "b1", "Zed", "Zed")]
+    assert rows(engine) == rebuilt(engine)
+
+
+@pytest.mark.sqlite_only  # SQLite's statement trace puts the other connection's forget between two reads
+def test_a_recall_while_another_connection_forgets_the_first_evidence_event(engine: Engine, db_path: Path) -> None:
+    record_chat(engine)
+    forgot: list[str] = []
+
+    def forget_between_the_reads(cursor: Any, sql: str, bindings: Any) -> bool:
+        # The reads of the scope's aliases have counted c1 as the first "Mel"; now it goes.
+        if not forgot and sql.startswith("SELECT sequence, event_id FROM events WHERE sequence IN"):
+            with Engine(make_settings(db_path)) as other:
+                forgot.append(other.forget(HOME, "c1").deleted_event_ids[0])
+        return True
+
+    engine.db.conn.exec_trace = forget_between_the_reads
+    try:
+        hits = _ids(engine, HOME, "What did Mel paint?")
+    finally:
+        engine.db.conn.exec_trace = None
+    assert forgot == ["c1"]
+    assert "c1" not in hits

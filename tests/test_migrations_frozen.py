@@ -13,7 +13,7 @@ from typing import Any
 
 from upgrade_support import build_archive
 
-from memlikehuman.archive import fulltext, migrations_frozen
+from memlikehuman.archive import fulltext, migrations_frozen, pg_schema
 from memlikehuman.archive.db import Database
 from memlikehuman.archive.migrations import MIGRATIONS, migrate
 
@@ -30,6 +30,13 @@ RELEASED = (
     ("m008_event_dates", "1dbab56db223e324"),
     ("m009_alias_evidence", "7e136c0f10ade631"),
 )
+# PostgreSQL's own list (archive/pg_schema.py), pinned the same way; p001's SQL lives in module
+# constants its code only names, so their text is pinned too (unchanged since p001's release, eb446ff).
+PG_RELEASED = (
+    ("p001_create_archive", "1476115e7e7f4554"),
+    ("p002_alias_evidence", "98dffaa36eae0668"),
+)
+PG_P001_SQL = "6b5c9075dfffed71"
 # The frozen copies released migrations call (memlikehuman/migrations_frozen.py).
 FROZEN = (
     ("m004_event_values", "29e5796863865f15"),
@@ -63,6 +70,18 @@ def test_the_released_migrations_are_unchanged_and_in_order() -> None:
 def test_every_migration_is_pinned_here() -> None:
     unpinned = [f'("{fn.__name__}", "{code_hash(fn)}")' for fn in MIGRATIONS[len(RELEASED) :]]
     assert unpinned == [], f"new migrations: add {', '.join(unpinned)} to RELEASED in this file when released"
+
+
+def test_the_released_postgres_migrations_are_unchanged_pinned_and_in_order() -> None:
+    names = [fn.__name__ for fn in pg_schema.MIGRATIONS]
+    assert names[: len(PG_RELEASED)] == [name for name, _ in PG_RELEASED], "pg_schema.MIGRATIONS is append-only"
+    for fn, (name, pinned) in zip(pg_schema.MIGRATIONS, PG_RELEASED, strict=False):
+        assert code_hash(fn) == pinned, EDITED.format(name=name, digest=code_hash(fn))
+    sql = pg_schema._FUNCTIONS + pg_schema._TABLES + pg_schema._COUNTERS + pg_schema._fulltext_tables()
+    digest = hashlib.sha256(sql.encode()).hexdigest()[:16]
+    assert digest == PG_P001_SQL, EDITED.format(name="the SQL of p001_create_archive", digest=digest)
+    unpinned = [f'("{fn.__name__}", "{code_hash(fn)}")' for fn in pg_schema.MIGRATIONS[len(PG_RELEASED) :]]
+    assert unpinned == [], f"new migrations: add {', '.join(unpinned)} to PG_RELEASED in this file when released"
 
 
 def test_the_frozen_module_holds_only_pinned_functions() -> None:

@@ -187,14 +187,16 @@ def aliases_by_scope(
     where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
     seen: dict[Scope, dict[tuple[str, str], tuple[int, int]]] = {}
     labels: dict[Scope, set[str]] = {}
-    for row in db.query(_SEEN.format(where=where), params):
-        scope = Scope(row["persona_id"], row["project_id"])
-        seen.setdefault(scope, {})[(row["speaker"], row["name"])] = (int(row["n"]), int(row["first"]))
-        labels.setdefault(scope, set()).add(row["speaker"])
-    for row in db.query(_LABELS.format(where=where), params):
-        labels[Scope(row["persona_id"], row["project_id"])].add(row["source"])
-    firsts = sorted({first for found in seen.values() for _, first in found.values()})
-    ids = _event_ids(db, firsts)
+    # One snapshot (recall calls this outside its own): a forget committed between these reads
+    # would leave a first evidence event without its ID, or labels of a scope not seen.
+    with db.read():
+        for row in db.query(_SEEN.format(where=where), params):
+            scope = Scope(row["persona_id"], row["project_id"])
+            seen.setdefault(scope, {})[(row["speaker"], row["name"])] = (int(row["n"]), int(row["first"]))
+            labels.setdefault(scope, set()).add(row["speaker"])
+        for row in db.query(_LABELS.format(where=where), params):
+            labels[Scope(row["persona_id"], row["project_id"])].add(row["source"])
+        ids = _event_ids(db, sorted({first for found in seen.values() for _, first in found.values()}))
     out: dict[Scope, list[SpeakerAlias]] = {}
     for scope, found in sorted(seen.items(), key=lambda item: (item[0].persona_id, item[0].project_id)):
         accepted = {(a.speaker, a.name) for a in aliases.learn({k: n for k, (n, _) in found.items()}, labels[scope])}
