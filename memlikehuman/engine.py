@@ -89,6 +89,18 @@ def _duration(span: timedelta) -> str:
     return f"{hours} hours" if hours < 48 else f"{hours // 24} days"
 
 
+def _complete_backfills(db: Any) -> None:
+    """Rows that migrations leave to today's code, written in committed batches (an interruption keeps them)."""
+    if fulltext.ngrams_behind(db):
+        # m006 adds the n-gram index empty; an older archive's rows are written now, in batches.
+        import logging
+
+        progress = fulltext.logged_progress(logging.getLogger("memlikehuman"), "n-gram full-text index (schema 6)")
+        fulltext.complete_ngrams(db, progress)
+    if alias_evidence.behind(db):
+        _complete_alias_evidence(db)
+
+
 def _complete_alias_evidence(db: Any) -> None:
     """m009 (p002) leaves the speaker-alias evidence of older events to today's code: written now, in batches."""
     import logging
@@ -105,17 +117,10 @@ class Engine(Operations):
         self.db = open_database(settings.archive)
         try:
             self.schema_version = migrate(self.db)
+            _complete_backfills(self.db)
         except BaseException:
             self.db.close()  # an archive that cannot be brought up to date is not kept open
             raise
-        if fulltext.ngrams_behind(self.db):
-            # m006 adds the n-gram index empty; an older archive's rows are written now, in batches.
-            import logging
-
-            progress = fulltext.logged_progress(logging.getLogger("memlikehuman"), "n-gram full-text index (schema 6)")
-            fulltext.complete_ngrams(self.db, progress)
-        if alias_evidence.behind(self.db):
-            _complete_alias_evidence(self.db)
         self._extractor: Extractor | None = None
         self._extractor_built = False
         self._embedder: Embedder | None = None
