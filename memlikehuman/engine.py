@@ -90,23 +90,19 @@ def _duration(span: timedelta) -> str:
 
 
 def _complete_backfills(db: Any) -> None:
-    """Rows that migrations leave to today's code, written in committed batches (an interruption keeps them)."""
-    if fulltext.ngrams_behind(db):
-        # m006 adds the n-gram index empty; an older archive's rows are written now, in batches.
-        import logging
+    """Rows that migrations leave to today's code, written in committed batches (an interruption keeps them):
+    the n-gram index of m006 and the speaker-alias evidence of m009 (p002)."""
+    ngrams, aliases = fulltext.ngrams_behind(db), alias_evidence.behind(db)
+    if not (ngrams or aliases):
+        return
+    import logging  # not on a hook's path to an up-to-date archive
 
-        progress = fulltext.logged_progress(logging.getLogger("memlikehuman"), "n-gram full-text index (schema 6)")
-        fulltext.complete_ngrams(db, progress)
-    if alias_evidence.behind(db):
-        _complete_alias_evidence(db)
-
-
-def _complete_alias_evidence(db: Any) -> None:
-    """m009 (p002) leaves the speaker-alias evidence of older events to today's code: written now, in batches."""
-    import logging
-
-    label = "speaker-alias evidence (schema 9), by event sequence"
-    alias_evidence.complete(db, fulltext.logged_progress(logging.getLogger("memlikehuman"), label))
+    log = logging.getLogger("memlikehuman")
+    if ngrams:
+        fulltext.complete_ngrams(db, fulltext.logged_progress(log, "n-gram full-text index (schema 6)"))
+    if aliases:
+        label = "speaker-alias evidence (schema 9), by event sequence"
+        alias_evidence.complete(db, fulltext.logged_progress(log, label))
 
 
 class Engine(Operations):
