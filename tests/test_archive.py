@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import ast
+import multiprocessing
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -93,3 +95,29 @@ def test_only_the_edges_import_mcp_or_click():
         if path.parts[-2] not in ("server", "cli") and _imports(path) & {"mcp", "click"}
     ]
     assert offenders == []
+
+
+def _open_at_once(path: str, start: Any, results: Any) -> None:
+    start.wait(timeout=30)
+    try:
+        with Engine(config.load(path, env={"MEMLIKEHUMAN_EMBEDDER": "none"})) as engine:
+            results.put(engine.schema_version)
+    except Exception as exc:  # a child's top level: report to the test
+        results.put(repr(exc))
+
+
+@pytest.mark.sqlite_only
+def test_processes_that_create_one_new_archive_at_once_all_open_it(tmp_path):
+    """SQLite answers busy at once (no busy handler) while a new file switches to WAL: the CI saw a server
+    that started beside another on a new archive exit with "locked for 30 s" after a millisecond."""
+    ctx = multiprocessing.get_context("fork")
+    outcomes = []
+    for attempt in range(12):
+        path, start, results = str(tmp_path / f"new-{attempt}.sqlite3"), ctx.Barrier(4), ctx.Queue()
+        children = [ctx.Process(target=_open_at_once, args=(path, start, results)) for _ in range(4)]
+        for child in children:
+            child.start()
+        outcomes += [results.get(timeout=60) for _ in children]
+        for child in children:
+            child.join(timeout=30)
+    assert outcomes == [len(MIGRATIONS)] * 48

@@ -8,6 +8,7 @@ MCP SDK's worker threads need.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -64,6 +65,25 @@ class _Rows:
         return dict(zip(self.names, row, strict=True))
 
 
+def _set_pragmas(conn: apsw.Connection) -> None:
+    """PRAGMAS, retried on SQLITE_BUSY until the busy timeout.
+
+    SQLite answers busy at once, without calling the busy handler, when several processes open a new
+    file together and one switches it to WAL while another reads its header: retrying is safe, the
+    pragmas are idempotent.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            for pragma in PRAGMAS:
+                conn.execute(pragma).fetchall()
+            return
+        except apsw.BusyError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.002)
+
+
 class Database:
     """An open archive file with WAL, foreign keys, secure delete and a busy timeout."""
 
@@ -85,8 +105,7 @@ class Database:
         self._lock = threading.RLock()
         self._depth = 0
         try:
-            for pragma in PRAGMAS:
-                self.conn.execute(pragma).fetchall()
+            _set_pragmas(self.conn)
         except apsw.BusyError:
             self.conn.close()
             raise Unavailable(LOCKED) from None
