@@ -80,7 +80,8 @@ def test_phrasings_that_repeat_the_query_do_not_crowd_out_what_one_alternative_a
     engine.record(HOME, "soup", SOUP, "user", "Ana", session_id="b")
     repeats = ["dishes Ana cooked for friends", "Ana cooking dishes for her friends", "cooked dishes friends"]
     tuning = dataclasses.replace(DEFAULT_TUNING, fusion=fusion)
-    result = recall(engine, HOME, QUERY, limit=3, alternatives=[*repeats, "tomato soup"], tuning=tuning)
+    # Five phrasings: each one's best is kept among the first five.
+    result = recall(engine, HOME, QUERY, limit=5, alternatives=[*repeats, "tomato soup"], tuning=tuning)
     assert "soup" in [hit.event.event_id for hit in result.raw_fallback]
 
 
@@ -92,7 +93,31 @@ def test_a_lone_find_is_crowded_out_by_summed_ranks_but_kept_by_either_fusion() 
     assert sorted(summed, key=lambda k: -summed[k]).index(99) == 8
     for method in phrasings.FUSIONS:
         fused = phrasings.fuse(rankings, method)
-        assert sorted(fused, key=lambda k: -fused[k]).index(99) <= 1, method
+        order = sorted(fused, key=lambda k: (-fused[k], -k))
+        assert order.index(99) <= len(rankings), method
+        assert order[0] == 0, method  # the query's best keeps the first place
+
+
+def test_a_guess_joins_the_first_results_but_does_not_take_the_first_place() -> None:
+    query = {1: 9.0, 2: 8.0, 3: 7.0, 4: 6.0}
+    guess = {50: 3.0, 3: 2.0}  # an alternative that alone finds record 50
+    for method in phrasings.FUSIONS:
+        fused = phrasings.fuse([query, guess], method, query_weight=2.0)
+        order = sorted(fused, key=lambda k: (-fused[k], -k))
+        assert order[0] != 50, method
+        assert order.index(50) <= 2, method  # within n + 1 = 3: ahead of records only the query found
+
+
+def test_the_query_counts_query_weight_times_an_alternative_under_rrf() -> None:
+    query, other = {1: 2.0, 2: 1.0}, {2: 2.0, 1: 1.0}
+    equal = phrasings.reciprocal_ranks([query, other])
+    assert equal[1] == equal[2]
+    weighted = phrasings.reciprocal_ranks([query, other], [2.0, 1.0])
+    assert weighted[1] == pytest.approx(2 / 61 + 1 / 62)
+    assert weighted[2] == pytest.approx(2 / 62 + 1 / 61)
+    # With no words of its own, the query's empty ranking leaves the alternatives equal.
+    fused = phrasings.fuse([{}, query, other], "rrf", query_weight=2.0)
+    assert fused[1] == fused[2]
 
 
 def test_duplicate_alternatives_and_a_repeated_query_are_searched_once() -> None:

@@ -38,6 +38,12 @@ class Tuning:
     ngram: bool = True
     # how the rankings of several phrasings (query + alternatives) become one (phrasings.FUSIONS)
     fusion: str = "rrf"
+    # the query's own ranking counts this many times an alternative's (phrasings.fuse)
+    query_weight: float = 2.0
+    # each further phrasing ranks a smaller lexical and dense pool, over fewer scored rows, than the query
+    # (a guess gets a smaller budget; under RRF a rank past 100 adds at most 1/160): bench.recall_latency
+    alternative_pool: int = 100
+    alternative_scored_rows: int = 1_000
     # a query that calls a speaker by a learned alias also searches with the speaker's label (phrasings.by_alias)
     speaker_aliases: bool = True
 

@@ -99,11 +99,12 @@ class _Phrasing:
     hook's start (bench/hooks.py).
     """
 
-    __slots__ = ("qvec", "text", "words")
+    __slots__ = ("further", "qvec", "text", "words")
 
-    def __init__(self, text: str, words: list[str]) -> None:
+    def __init__(self, text: str, words: list[str], further: bool) -> None:
         self.text = text
         self.words = words
+        self.further = further  # an alternative (or alias phrasing), not the query itself
         self.qvec: np.ndarray | None = None
 
 
@@ -124,7 +125,7 @@ class _Recall:
         self.sources, self.db, self.filters = sources, sources.db, filters
         self.query, self.limit, self.detail, self.mode, self.tuning = query, limit, detail, mode, tuning
         texts = phrasings.distinct([query, *alternatives])
-        self.phrasings = [_Phrasing(text, search.terms(text)) for text in texts]
+        self.phrasings = [_Phrasing(text, search.terms(text), n > 0) for n, text in enumerate(texts)]
         self.phrasings = [p for p in self.phrasings if p.words] or self.phrasings[:1]
         # All words of all phrasings: they centre excerpts and find the uncovered gaps of events.
         self.words = list(dict.fromkeys(w for p in self.phrasings for w in p.words))
@@ -216,14 +217,18 @@ class _Recall:
                 return {}
             recent = search.recent_events if kind == "event" else search.recent_memories
             return ranking.by_recency(recent(self.db, self.filters, self.limit))
-        rankings = [self._rank_one(kind, p) for p in self.phrasings if p.words]
-        return phrasings.fuse(rankings, self.tuning.fusion)
+        searched = [p for p in self.phrasings if p.words]
+        rankings = [self._rank_one(kind, p) for p in searched]
+        if searched[0].further:  # the query itself has no words to search with
+            rankings.insert(0, {})
+        return phrasings.fuse(rankings, self.tuning.fusion, self.tuning.query_weight)
 
     def _rank_one(self, kind: Kind, phrasing: _Phrasing) -> dict[int, float]:
         t = self.tuning
         weights = t.event_weights if kind == "event" else t.memory_weights
         text = phrasing.text if t.ngram else ""
-        lexical = search.lexical(self.db, kind, phrasing.words, self.filters, t.lexical_pool, weights, text)
+        pool, cap = (t.alternative_pool, t.alternative_scored_rows) if phrasing.further else (t.lexical_pool, None)
+        lexical = search.lexical(self.db, kind, phrasing.words, self.filters, pool, weights, text, cap)
         info = {hit.id: hit for hit in lexical}
         return self._fuse(kind, lexical, info, phrasing)
 
@@ -231,15 +236,18 @@ class _Recall:
         self, kind: Kind, lexical: list[search.Hit], info: dict[int, search.Hit], phrasing: _Phrasing
     ) -> dict[int, float]:
         t = self.tuning
+        pool = t.alternative_pool if phrasing.further else t.dense_pool
         scores = ranking.fused(
             ranking.normalized([(hit.id, hit.score) for hit in lexical], t.lexical),
-            ranking.normalized(self._dense(kind, info, phrasing.qvec), t.dense, floor=True),
+            ranking.normalized(self._dense(kind, info, phrasing.qvec, pool), t.dense, floor=True),
         )
         if kind == "event" and scores:
             scores = self._event_context(scores, info, phrasing)
         return scores
 
-    def _dense(self, kind: Kind, info: dict[int, search.Hit], qvec: np.ndarray | None) -> list[tuple[int, float]]:
+    def _dense(
+        self, kind: Kind, info: dict[int, search.Hit], qvec: np.ndarray | None, pool: int
+    ) -> list[tuple[int, float]]:
         """Cosine candidates that are eligible; adds what is known about new events to info."""
         if qvec is None or self.model is None:
             return []
@@ -253,7 +261,7 @@ class _Recall:
             self.model,
             self.filters.scope,
             qvec,
-            self.tuning.dense_pool,
+            pool,
             window=window,
             allowed=allowed,
         )
