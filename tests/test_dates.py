@@ -170,3 +170,12 @@ def test_the_word_prefilter_finds_every_relative_date_the_patterns_find() -> Non
         assert spans == relative_spans(text + " \u00e9", MONDAY), text
         found += bool(spans)
     assert found > 1000
+
+
+def test_every_relative_form_needs_a_word_holding_one_of_the_anchors() -> None:
+    from memlikehuman.retrieval import dates
+
+    for form, first, second in dates._RELATIVE_NEEDS:
+        for word in second or first:
+            assert any(anchor in word for anchor in dates._ANCHORS), (form, word)
+    assert dates._possible_forms("this and that, last and next") == set()
