@@ -285,16 +285,26 @@ def with_alternatives(
     source: str,
     rewriter: Callable[[str], list[str]] | None,
 ) -> dict[str, Scores]:
-    """Every question asked with alternatives (from the rule or the model), in each fusion."""
+    """Every question asked with alternatives (from the rule or the model), in each fusion, and in the
+    default fusion with the query weighing as much as an alternative, or every alternative lending to
+    as many neighbours as the query (the two choices of design.md, "Budgets of an alternative")."""
     results = {}
-    for fusion in phrasings.FUSIONS:
+    default = DEFAULT_TUNING
+    variants = [(f"{fusion} fusion", dataclasses.replace(default, fusion=fusion)) for fusion in phrasings.FUSIONS]
+    variants.append((f"{default.fusion}, query weight 1", dataclasses.replace(default, query_weight=1.0)))
+    variants.append(
+        (
+            f"{default.fusion}, {default.neighbour_pool} neighbours per alternative",
+            dataclasses.replace(default, alternative_neighbours=default.neighbour_pool),
+        )
+    )
+    for label, tuning in variants:
         scores = Scores()
-        tuning = dataclasses.replace(DEFAULT_TUNING, fusion=fusion)
         for conv in conversations:
             speakers = sorted({t.speaker for t in conv.turns})
             rewrite = rewriter if source == "llm" else (lambda q, s=speakers: rule_alternatives(q, s))  # type: ignore[misc]
             ask(engine, conv, mode, scores, tuning, rewrite)
-        name = f"memory_recall {mode} + {'local-model' if source == 'llm' else 'rule'} alternatives ({fusion} fusion)"
+        name = f"memory_recall {mode} + {'local-model' if source == 'llm' else 'rule'} alternatives ({label})"
         results[name] = scores
         print(f"{name}: R@10 {np.mean(scores.recall[10]):.3f}", file=sys.stderr)
     return results

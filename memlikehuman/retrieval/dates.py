@@ -25,6 +25,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import date, timedelta
 
+from .holidays import easter, nth_weekday
+
 MONTHS = {
     name: number
     for number, names in enumerate(
@@ -244,30 +246,6 @@ def _holiday(name: str, year: int | None) -> DateWindow | None:
         first = 1 + 7 * (nth - 1) if nth > 0 else 25
         return _yearless_day(month, first, 6 + DAYS_AFTER)
     return day_window(nth_weekday(year, month, weekday, nth))
-
-
-def nth_weekday(year: int, month: int, weekday: int, nth: int) -> date:
-    """The nth (1-based; -1 = last) given weekday (Monday = 0) of a month."""
-    if nth > 0:
-        first = date(year, month, 1)
-        return first + timedelta(days=(weekday - first.weekday()) % 7 + 7 * (nth - 1))
-    following = date(year + month // 12, month % 12 + 1, 1)
-    last = following - timedelta(days=1)
-    return last - timedelta(days=(last.weekday() - weekday) % 7)
-
-
-def easter(year: int) -> date:
-    """Western Easter Sunday (the anonymous Gregorian computus)."""
-    a, b, c = year % 19, year // 100, year % 100
-    d, e = divmod(b, 4)
-    f = (b + 8) // 25
-    g = (b - f + 1) // 3
-    h = (19 * a + b - d - g + 15) % 30
-    i, k = divmod(c, 4)
-    ell = (32 + 2 * e + 2 * i - h - k) % 7
-    m = (a + 11 * h + 22 * ell) // 451
-    month, day = divmod(h + ell - 7 * m + 114, 31)
-    return date(year, month, day + 1)
 
 
 # -- relative dates in recorded text ---------------------------------------------------------------

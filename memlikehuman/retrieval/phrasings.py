@@ -30,6 +30,8 @@ from .. import validate
 from ..errors import InvalidArgument, LimitExceeded
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from ..archive.db import Database
     from ..records import Scope
 
@@ -37,6 +39,35 @@ MAX_ALTERNATIVES = 8
 FUSIONS = ("rrf", "max")
 RRF_K = 60
 MAX_AGREEMENT = 0.1
+
+
+class Phrasing:
+    """One phrasing of the need (the query or an alternative): its text, words and query vector.
+
+    A plain class: a working object of one call, and a dataclass would compile its methods at every
+    hook's start (bench/hooks.py).
+    """
+
+    __slots__ = ("further", "qvec", "text", "words")
+
+    def __init__(self, text: str, words: list[str], further: bool) -> None:
+        self.text = text
+        self.words = words
+        self.further = further  # an alternative: not the query itself, nor the query relabelled
+        self.qvec: np.ndarray | None = None
+
+
+def of(query: str, relabelled: Sequence[str], alternatives: Sequence[str]) -> list[Phrasing]:
+    """The phrasings to search, repeats dropped; those without words too, unless none has any.
+
+    The query and its relabelled forms (`by_alias`) are the query's own; alternatives are guesses.
+    """
+    from .search import terms
+
+    texts = distinct([query, *relabelled, *alternatives])
+    own = len(distinct([query, *relabelled]))
+    found = [Phrasing(text, terms(text), n >= own) for n, text in enumerate(texts)]
+    return [p for p in found if p.words] or found[:1]
 
 
 def check(alternatives: Sequence[str] | None) -> list[str]:
@@ -84,22 +115,26 @@ def distinct(texts: Sequence[str]) -> list[str]:
     return list(seen.values())
 
 
-def fuse(rankings: Sequence[dict[int, float]], method: str, query_weight: float = 1.0) -> dict[int, float]:
+def fuse(
+    rankings: Sequence[dict[int, float]], method: str, own: Sequence[bool] | None = None, query_weight: float = 1.0
+) -> dict[int, float]:
     """One ranking from several rankings of the same kind of record (higher score = better).
 
-    rankings[0] is the query's own; it counts `query_weight` times an alternative's (under `max`:
-    an alternative's scaled scores are divided by it).
+    `own` says which rankings are the query's own (the query, and the query with a speaker's label
+    for an alias: `by_alias`); default: the first. Each of them counts `query_weight` times an
+    alternative's (under `max`: an alternative's scaled scores are divided by it).
     """
-    kept = [(ranking, n == 0) for n, ranking in enumerate(rankings) if ranking]
+    own = list(own) if own is not None else [n == 0 for n in range(len(rankings))]
+    kept = [(ranking, mine) for ranking, mine in zip(rankings, own, strict=True) if ranking]
     if len(kept) <= 1:
         return dict(kept[0][0]) if kept else {}
-    lead = kept[0][1]  # the query's ranking is among them (it found something)
     rankings = [ranking for ranking, _ in kept]
-    weights = [query_weight if lead and n == 0 else 1.0 for n in range(len(rankings))]
+    flags = [mine for _, mine in kept]
+    weights = [query_weight if mine else 1.0 for mine in flags]
     if method == "rrf":
-        return lift_winners(reciprocal_ranks(rankings, weights), rankings, lead)
+        return lift_winners(reciprocal_ranks(rankings, weights), rankings, flags)
     if method == "max":
-        return lift_winners(best_scores(rankings, weights), rankings, lead)
+        return lift_winners(best_scores(rankings, weights), rankings, flags)
     raise ValueError(f"unknown fusion {method!r}")
 
 
@@ -132,10 +167,12 @@ def best_scores(rankings: Sequence[dict[int, float]], weights: Sequence[float] |
     return {key: value + MAX_AGREEMENT * (total[key] - value) / others for key, value in best.items()}
 
 
-def lift_winners(fused: dict[int, float], rankings: Sequence[dict[int, float]], lead: bool) -> dict[int, float]:
-    """The query's best record lifted level with the overall best (when `lead`: rankings[0] is the
-    query's), and every other phrasing's best lifted level with the n-th best, n = len(rankings)
-    (so among the first n + 1: the query's lift may put one record ahead).
+def lift_winners(
+    fused: dict[int, float], rankings: Sequence[dict[int, float]], own: Sequence[bool]
+) -> dict[int, float]:
+    """The best record of each of the query's own rankings lifted level with the overall best, and
+    every other phrasing's best level with the n-th best, n = len(rankings) (so among the first
+    n + 1 or so: the own rankings' lifts may put their records ahead).
 
     Records that every phrasing finds (near-copies of the query find the same ones) add up across
     rankings; without this they push what one phrasing alone finds out of the first results. An
@@ -144,8 +181,8 @@ def lift_winners(fused: dict[int, float], rankings: Sequence[dict[int, float]], 
     """
     ordered = sorted(fused.values(), reverse=True)
     top, level = ordered[0], ordered[min(len(rankings), len(ordered)) - 1]
-    for n, ranking in enumerate(rankings):
+    for ranking, mine in zip(rankings, own, strict=True):
         winner = max(ranking, key=lambda k: (ranking[k], k))
         if winner in fused:
-            fused[winner] = max(fused[winner], top if lead and n == 0 else level)
+            fused[winner] = max(fused[winner], top if mine else level)
     return fused

@@ -40,10 +40,12 @@ class Tuning:
     fusion: str = "rrf"
     # the query's own ranking counts this many times an alternative's (phrasings.fuse)
     query_weight: float = 2.0
-    # each further phrasing ranks a smaller lexical and dense pool, over fewer scored rows, than the query
-    # (a guess gets a smaller budget; under RRF a rank past 100 adds at most 1/160): bench.recall_latency
+    # each further phrasing ranks a smaller lexical and dense pool, over fewer scored rows, and lends to
+    # the neighbours of fewer hits than the query (a guess gets a smaller budget; under RRF a rank past
+    # 100 adds at most 1/160): latency with 4 of them in bench.recall_latency, design.md for the choice
     alternative_pool: int = 100
-    alternative_scored_rows: int = 1_000
+    alternative_scored_rows: int = 500
+    alternative_neighbours: int = 30
     # a query that calls a speaker by a learned alias also searches with the speaker's label (phrasings.by_alias)
     speaker_aliases: bool = True
 

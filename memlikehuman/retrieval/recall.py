@@ -79,33 +79,17 @@ def recall(
     if session_id is not None:
         validate.identifier(session_id, "session_id")
     by_alias = phrasings.by_alias(sources.db, scope, query) if tuning.speaker_aliases else []
-    others = phrasings.check(alternatives) + by_alias
+    others = phrasings.check(alternatives)
     if not query.strip() and cue_key is None:
         raise InvalidArgument("query is empty: give words to search for, or a cue_key to look up")
     stamp = clock.now_stamp() if as_of is None else clock.stamp(as_of, "as_of")
     filters = Filters(scope, stamp, session_id, cue_key, include_history)
-    found = _Recall(sources, filters, query, limit, detail, search_mode, tuning, others)
+    found = _Recall(sources, filters, query, limit, detail, search_mode, tuning, others, by_alias)
     found.as_of_given = as_of is not None
     result = found.run()
     if upkeep is not None and (found.stale or found.unindexed):
         upkeep(Upkeep(scope, tuple(found.stale), found.unindexed))
     return result
-
-
-class _Phrasing:
-    """One phrasing of the need (the query or an alternative): its text, words and query vector.
-
-    A plain class: a working object of one call, and a dataclass would compile its methods at every
-    hook's start (bench/hooks.py).
-    """
-
-    __slots__ = ("further", "qvec", "text", "words")
-
-    def __init__(self, text: str, words: list[str], further: bool) -> None:
-        self.text = text
-        self.words = words
-        self.further = further  # an alternative (or alias phrasing), not the query itself
-        self.qvec: np.ndarray | None = None
 
 
 class _Recall:
@@ -121,12 +105,11 @@ class _Recall:
         mode: str,
         tuning: Tuning,
         alternatives: Sequence[str] = (),
+        relabelled: Sequence[str] = (),
     ) -> None:
         self.sources, self.db, self.filters = sources, sources.db, filters
         self.query, self.limit, self.detail, self.mode, self.tuning = query, limit, detail, mode, tuning
-        texts = phrasings.distinct([query, *alternatives])
-        self.phrasings = [_Phrasing(text, search.terms(text), n > 0) for n, text in enumerate(texts)]
-        self.phrasings = [p for p in self.phrasings if p.words] or self.phrasings[:1]
+        self.phrasings = phrasings.of(query, relabelled, alternatives)
         # All words of all phrasings: they centre excerpts and find the uncovered gaps of events.
         self.words = list(dict.fromkeys(w for p in self.phrasings for w in p.words))
         self.warnings: list[str] = []
@@ -219,11 +202,10 @@ class _Recall:
             return ranking.by_recency(recent(self.db, self.filters, self.limit))
         searched = [p for p in self.phrasings if p.words]
         rankings = [self._rank_one(kind, p) for p in searched]
-        if searched[0].further:  # the query itself has no words to search with
-            rankings.insert(0, {})
-        return phrasings.fuse(rankings, self.tuning.fusion, self.tuning.query_weight)
+        own = [not p.further for p in searched]
+        return phrasings.fuse(rankings, self.tuning.fusion, own, self.tuning.query_weight)
 
-    def _rank_one(self, kind: Kind, phrasing: _Phrasing) -> dict[int, float]:
+    def _rank_one(self, kind: Kind, phrasing: phrasings.Phrasing) -> dict[int, float]:
         t = self.tuning
         weights = t.event_weights if kind == "event" else t.memory_weights
         text = phrasing.text if t.ngram else ""
@@ -233,7 +215,7 @@ class _Recall:
         return self._fuse(kind, lexical, info, phrasing)
 
     def _fuse(
-        self, kind: Kind, lexical: list[search.Hit], info: dict[int, search.Hit], phrasing: _Phrasing
+        self, kind: Kind, lexical: list[search.Hit], info: dict[int, search.Hit], phrasing: phrasings.Phrasing
     ) -> dict[int, float]:
         t = self.tuning
         pool = t.alternative_pool if phrasing.further else t.dense_pool
@@ -292,7 +274,7 @@ class _Recall:
         self.stale.extend(i for i in missing if i not in alive)
 
     def _event_context(
-        self, scores: dict[int, float], info: dict[int, search.Hit], phrasing: _Phrasing
+        self, scores: dict[int, float], info: dict[int, search.Hit], phrasing: phrasings.Phrasing
     ) -> dict[int, float]:
         """Session, neighbour, speaker and date adjustments of event scores (ranking.py)."""
         t = self.tuning
@@ -300,7 +282,8 @@ class _Recall:
         if t.session:
             out = ranking.with_session_share(scores, {key: info[key].session_id for key in scores}, t.session)
         if t.neighbour:
-            links = self._neighbours(ranking.top(scores, t.neighbour_pool))
+            pool = t.alternative_neighbours if phrasing.further else t.neighbour_pool
+            links = self._neighbours(ranking.top(scores, pool))
             unknown = {n for pair in links.values() for n in pair if n is not None and n not in info}
             info.update(search.eligible_events(self.db, sorted(unknown), self.filters))
             out = ranking.with_neighbour_loans(out, scores, links, info, t.neighbour)
@@ -309,7 +292,7 @@ class _Recall:
         speakers = {seq for seq, hit in info.items() if seq in out and hit.source in named}
         return ranking.with_factors(out, speakers, t.speaker, self._dated(out, info, phrasing), t.date)
 
-    def _dated(self, out: dict[int, float], info: dict[int, search.Hit], phrasing: _Phrasing) -> set[int]:
+    def _dated(self, out: dict[int, float], info: dict[int, search.Hit], phrasing: phrasings.Phrasing) -> set[int]:
         """Events that occurred on a date the query names, or whose relative dates resolve into one."""
         windows = date_windows(phrasing.text) if self.tuning.date else []
         if not windows:
