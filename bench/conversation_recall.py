@@ -406,7 +406,8 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Scores], list[str]]:
     if args.alternatives == "llm":
         if not rewriter_module.installed():
             raise SystemExit("no local model: run scripts/install-local-llm (see ../shared/guides/local-llm.md)")
-        rewriter = rewriter_module.Rewriter(args.rewrites or workdir / "rewrites.json")
+        cache = args.rewrites or workdir / f"rewrites-{args.prompt}.json"
+        rewriter = rewriter_module.Rewriter(cache, prompt=args.prompt)
     with Engine(settings) as engine, rewriter or contextlib.nullcontext():
         recorded = int(engine.db.scalar("SELECT count(*) FROM events") or 0)
         if recorded == 0:
@@ -480,8 +481,8 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Scores], list[str]]:
         )
     if args.alternatives == "llm":
         notes.append(
-            "local-model alternatives: Qwen2.5-Coder-1.5B-Instruct Q4_K_M (../shared/guides/local-llm.md), prompt in"
-            " bench/rewriter.py, temperature 0, up to 4 phrasings per question, cached per question"
+            "local-model alternatives: Qwen2.5-Coder-1.5B-Instruct Q4_K_M (../shared/guides/local-llm.md), prompt"
+            f" {args.prompt!r} of bench/rewriter.py, temperature 0, up to 4 phrasings per question, cached per question"
         )
     return results, notes
 
@@ -503,6 +504,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument(
         "--rewrites", type=Path, help="cache file of the model's phrasings (default: in the archive dir)"
+    )
+    parser.add_argument(
+        "--prompt",
+        choices=sorted(rewriter_module.PROMPTS),
+        default="message",
+        help="the rewriter's prompt (bench/rewriter.py)",
     )
     parser.add_argument("--archive", help="keep (and reuse) the archive and baseline vectors in this directory")
     args = parser.parse_args(argv)

@@ -20,19 +20,37 @@ from bench.local_llm import MODEL_ALIAS, LocalModel, installed
 
 __all__ = ["Rewriter", "installed"]
 
-SYSTEM = (
+# "question": the first prompt (the issue's wording). It made the 1.5B model paraphrase the question
+# ("When did X attend the support group?"): design.md, "Measured with the real rewriter".
+QUESTION = (
     "You help a search engine find old chat messages. Given a question about a past conversation, write up"
     " to 4 short alternative search phrasings with the words the chat message itself would contain: name"
     " concrete instances of any category (dishes -> soup, pasta; health problems -> chest pain, flu), write a"
     " judgement as the behaviour that would show it, give one phrasing per person involved, and write dates"
     ' out. Do not answer the question. Reply with JSON only: {"phrasings": ["...", "..."]}'
 )
+# "message": asks for the chat messages themselves, first person, with one worked example (invented,
+# not from any benchmark), because the small model copies the form of an example better than it
+# follows an instruction.
+MESSAGE = (
+    "You help a search engine find old chat messages. Given a question about a past conversation, write up to 4"
+    " short chat messages that could have answered it, as the person would have written them, in the first"
+    " person, with concrete words: an instance instead of a category, the behaviour that shows a judgement,"
+    " an event instead of a date. Never copy the question. Reply with JSON only."
+)
+MESSAGE_EXAMPLE = (
+    "What sports does Tom enjoy?",
+    '{"phrasings": ["I played soccer with my team on Saturday", "went for a long run this morning",'
+    ' "I love watching basketball games", "my first tennis lesson was great"]}',
+)
+PROMPTS = {"question": (QUESTION, None), "message": (MESSAGE, MESSAGE_EXAMPLE)}
 
 
 class Rewriter:
     """``with Rewriter(cache) as rewrite: rewrite(question)`` -> up to 4 phrasings (cached)."""
 
-    def __init__(self, cache: Path, timeout: float = 180.0) -> None:
+    def __init__(self, cache: Path, timeout: float = 180.0, prompt: str = "question") -> None:
+        self.system, self.example = PROMPTS[prompt]
         self.cache_path = cache
         self.cache: dict[str, list[str]] = json.loads(cache.read_text("utf-8")) if cache.exists() else {}
         self.timeout = timeout
@@ -56,7 +74,7 @@ class Rewriter:
         assert self.model is not None
         body = {
             "model": MODEL_ALIAS,
-            "messages": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": question}],
+            "messages": self._messages(question),
             "temperature": 0,
             "max_tokens": 160,
             "response_format": {"type": "json_object"},
@@ -71,6 +89,15 @@ class Rewriter:
         except (json.JSONDecodeError, AttributeError):
             return []  # counted as no alternatives: the weak model's failures are part of the measurement
         return [str(p)[:4000] for p in found if isinstance(p, str) and p.strip()][:4]
+
+    def _messages(self, question: str) -> list[dict[str, str]]:
+        messages = [{"role": "system", "content": self.system}]
+        if self.example:
+            messages += [
+                {"role": "user", "content": self.example[0]},
+                {"role": "assistant", "content": self.example[1]},
+            ]
+        return [*messages, {"role": "user", "content": question}]
 
     def save(self) -> None:
         self.cache_path.write_text(json.dumps(self.cache, indent=1, ensure_ascii=False), "utf-8")

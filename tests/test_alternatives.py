@@ -169,3 +169,11 @@ def test_alternatives_also_search_beside_a_cue_key_with_an_empty_query(engine: E
     engine.record(HOME, "f0", FILLER[0], "user", "Ana", cues=[{"kind": "photo", "key": "IMG_1"}])
     result = recall(engine, HOME, "", cue_key="IMG_1", alternatives=["tomato soup"])
     assert [hit.event.event_id for hit in result.raw_fallback][0] == "soup"
+
+
+def test_the_query_best_stays_first_when_an_alternative_ties_it() -> None:
+    # Equal weights: record 2 sums to exactly what record 1 sums to; the higher ID would win the tie.
+    query, other = {1: 2.0, 2: 1.0}, {2: 2.0, 1: 1.0}
+    for method in phrasings.FUSIONS:
+        fused = phrasings.fuse([query, other], method, query_weight=1.0)
+        assert sorted(fused, key=lambda k: (-fused[k], -k))[0] == 1, method

@@ -2,13 +2,13 @@
 
 A question names a category ("dishes") where the remembered turn names an instance ("I made soup");
 the agent that calls memory_recall can supply the missing words as further phrasings. Each phrasing
-is ranked on its own (recall.py), and the rankings are fused here. Two fusions are offered:
+is ranked on its own (recall.py), and the rankings are fused here. The query's own rankings weigh
+`Tuning.query_weight` (2), each alternative 1. Two fusions are offered:
 
-- `rrf` (the default): reciprocal-rank fusion, sum of weight / (RRF_K + rank) over the phrasings
-  that found a record; the query's own ranking weighs `Tuning.query_weight` (2), each alternative 1;
-- `max`: score fusion, each ranking scaled by its best score (an alternative's then divided by the
-  query's weight), a record keeping its best scaled score plus a small share (`MAX_AGREEMENT`) of
-  the mean of its scaled scores in the other rankings.
+- `max` (the default): score fusion, each ranking scaled by its best score times its weight over
+  the query's, a record keeping its best scaled score plus a small share (`MAX_AGREEMENT`) of the
+  mean of its scaled scores in the other rankings;
+- `rrf`: reciprocal-rank fusion, sum of weight / (RRF_K + rank) over the phrasings that found a record.
 
 Both then lift the query's best record to the first place and each other phrasing's best into the
 first n + 1 places, n = the number of phrasings (`lift_winners`), so records that every phrasing finds
@@ -22,6 +22,7 @@ docs/design.md ("Several phrasings per recall") has the measurements that chose 
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -180,9 +181,10 @@ def lift_winners(
     (lifting all of them to the top cost R@1 0.47 -> 0.41 on LoCoMo, docs/design.md).
     """
     ordered = sorted(fused.values(), reverse=True)
-    top, level = ordered[0], ordered[min(len(rankings), len(ordered)) - 1]
+    # Strictly above the best: a tie would go to the higher record ID, not to the query's best.
+    above, level = math.nextafter(ordered[0], math.inf), ordered[min(len(rankings), len(ordered)) - 1]
     for ranking, mine in zip(rankings, own, strict=True):
         winner = max(ranking, key=lambda k: (ranking[k], k))
         if winner in fused:
-            fused[winner] = max(fused[winner], top if mine else level)
+            fused[winner] = max(fused[winner], above if mine else level)
     return fused

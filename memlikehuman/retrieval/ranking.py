@@ -37,7 +37,7 @@ class Tuning:
     # queries with runs in CJK, Thai, Cyrillic, Arabic, ... also search the n-gram index (ngrams.py)
     ngram: bool = True
     # how the rankings of several phrasings (query + alternatives) become one (phrasings.FUSIONS)
-    fusion: str = "rrf"
+    fusion: str = "max"
     # the query's own ranking counts this many times an alternative's (phrasings.fuse)
     query_weight: float = 2.0
     # each further phrasing ranks a smaller lexical and dense pool, over fewer scored rows, and lends to
