@@ -508,7 +508,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--prompt",
         choices=sorted(rewriter_module.PROMPTS),
-        default="message",
+        default="question",
         help="the rewriter's prompt (bench/rewriter.py)",
     )
     parser.add_argument("--archive", help="keep (and reuse) the archive and baseline vectors in this directory")
