@@ -532,7 +532,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         )
         if args.conversations:
             command += f" --conversations {args.conversations}"
-        report.write_section(f"locomo-alternatives-{args.alternatives}", title, command, body)
+        section = f"locomo-alternatives-{args.alternatives}"
+        if args.alternatives == "llm":
+            command += f" --prompt {args.prompt}"
+            section += "" if args.prompt == "question" else f"-{args.prompt}"  # the default keeps its section
+        report.write_section(section, title, command, body)
     else:
         title = "LoCoMo evidence recall (categories 1-4)"
         report.write_section("locomo", title, "python -m bench.conversation_recall", body)

@@ -52,7 +52,8 @@ class Rewriter:
     def __init__(self, cache: Path, timeout: float = 180.0, prompt: str = "question") -> None:
         self.system, self.example = PROMPTS[prompt]
         self.cache_path = cache
-        self.cache: dict[str, list[str]] = json.loads(cache.read_text("utf-8")) if cache.exists() else {}
+        self.prompt = prompt
+        self.cache = _load(cache, prompt)
         self.timeout = timeout
         self.model: LocalModel | None = None  # started on the first question not in the cache
         self.asked = 0
@@ -100,10 +101,25 @@ class Rewriter:
         return [*messages, {"role": "user", "content": question}]
 
     def save(self) -> None:
-        self.cache_path.write_text(json.dumps(self.cache, indent=1, ensure_ascii=False), "utf-8")
+        stored = {"prompt": self.prompt, "phrasings": self.cache}
+        self.cache_path.write_text(json.dumps(stored, indent=1, ensure_ascii=False), "utf-8")
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         self.save()
         if self.model is not None:
             self.model.__exit__(kind, exc, tb)
             self.model = None
+
+
+def _load(cache: Path, prompt: str) -> dict[str, list[str]]:
+    """The cached phrasings, which must come from the same prompt (a file of a bare question -> phrasings
+    map, as written before the prompts had names, is the "question" prompt's)."""
+    if not cache.exists():
+        return {}
+    stored = json.loads(cache.read_text("utf-8"))
+    made_by, phrasings = (stored["prompt"], stored["phrasings"]) if "phrasings" in stored else ("question", stored)
+    if made_by != prompt:
+        raise SystemExit(
+            f"{cache} holds the {made_by!r} prompt's phrasings, not the {prompt!r} prompt's: give another --rewrites"
+        )
+    return phrasings

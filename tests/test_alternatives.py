@@ -105,7 +105,7 @@ def test_a_guess_joins_the_first_results_but_does_not_take_the_first_place() -> 
         fused = phrasings.fuse([query, guess], method, query_weight=2.0)
         order = sorted(fused, key=lambda k: (-fused[k], -k))
         assert order[0] != 50, method
-        assert order.index(50) <= 2, method  # within n + 1 = 3: ahead of records only the query found
+        assert order.index(50) <= 2, method  # here within n + 1 = 3: ahead of records only the query found
 
 
 def test_the_query_counts_query_weight_times_an_alternative_under_rrf() -> None:
@@ -177,3 +177,12 @@ def test_the_query_best_stays_first_when_an_alternative_ties_it() -> None:
     for method in phrasings.FUSIONS:
         fused = phrasings.fuse([query, other], method, query_weight=1.0)
         assert sorted(fused, key=lambda k: (-fused[k], -k))[0] == 1, method
+
+
+def test_rankings_without_a_positive_score_neither_crash_nor_get_lifted_under_max() -> None:
+    assert phrasings.fuse([{1: 0.0}, {2: 0.0}], "max") == {}
+    assert phrasings.fuse([{1: -1.0}, {2: -2.0}], "max") == {}
+    # The query found only zeros: the alternative's ranking stands alone, record 2 is not lifted.
+    assert phrasings.fuse([{1: 0.0, 2: 0.0}, {2: 1.0, 3: 0.5}], "max", query_weight=2.0) == {2: 1.0, 3: 0.5}
+    with pytest.raises(ValueError, match="positive"):
+        phrasings.fuse([{1: 1.0}, {2: 1.0}], "max", query_weight=0.0)

@@ -7,9 +7,11 @@ import multiprocessing
 from pathlib import Path
 from typing import Any
 
+import apsw
 import pytest
 
 from memlikehuman import config
+from memlikehuman.archive import db as archive_db
 from memlikehuman.archive.db import open_database
 from memlikehuman.archive.migrations import MIGRATIONS, migrate, schema_version
 from memlikehuman.engine import Engine
@@ -98,8 +100,8 @@ def test_only_the_edges_import_mcp_or_click():
 
 
 def _open_at_once(path: str, start: Any, results: Any) -> None:
-    start.wait(timeout=30)
     try:
+        start.wait(timeout=30)
         with Engine(config.load(path, env={"MEMLIKEHUMAN_EMBEDDER": "none"})) as engine:
             results.put(engine.schema_version)
     except Exception as exc:  # a child's top level: report to the test
@@ -121,3 +123,39 @@ def test_processes_that_create_one_new_archive_at_once_all_open_it(tmp_path):
         for child in children:
             child.join(timeout=30)
     assert outcomes == [len(MIGRATIONS)] * 48
+
+
+class _BusyConnection:
+    """Answers SQLITE_BUSY to its first `busy` statements (all of them for busy=None), then runs them."""
+
+    def __init__(self, busy: int | None) -> None:
+        self.busy, self.statements, self.timeouts = busy, [], []
+
+    def execute(self, sql: str) -> Any:
+        if self.busy is None or self.busy > 0:
+            self.busy = None if self.busy is None else self.busy - 1
+            raise apsw.BusyError("database is locked")
+        self.statements.append(sql)
+        return self
+
+    def fetchall(self) -> list[Any]:
+        return []
+
+    def set_busy_timeout(self, milliseconds: int) -> None:
+        self.timeouts.append(milliseconds)
+
+
+def test_the_pragmas_are_retried_while_the_archive_answers_busy() -> None:
+    conn = _BusyConnection(busy=3)
+    archive_db._set_pragmas(conn, seconds=5)
+    assert conn.statements == list(archive_db.PRAGMAS)
+    assert conn.timeouts[-1] == archive_db.BUSY_TIMEOUT_MS  # put back after the retries
+    assert all(0 < ms <= 5_000 for ms in conn.timeouts[:-1]) and len(conn.timeouts) == 4
+
+
+def test_the_pragmas_give_up_busy_once_the_time_is_spent() -> None:
+    conn = _BusyConnection(busy=None)
+    with pytest.raises(apsw.BusyError):
+        archive_db._set_pragmas(conn, seconds=0.05)
+    assert conn.statements == []
+    assert conn.timeouts[-1] == archive_db.BUSY_TIMEOUT_MS

@@ -178,4 +178,16 @@ def test_every_relative_form_needs_a_word_holding_one_of_the_anchors() -> None:
     for form, first, second in dates._RELATIVE_NEEDS:
         for word in second or first:
             assert any(anchor in word for anchor in dates._ANCHORS), (form, word)
+
+
+def test_a_text_without_an_anchor_is_not_searched_for_the_needed_words(monkeypatch: pytest.MonkeyPatch) -> None:
+    from memlikehuman.retrieval import dates
+
+    class Untouchable(tuple):
+        def __iter__(self):
+            raise AssertionError("the needed words were searched")
+
+    monkeypatch.setattr(dates, "_NEEDED_WORDS", Untouchable())
     assert dates._possible_forms("this and that, last and next") == set()
+    with pytest.raises(AssertionError, match="searched"):
+        dates._possible_forms("last friday")

@@ -112,9 +112,7 @@ def test_a_corrected_statement_does_not_come_back_through_the_gaps_of_its_event(
 def test_a_correction_takes_the_originals_place_in_time_for_as_of(db_path: Path):
     with ScriptedOpenAI() as api, connected(stdio_params(db_path, **extractor_env(api))) as client:
         api.chat.append(
-            extraction_reply(
-                memory_item("The user lives in Lisbon.", "I live in Lisbon", subject="user.home_city")
-            )
+            extraction_reply(memory_item("The user lives in Lisbon.", "I live in Lisbon", subject="user.home_city"))
         )
         memory_id = record(client, "e1", "I live in Lisbon", occurred_at="2025-01-10T09:00:00Z")["memory_ids"][0]
         fixed = client.ok("memory_correct", memory_id=memory_id, content="The user lives in Porto.", reason="typo")
@@ -268,9 +266,7 @@ def test_null_for_any_optional_argument_means_its_default(db_path: Path):
         assert read["source_page"]["text"] == "tea time"
         state = {"goal": "g", "completed": None, "pending": None, "constraints": None, "next_step": None}
         client.ok("session_checkpoint", state=state, covered_event_id="e1", session_id=None, **nulls)
-        resume = client.ok(
-            "session_resume", query=None, token_budget=None, target_model=None, session_id=None, **nulls
-        )
+        resume = client.ok("session_resume", query=None, token_budget=None, target_model=None, session_id=None, **nulls)
         assert resume["status"] == "ok" and resume["checkpoint_id"]
         schema = {tool.name: tool.input_schema for tool in client.list_tools().tools}
         assert {"type": "null"} in schema["memory_recall"]["properties"]["limit"]["anyOf"]
@@ -405,9 +401,7 @@ def test_retry_prints_no_http_client_log_lines(tmp_path: Path):
     db = tmp_path / "m.sqlite3"
     with ScriptedOpenAI() as api:
         env = {**os.environ, **BASE_ENV}
-        subprocess.run(
-            [sys.executable, "-m", "memlikehuman", "--db", str(db), "stats"], env=env, capture_output=True
-        )
+        subprocess.run([sys.executable, "-m", "memlikehuman", "--db", str(db), "stats"], env=env, capture_output=True)
         with connected(stdio_params(db)) as client:
             record(client, "e1", "I like tea")
         api.chat.append(extraction_reply(memory_item("The user likes tea.", "I like tea")))

@@ -101,9 +101,7 @@ def claim_next(
     return sequence
 
 
-def claim_following(
-    db: Database, owner: str, lease: float, first: int, limit: int, short_chars: int
-) -> list[int]:
+def claim_following(db: Database, owner: str, lease: float, first: int, limit: int, short_chars: int) -> list[int]:
     """Claim the pending events that directly follow ``first`` in its scope and session (for a batch).
 
     Stops at the first later event of the scope that is of another session, long (over

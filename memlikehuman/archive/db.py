@@ -65,23 +65,29 @@ class _Rows:
         return dict(zip(self.names, row, strict=True))
 
 
-def _set_pragmas(conn: apsw.Connection) -> None:
-    """PRAGMAS, retried on SQLITE_BUSY until the busy timeout.
+def _set_pragmas(conn: Any, seconds: float = BUSY_TIMEOUT_MS / 1000) -> None:
+    """PRAGMAS, retried on SQLITE_BUSY for at most `seconds` in all.
 
     SQLite answers busy at once, without calling the busy handler, when several processes open a new
     file together and one switches it to WAL while another reads its header: retrying is safe, the
-    pragmas are idempotent.
+    pragmas are idempotent. Each retry may wait only what is left of the time (busy timeout), and
+    the connection's busy timeout is put back afterwards.
     """
-    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
-    while True:
-        try:
-            for pragma in PRAGMAS:
-                conn.execute(pragma).fetchall()
-            return
-        except apsw.BusyError:
-            if time.monotonic() >= deadline:
-                raise
-            time.sleep(0.002)
+    deadline = time.monotonic() + seconds
+    try:
+        while True:
+            try:
+                for pragma in PRAGMAS:
+                    conn.execute(pragma).fetchall()
+                return
+            except apsw.BusyError:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise
+                conn.set_busy_timeout(max(1, int(left * 1000)))
+                time.sleep(min(0.002, left))
+    finally:
+        conn.set_busy_timeout(BUSY_TIMEOUT_MS)
 
 
 class Database:
@@ -112,6 +118,9 @@ class Database:
         except apsw.Error as exc:
             self.conn.close()
             raise Unavailable(unreadable(self.path, exc)) from None
+        except BaseException:  # an interrupt while waiting: the connection is not kept
+            self.conn.close()
+            raise
 
     @property
     def label(self) -> str:

@@ -115,9 +115,7 @@ class OpenAIChatExtractor(Extractor):
             self._format = rung
             return answer
 
-    def _request(
-        self, messages: list[dict[str, str]], schema: dict[str, Any], fmt: str, deadline: float
-    ) -> str:
+    def _request(self, messages: list[dict[str, str]], schema: dict[str, Any], fmt: str, deadline: float) -> str:
         extra: dict[str, Any] = {}
         if fmt == "json_schema":
             extra["response_format"] = {

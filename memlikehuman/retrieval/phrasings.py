@@ -11,7 +11,7 @@ is ranked on its own (recall.py), and the rankings are fused here. The query's o
 - `rrf`: reciprocal-rank fusion, sum of weight / (RRF_K + rank) over the phrasings that found a record.
 
 Both then lift the query's best record to the first place and each other phrasing's best into the
-first n + 1 places, n = the number of phrasings (`lift_winners`), so records that every phrasing finds
+first 2n places, n = the number of phrasings (`lift_winners`), so records that every phrasing finds
 cannot crowd out what one phrasing alone finds, and a weak guess cannot take the first place.
 
 `by_alias` adds a phrasing of its own: the query with a speaker's label where it calls the speaker
@@ -125,8 +125,12 @@ def fuse(
     for an alias: `by_alias`); default: the first. Each of them counts `query_weight` times an
     alternative's (under `max`: an alternative's scaled scores are divided by it).
     """
+    if query_weight <= 0:
+        raise ValueError(f"query_weight must be positive, not {query_weight}")
     own = list(own) if own is not None else [n == 0 for n in range(len(rankings))]
-    kept = [(ranking, mine) for ranking, mine in zip(rankings, own, strict=True) if ranking]
+    # Under max a ranking without a positive score scales nothing: it is left out (and not lifted).
+    useful = (lambda r: bool(r) and max(r.values()) > 0) if method == "max" else bool
+    kept = [(ranking, mine) for ranking, mine in zip(rankings, own, strict=True) if useful(ranking)]
     if len(kept) <= 1:
         return dict(kept[0][0]) if kept else {}
     rankings = [ranking for ranking, _ in kept]
@@ -152,8 +156,8 @@ def best_scores(rankings: Sequence[dict[int, float]], weights: Sequence[float] |
     """Each record's best score scaled by its ranking's best (times the ranking's weight over the
     largest weight), plus a share of its other scaled scores."""
     weights = weights or [1.0] * len(rankings)
-    heaviest = max(weights)
-    kept = [(r, w / heaviest) for r, w in zip(rankings, weights, strict=True) if max(r.values()) > 0]
+    heaviest = max(weights, default=1.0)
+    kept = [(r, w / heaviest) for r, w in zip(rankings, weights, strict=True) if r and max(r.values()) > 0]
     if not kept:
         return {}
     best: dict[int, float] = {}
@@ -171,15 +175,18 @@ def best_scores(rankings: Sequence[dict[int, float]], weights: Sequence[float] |
 def lift_winners(
     fused: dict[int, float], rankings: Sequence[dict[int, float]], own: Sequence[bool]
 ) -> dict[int, float]:
-    """The best record of each of the query's own rankings lifted level with the overall best, and
-    every other phrasing's best level with the n-th best, n = len(rankings) (so among the first
-    n + 1 or so: the own rankings' lifts may put their records ahead).
+    """The best record of each of the query's own rankings lifted strictly above the overall best,
+    and every other phrasing's best level with the n-th best, n = len(rankings).
 
-    Records that every phrasing finds (near-copies of the query find the same ones) add up across
-    rankings; without this they push what one phrasing alone finds out of the first results. An
-    alternative is a guess, so its best joins the first n results rather than taking the first place
-    (lifting all of them to the top cost R@1 0.47 -> 0.41 on LoCoMo, docs/design.md).
+    So an alternative's best lands among the first 2n records: the n - 1 ahead of the level, plus
+    the other lifted records, which may tie with it (ties go to the higher record ID). Records that
+    every phrasing finds (near-copies of the query find the same ones) add up across rankings;
+    without this they push what one phrasing alone finds out of the first results. An alternative
+    is a guess, so its best joins the first results rather than taking the first place (lifting all
+    of them to the top cost R@1 0.47 -> 0.41 on LoCoMo, docs/design.md).
     """
+    if not fused:
+        return fused
     ordered = sorted(fused.values(), reverse=True)
     # Strictly above the best: a tie would go to the higher record ID, not to the query's best.
     above, level = math.nextafter(ordered[0], math.inf), ordered[min(len(rankings), len(ordered)) - 1]
