@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 from .. import validate
 from ..errors import InvalidArgument, LimitExceeded
+from .search import terms
 
 if TYPE_CHECKING:
     import numpy as np
@@ -63,8 +64,6 @@ def of(query: str, relabelled: Sequence[str], alternatives: Sequence[str]) -> li
 
     The query and its relabelled forms (`by_alias`) are the query's own; alternatives are guesses.
     """
-    from .search import terms
-
     texts = distinct([query, *relabelled, *alternatives])
     own = len(distinct([query, *relabelled]))
     found = [Phrasing(text, terms(text), n >= own) for n, text in enumerate(texts)]

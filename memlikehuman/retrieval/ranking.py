@@ -41,8 +41,8 @@ class Tuning:
     # the query's own ranking counts this many times an alternative's (phrasings.fuse)
     query_weight: float = 2.0
     # each further phrasing ranks a smaller lexical and dense pool, over fewer scored rows, and lends to
-    # the neighbours of fewer hits than the query (a guess gets a smaller budget; under RRF a rank past
-    # 100 adds at most 1/160): latency with 4 of them in bench.recall_latency, design.md for the choice
+    # the neighbours of fewer hits than the query (a guess gets a smaller budget): latency with 4 of
+    # them in bench.recall_latency, design.md ("Budgets of an alternative") for the choice
     alternative_pool: int = 100
     alternative_scored_rows: int = 500
     alternative_neighbours: int = 30
