@@ -203,7 +203,9 @@ def plant(engine: Any, scope: Any, prefix: str, count: int) -> list[tuple[str, l
 
     made = []
     for n in range(count):
-        word = "zqx" + secrets.token_hex(10)
+        # The closing "k" keeps the porter stemmer off the marker: a hex tail such as "...6081e"
+        # is indexed as "...6081", and the needle would miss its own term.
+        word = "zqx" + secrets.token_hex(10) + "k"
         long = long_text() if n % 2 == 0 else ""
         event_id = f"{prefix}-{n}"
         engine.record(scope, event_id, f"The code word is {word}. {long}", "user", "chat", session_id=event_id)
