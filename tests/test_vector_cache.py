@@ -70,6 +70,28 @@ def test_a_scope_without_vectors_of_the_model_finds_nothing(engine: Engine) -> N
     assert hits.ids.tolist() == [] and hits.scanned == 0
 
 
+def test_one_scan_for_several_queries_ranks_each_as_its_own_search_would(engine: Engine) -> None:
+    rng = np.random.default_rng(3)
+    stored = {
+        store(engine, HOME, f"e{i}", v): v for i, v in enumerate(unit(*rng.standard_normal(8)) for _ in range(40))
+    }
+    queries = np.stack([unit(*rng.standard_normal(8)) for _ in range(3)])
+    cache, ks = vectors.VectorCache(), [5, 12, 40]
+    allowed = np.asarray(list(stored)[::2], dtype=np.int64)
+    for window, admitted in ((None, None), (25, None), (25, allowed)):
+        many = cache.search_many(engine.db, "event", MODEL, HOME, queries, ks, window=window, allowed=admitted)
+        for query, k, hits in zip(queries, ks, many, strict=True):
+            alone = cache.search(engine.db, "event", MODEL, HOME, query, k, window=window, allowed=admitted)
+            assert hits.ids.tolist() == alone.ids.tolist()
+            assert (hits.scanned, hits.skipped) == (alone.scanned, alone.skipped)
+            # The brute-force ranking of what the window and the filter admit.
+            scanned = sorted(stored)[-window:] if window else sorted(stored)
+            scanned = [s for s in scanned if admitted is None or s in admitted]
+            best = sorted(scanned, key=lambda s, q=query: -float(stored[s] @ q))[:k]
+            assert hits.ids.tolist() == best and hits.scanned == len(scanned)
+            assert hits.scores == pytest.approx([float(stored[s] @ query) for s in best], abs=1e-5)
+
+
 def test_streamed_rows_are_plain_tuples_and_queries_still_give_dicts(engine: Engine) -> None:
     for i in range(3):
         engine.record(HOME, f"e{i}", f"text {i}", "user", "Ana")

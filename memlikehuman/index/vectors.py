@@ -143,6 +143,22 @@ class VectorCache:
 
         `window` limits the scan to the most recent rows; `allowed` to the given IDs.
         """
+        return self.search_many(db, kind, model, scope, query.reshape(1, -1), [k], window=window, allowed=allowed)[0]
+
+    def search_many(
+        self,
+        db: Database,
+        kind: Kind,
+        model: str,
+        scope: Scope,
+        queries: np.ndarray,
+        ks: Sequence[int],
+        *,
+        window: int | None = None,
+        allowed: np.ndarray | None = None,
+    ) -> list[Hits]:
+        """search() for several unit vectors (the rows of `queries`, the i-th wanting ks[i] rows) in
+        one scan: the matrix is read once for all of them (a recall's phrasings, issue 20)."""
         ids, rows, older = self._snapshot(db, kind, model, scope, window)
         skipped = len(older)
         if allowed is not None:
@@ -150,12 +166,11 @@ class VectorCache:
             skipped = int(np.isin(older, allowed).sum()) if len(older) else 0
             mask = np.isin(ids, allowed) if len(ids) else np.zeros(0, dtype=bool)
             ids, rows = ids[mask], rows[mask]
-        if not len(ids) or rows.shape[1] != query.shape[0]:
-            return Hits(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32), 0, skipped)
-        scores = rows @ query.astype(np.float32)
-        top = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
-        top = top[np.argsort(-scores[top], kind="stable")]
-        return Hits(ids[top], scores[top], len(ids), skipped)
+        if not len(ids) or rows.shape[1] != queries.shape[1]:
+            empty = Hits(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32), 0, skipped)
+            return [empty for _ in ks]
+        table = rows @ queries.astype(np.float32).T
+        return [_top(ids, table[:, n], k, skipped) for n, k in enumerate(ks)]
 
     def add(self, kind: Kind, model: str, scope: Scope, ids: Sequence[int], rows: np.ndarray) -> None:
         """Record vectors just written by this process (a matrix not loaded yet loads them later)."""
@@ -196,6 +211,13 @@ class VectorCache:
             if self._outside_version is not None and version != self._outside_version:
                 self._matrices.clear()
             self._outside_version = version
+
+
+def _top(ids: np.ndarray, scores: np.ndarray, k: int, skipped: int) -> Hits:
+    """The k best of one query's scores over the rows `ids`, best first."""
+    top = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
+    top = top[np.argsort(-scores[top], kind="stable")]
+    return Hits(ids[top], scores[top], len(ids), skipped)
 
 
 def _load(db: Database, kind: Kind, model: str, scope: Scope) -> _Matrix:

@@ -34,6 +34,8 @@ from .sources import Sources, Upkeep
 if TYPE_CHECKING:
     import numpy as np
 
+    from ..index.vectors import Hits
+
 else:
     from ..lazy_numpy import np  # numpy stays unimported on the hooks' path
 
@@ -201,58 +203,53 @@ class _Recall:
             recent = search.recent_events if kind == "event" else search.recent_memories
             return ranking.by_recency(recent(self.db, self.filters, self.limit))
         searched = [p for p in self.phrasings if p.words]
-        rankings = [self._rank_one(kind, p) for p in searched]
+        scanned = self._scan(kind, searched)
+        rankings = [self._rank_one(kind, p, hits) for p, hits in zip(searched, scanned, strict=True)]
         own = [not p.further for p in searched]
         return phrasings.fuse(rankings, self.tuning.fusion, own, self.tuning.query_weight)
 
-    def _rank_one(self, kind: Kind, phrasing: phrasings.Phrasing) -> dict[int, float]:
+    def _rank_one(self, kind: Kind, phrasing: phrasings.Phrasing, hits: Hits | None) -> dict[int, float]:
         t = self.tuning
         weights = t.event_weights if kind == "event" else t.memory_weights
         text = phrasing.text if t.ngram else ""
         pool, cap = (t.alternative_pool, t.alternative_scored_rows) if phrasing.further else (t.lexical_pool, None)
         lexical = search.lexical(self.db, kind, phrasing.words, self.filters, pool, weights, text, cap)
         info = {hit.id: hit for hit in lexical}
-        return self._fuse(kind, lexical, info, phrasing)
-
-    def _fuse(
-        self, kind: Kind, lexical: list[search.Hit], info: dict[int, search.Hit], phrasing: phrasings.Phrasing
-    ) -> dict[int, float]:
-        t = self.tuning
-        pool = t.alternative_pool if phrasing.further else t.dense_pool
         scores = ranking.fused(
             ranking.normalized([(hit.id, hit.score) for hit in lexical], t.lexical),
-            ranking.normalized(self._dense(kind, info, phrasing.qvec, pool), t.dense, floor=True),
+            ranking.normalized(self._dense(kind, info, hits), t.dense, floor=True),
         )
         if kind == "event" and scores:
             scores = self._event_context(scores, info, phrasing)
         return scores
 
-    def _dense(
-        self, kind: Kind, info: dict[int, search.Hit], qvec: np.ndarray | None, pool: int
-    ) -> list[tuple[int, float]]:
-        """Cosine candidates that are eligible; adds what is known about new events to info."""
-        if qvec is None or self.model is None:
-            return []
+    def _scan(self, kind: Kind, searched: Sequence[phrasings.Phrasing]) -> list[Hits | None]:
+        """Each phrasing's cosine top (its pool) among this kind's vectors, all in one scan; None
+        for each where the phrasings are not embedded (fast mode, no embedder)."""
+        qvecs = [p.qvec for p in searched if p.qvec is not None]
+        if self.model is None or not qvecs or len(qvecs) < len(searched):
+            return [None] * len(searched)
         allowed = None
         if self.filters.session_id is not None or self.filters.cue_key is not None:
             allowed = np.asarray(search.filtered_ids(self.db, kind, self.filters), dtype=np.int64)
         window = None if self.mode == "deep" else self.sources.settings.semantic_window
-        hits = self.sources.vectors.search(
-            self.db,
-            kind,
-            self.model,
-            self.filters.scope,
-            qvec,
-            pool,
-            window=window,
-            allowed=allowed,
+        t = self.tuning
+        pools = [t.alternative_pool if p.further else t.dense_pool for p in searched]
+        found = self.sources.vectors.search_many(
+            self.db, kind, self.model, self.filters.scope, np.stack(qvecs), pools, window=window, allowed=allowed
         )
-        if hits.skipped:
+        if found[0].skipped:
             among = " of those the session_id/cue_key filter admits" if allowed is not None else ""
             self.warnings.append(
-                f"semantic search scanned the {hits.scanned:,} most recent {kind}s with vectors{among} and skipped"
-                f" {hits.skipped:,} older ones: use search_mode deep to search all of them"
+                f"semantic search scanned the {found[0].scanned:,} most recent {kind}s with vectors{among} and"
+                f" skipped {found[0].skipped:,} older ones: use search_mode deep to search all of them"
             )
+        return list(found)
+
+    def _dense(self, kind: Kind, info: dict[int, search.Hit], hits: Hits | None) -> list[tuple[int, float]]:
+        """A phrasing's cosine candidates that are eligible; adds what is known about new events to info."""
+        if hits is None:
+            return []
         pairs = list(zip(hits.ids.tolist(), hits.scores.tolist(), strict=True))
         ids = [i for i, _ in pairs if i not in info]
         if kind == "event":
