@@ -157,8 +157,8 @@ class VectorCache:
         window: int | None = None,
         allowed: np.ndarray | None = None,
     ) -> list[Hits]:
-        """search() for several unit vectors (the rows of `queries`, the i-th wanting ks[i] rows) in
-        one scan: the matrix is read once for all of them (a recall's phrasings, issue 20)."""
+        """search() for several unit vectors (the rows of `queries`, the i-th wanting ks[i] rows) on one
+        snapshot and filter of the matrix (a recall's phrasings, issue 20)."""
         ids, rows, older = self._snapshot(db, kind, model, scope, window)
         skipped = len(older)
         if allowed is not None:
@@ -169,8 +169,10 @@ class VectorCache:
         if not len(ids) or rows.shape[1] != queries.shape[1]:
             empty = Hits(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32), 0, skipped)
             return [empty for _ in ks]
-        table = rows @ queries.astype(np.float32).T
-        return [_top(ids, table[:, n], k, skipped) for n, k in enumerate(ks)]
+        # One product per query: NumPy's matrix-matrix product of a tall matrix by a few columns took
+        # twice as long as that many matrix-vector products (20,000 x 384 by 5: 2.6 ms against 1.3).
+        queries = queries.astype(np.float32, copy=False)
+        return [_top(ids, rows @ query, k, skipped) for query, k in zip(queries, ks, strict=True)]
 
     def add(self, kind: Kind, model: str, scope: Scope, ids: Sequence[int], rows: np.ndarray) -> None:
         """Record vectors just written by this process (a matrix not loaded yet loads them later)."""
