@@ -43,7 +43,20 @@ MESSAGE_EXAMPLE = (
     '{"phrasings": ["I played soccer with my team on Saturday", "went for a long run this morning",'
     ' "I love watching basketball games", "my first tennis lesson was great"]}',
 )
-PROMPTS = {"question": (QUESTION, None), "message": (MESSAGE, MESSAGE_EXAMPLE)}
+# "words": asks for bags of words, not sentences (a 1.5B model paraphrases a sentence; a word list
+# leaves it room for the instances), with one worked example (invented, not from any benchmark).
+WORDS = (
+    "You help a search engine find old chat messages. Given a question about a past conversation, write up to 4"
+    " short lists of 3-8 words each that the chat messages answering it would contain: concrete instances of"
+    " every category the question names, the things people do and see, places, objects. Do not answer the"
+    " question and do not repeat its wording. Reply with JSON only."
+)
+WORDS_EXAMPLE = (
+    "What sports does Tom enjoy?",
+    '{"phrasings": ["soccer match team goal", "running jog marathon race", "basketball tennis court",'
+    ' "swimming pool lesson coach"]}',
+)
+PROMPTS = {"question": (QUESTION, None), "message": (MESSAGE, MESSAGE_EXAMPLE), "words": (WORDS, WORDS_EXAMPLE)}
 
 
 class Rewriter:
