@@ -41,12 +41,7 @@ if TYPE_CHECKING:
 
 # The facade's surface (pinned by tests/test_surface.py): the Engine, the functions that need no open
 # archive and the result types its methods return. (The JSON shapes every edge shows: shapes.py.)
-__all__ = [
-    "Engine",
-    "Outcome",
-    "diagnose",
-    "open_archive",
-]
+__all__ = ["Engine", "Outcome", "diagnose", "open_archive"]
 
 
 def __getattr__(name: str) -> Any:
@@ -89,31 +84,34 @@ def _duration(span: timedelta) -> str:
     return f"{hours} hours" if hours < 48 else f"{hours // 24} days"
 
 
-def _complete_backfills(db: Any) -> None:
+def _complete_backfills(db: Any, seconds: float | None) -> None:
     """Rows that migrations leave to today's code, written in committed batches (an interruption keeps them):
-    the n-gram index of m006 and the speaker-alias evidence of m009 (p002)."""
+    the n-gram index of m006 and the alias evidence of m009 (p002); none started after `seconds`."""
     ngrams, aliases = fulltext.ngrams_behind(db), alias_evidence.behind(db)
     if not (ngrams or aliases):
         return
     import logging  # not on a hook's path to an up-to-date archive
+    import time
 
     log = logging.getLogger("memlikehuman")
+    deadline = None if seconds is None else time.monotonic() + seconds
     if ngrams:
-        fulltext.complete_ngrams(db, fulltext.logged_progress(log, "n-gram full-text index (schema 6)"))
+        fulltext.complete_ngrams(db, fulltext.logged_progress(log, "n-gram full-text index (schema 6)"), deadline)
     if aliases:
         label = "speaker-alias evidence (schema 9), by event sequence"
-        alias_evidence.complete(db, fulltext.logged_progress(log, label))
+        alias_evidence.complete(db, fulltext.logged_progress(log, label), deadline=deadline)
 
 
 class Engine(Operations):
     """Owns the open archive and the configured providers."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, *, backfill_seconds: float | None = None) -> None:
+        """Opens (creating or upgrading) the archive; `backfill_seconds` bounds its backfills (None: all)."""
         self.settings = settings
         self.db = open_database(settings.archive)
         try:
             self.schema_version = migrate(self.db)
-            _complete_backfills(self.db)
+            _complete_backfills(self.db, backfill_seconds)
         except BaseException:
             self.db.close()  # an archive that cannot be brought up to date is not kept open
             raise

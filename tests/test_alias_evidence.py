@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -266,6 +267,37 @@ def test_an_interrupted_backfill_is_finished_by_the_next_one(db_path: Any) -> No
         assert db.scalar("SELECT count(*) FROM alias_evidence") == 3
     finally:
         db.close()
+
+
+def test_a_hooks_engine_writes_backfill_batches_only_within_its_budget(db_path: Any) -> None:
+    _old_archive(db_path, CHAT)
+    with Engine(make_settings(db_path), backfill_seconds=0) as engine:  # a budget spent at once
+        assert alias_evidence.behind(engine.db) and rows(engine) == []
+        assert [hit.event.event_id for hit in recall(engine, HOME, "painting lake").raw_fallback][:1] == ["m1"]
+        assert alias_evidence.complete(engine.db, batch=2, deadline=time.monotonic()) == 0
+        # A batch that ends after the deadline is the last one: the progress report outlasts the budget.
+        late = time.monotonic() + 0.05
+        assert alias_evidence.complete(engine.db, lambda done, upto: time.sleep(0.1), batch=2, deadline=late) == 2
+        assert alias_evidence.behind(engine.db)
+    with Engine(make_settings(db_path)) as engine:  # the next engine without a budget finishes it
+        assert not alias_evidence.behind(engine.db)
+        assert alias_evidence.scope_aliases(engine.db, HOME) == [MEL]
+        assert rows(engine) == rebuilt(engine)
+
+
+def test_an_n_gram_backfill_starts_no_batch_after_its_deadline(engine: Engine) -> None:
+    record_chat(engine)
+    with engine.db.write() as conn:
+        for table in fulltext.NGRAM_TABLES.values():
+            if dialect(engine.db) == "postgres":
+                conn.execute(f"DELETE FROM {table}")
+            else:
+                conn.execute(f"INSERT INTO {table}({table}) VALUES ('delete-all')")
+    assert fulltext.ngrams_behind(engine.db)
+    assert fulltext.complete_ngrams(engine.db, deadline=time.monotonic()).events == 0
+    assert fulltext.ngrams_behind(engine.db)
+    assert fulltext.complete_ngrams(engine.db, deadline=time.monotonic() + 60).events == len(CHAT)
+    assert not fulltext.ngrams_behind(engine.db)
 
 
 # -- review (issue 20): scopes sharing a session ID, and a forget between the reads of a recall -------

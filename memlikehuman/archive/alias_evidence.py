@@ -20,6 +20,7 @@ sequence it found, and ``complete`` writes the rows of those events with today's
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -138,12 +139,18 @@ def behind(db: Database) -> bool:
     return db.scalar("SELECT count(*) FROM alias_backfill") != 0
 
 
-def complete(db: Database, progress: Callable[[int, int], None] | None = None, batch: int = BATCH) -> int:
+def complete(
+    db: Database,
+    progress: Callable[[int, int], None] | None = None,
+    batch: int = BATCH,
+    deadline: float | None = None,
+) -> int:
     """Write the rows of the events the migration left to do, ``batch`` events per committed
     transaction; returns how many events were read. Safe to interrupt, and to run in several
-    processes at once (each batch re-reads the bound under the write lock)."""
+    processes at once (each batch re-reads the bound under the write lock). With a ``deadline``
+    (time.monotonic()) no batch starts after it: the rest is left to a later call."""
     done = 0
-    while True:
+    while deadline is None or time.monotonic() < deadline:
         with db.write() as conn:
             bound = conn.execute("SELECT done, upto FROM alias_backfill").fetchone()
             if bound is None:
@@ -158,6 +165,7 @@ def complete(db: Database, progress: Callable[[int, int], None] | None = None, b
         done += len(rows)
         if progress:
             progress(int(rows[-1]["sequence"]), int(bound["upto"]))
+    return done
 
 
 # -- reading --------------------------------------------------------------------------------------

@@ -232,14 +232,19 @@ def clear(db: Database) -> None:
 
 
 def fill_missing(
-    db: Database, progress: Progress | None = None, batch: int = BATCH, tables: Sequence[str] = ALL_TABLES
+    db: Database,
+    progress: Progress | None = None,
+    batch: int = BATCH,
+    tables: Sequence[str] = ALL_TABLES,
+    deadline: float | None = None,
 ) -> RebuildResult:
     """Write every missing full-text row of the tables, ``batch`` records per transaction.
 
     Each batch is committed before ``progress(done, total)`` is called, so an interruption loses
     at most the batch in flight and a second call finishes the job. Rows added meanwhile by
     another process are not missing, so they are never written twice. A record missing from
-    several tables counts once.
+    several tables counts once. With a ``deadline`` (time.monotonic()) no batch starts after it:
+    the rest is left to a later call.
     """
     by_kind = {kind: [t for t in tables if _KIND[t] == kind] for kind in ("event", "memory")}
     counts = {
@@ -253,7 +258,7 @@ def fill_missing(
         progress(0, total)
     for kind, kind_tables in by_kind.items():
         floor = 0
-        while kind_tables:
+        while kind_tables and not _past(deadline):
             with db.write() as conn:
                 ids = [row["id"] for row in conn.execute(_missing_sql(kind, kind_tables), (floor, batch))]
                 for row_id in ids:
@@ -298,13 +303,20 @@ def logged_progress(log: logging.Logger, label: str, steps: int = 10) -> Progres
     return report
 
 
-def complete_ngrams(db: Database, progress: Progress | None = None) -> RebuildResult:
-    """Write the n-gram rows an archive lacks (after m006 on an older archive), in committed batches."""
+def complete_ngrams(db: Database, progress: Progress | None = None, deadline: float | None = None) -> RebuildResult:
+    """Write the n-gram rows an archive lacks (after m006 on an older archive), in committed batches
+    (none started after ``deadline``, a time.monotonic() value)."""
     from ..records import RebuildResult  # reports.py: rarely needed
 
     if not ngrams_behind(db):
         return RebuildResult(0, 0)
-    return fill_missing(db, progress, tables=tuple(NGRAM_TABLES.values()))
+    return fill_missing(db, progress, tables=tuple(NGRAM_TABLES.values()), deadline=deadline)
+
+
+def _past(deadline: float | None) -> bool:
+    import time
+
+    return deadline is not None and time.monotonic() >= deadline
 
 
 def integrity_check(db: Database, table: str) -> None:

@@ -29,6 +29,9 @@ MIN_RESUME_CHARS = 500  # less room than this after the instructions and a check
 RECALL_LIMIT = 5
 INJECT_ITEMS = 4
 ITEM_CHARS = 400
+# Seconds of an upgrade's backfills (n-gram index, alias evidence) one hook may write before it works:
+# hosts kill a hook after install.HOOK_TIMEOUT_SECONDS (10), and the next hook or server goes on.
+BACKFILL_SECONDS = 2.0
 
 
 class Options(NamedTuple):
@@ -90,7 +93,7 @@ def _dispatch(hook: adapters.HookInput, settings: Settings, options: Options) ->
     persona = options.persona or settings.persona_id
     configured = options.project or (settings.project_id if settings.project_id != "default" else None)
     scope = Scope(persona, resolve_project(configured, hook.cwd))
-    engine = Engine(settings)
+    engine = Engine(settings, backfill_seconds=BACKFILL_SECONDS)
     try:
         return _step(engine, scope, hook, parts)
     finally:
