@@ -14,6 +14,7 @@ found the same way in all of them.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -314,8 +315,6 @@ def complete_ngrams(db: Database, progress: Progress | None = None, deadline: fl
 
 
 def _past(deadline: float | None) -> bool:
-    import time
-
     return deadline is not None and time.monotonic() >= deadline
 
 
