@@ -224,8 +224,8 @@ class _Recall:
         return scores
 
     def _scan(self, kind: Kind, searched: Sequence[phrasings.Phrasing]) -> list[Hits | None]:
-        """Each phrasing's cosine top (its pool) among this kind's vectors, all in one scan; None
-        for each where the phrasings are not embedded (fast mode, no embedder)."""
+        """Each phrasing's cosine top (its pool) among this kind's vectors, on one snapshot and filter
+        of the matrix; None for each where the phrasings are not embedded (fast mode, no embedder)."""
         qvecs = [p.qvec for p in searched if p.qvec is not None]
         if self.model is None or not qvecs or len(qvecs) < len(searched):
             return [None] * len(searched)
