@@ -31,6 +31,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -283,7 +284,7 @@ def with_alternatives(
     conversations: Sequence[Conversation],
     mode: str,
     source: str,
-    rewriter: Callable[[str], list[str]] | None,
+    rewriter: rewriter_module.Rewriter | None,
 ) -> dict[str, Scores]:
     """Every question asked with alternatives (from the rule or the model), in each fusion, and in the
     default fusion with the query weighing as much as an alternative, or every alternative lending to
@@ -302,12 +303,31 @@ def with_alternatives(
         scores = Scores()
         for conv in conversations:
             speakers = sorted({t.speaker for t in conv.turns})
-            rewrite = rewriter if source == "llm" else (lambda q, s=speakers: rule_alternatives(q, s))  # type: ignore[misc]
+            rewrite = _llm(engine, conv, rewriter) if source == "llm" else partial(rule_alternatives, speakers=speakers)
             ask(engine, conv, mode, scores, tuning, rewrite)
         name = f"memory_recall {mode} + {'local-model' if source == 'llm' else 'rule'} alternatives ({label})"
         results[name] = scores
         print(f"{name}: R@10 {np.mean(scores.recall[10]):.3f}", file=sys.stderr)
     return results
+
+
+def _llm(engine: Engine, conv: Conversation, rewriter: rewriter_module.Rewriter | None) -> Callable[[str], list[str]]:
+    """The model's phrasings of a question; a rewriter that sees hits gets the plain query's first ones."""
+    if rewriter is None:
+        raise SystemExit("--alternatives llm needs the local model's rewriter")
+    if not rewriter.sees_hits:
+        return rewriter
+
+    def rewrite(text: str) -> list[str]:
+        return rewriter(text) if text in rewriter.cache else rewriter(text, first_hits(engine, conv, text))
+
+    return rewrite
+
+
+def first_hits(engine: Engine, conv: Conversation, text: str) -> list[str]:
+    """The texts a plain `semantic` recall of the question returns first, as an agent reads them."""
+    result = recall(engine, conv.scope, text, limit=rewriter_module.FOUND, search_mode="semantic")
+    return [hit.event.text for hit in result.raw_fallback]
 
 
 # -- baselines -------------------------------------------------------------------------------------
@@ -484,6 +504,12 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Scores], list[str]]:
             "local-model alternatives: Qwen2.5-Coder-1.5B-Instruct Q4_K_M (../shared/guides/local-llm.md), prompt"
             f" {args.prompt!r} of bench/rewriter.py, temperature 0, up to 4 phrasings per question, cached per question"
         )
+        if args.prompt in rewriter_module.SEES_HITS:
+            notes.append(
+                f"prompt {args.prompt!r}: the model also reads the first {rewriter_module.FOUND} texts (at most"
+                f" {rewriter_module.FOUND_CHARS} characters each) a plain semantic recall of the question returns, as"
+                " an agent reads them before a second call; the same phrasings serve both modes"
+            )
     return results, notes
 
 
@@ -535,7 +561,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         section = f"locomo-alternatives-{args.alternatives}"
         if args.alternatives == "llm":
             command += f" --prompt {args.prompt}"
-            section += "" if args.prompt == "question" else f"-{args.prompt}"  # the default keeps its section
+            if args.prompt != "question":  # the default keeps its section
+                section += f"-{args.prompt}"
+                title += f", prompt {args.prompt}"
         report.write_section(section, title, command, body)
     else:
         title = "LoCoMo evidence recall (categories 1-4)"

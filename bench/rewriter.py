@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import urllib.request
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -56,11 +57,35 @@ WORDS_EXAMPLE = (
     '{"phrasings": ["soccer match team goal", "running jog marathon race", "basketball tennis court",'
     ' "swimming pool lesson coach"]}',
 )
-PROMPTS = {"question": (QUESTION, None), "message": (MESSAGE, MESSAGE_EXAMPLE), "words": (WORDS, WORDS_EXAMPLE)}
+# "feedback": the question and the first messages a plain recall found, as an agent sees them after a
+# first call: the model can name the instances the conversation really has, not invented ones.
+FEEDBACK = (
+    "You help a search engine find old chat messages. You get a question about a past conversation and"
+    " messages a first search found (some may be irrelevant). Write up to 4 short search phrasings for"
+    " OTHER messages that would also help answer it: other instances of the same kind as the relevant ones,"
+    " the other person's side, earlier or later events about the same thing. Use the concrete words such"
+    ' messages would contain. Do not answer the question. Reply with JSON only: {"phrasings": ["..."]}'
+)
+PROMPTS = {
+    "question": (QUESTION, None),
+    "message": (MESSAGE, MESSAGE_EXAMPLE),
+    "words": (WORDS, WORDS_EXAMPLE),
+    "feedback": (FEEDBACK, None),
+}
+# The prompts whose model sees the first hits of the plain query (Rewriter(..., found=...)).
+SEES_HITS = frozenset({"feedback"})
+# How many first hits the "feedback" model reads, and how much of each.
+FOUND = 5
+FOUND_CHARS = 300
 
 
 class Rewriter:
-    """``with Rewriter(cache) as rewrite: rewrite(question)`` -> up to 4 phrasings (cached)."""
+    """``with Rewriter(cache) as rewrite: rewrite(question)`` -> up to 4 phrasings (cached).
+
+    With a prompt of SEES_HITS, ``rewrite(question, found)`` also shows the model the texts the plain
+    query found first, labeled as found data. The cache is keyed by the question alone: its phrasings
+    were made from the hits of the run that asked first.
+    """
 
     def __init__(self, cache: Path, timeout: float = 180.0, prompt: str = "question") -> None:
         self.system, self.example = PROMPTS[prompt]
@@ -70,25 +95,26 @@ class Rewriter:
         self.timeout = timeout
         self.model: LocalModel | None = None  # started on the first question not in the cache
         self.asked = 0
+        self.sees_hits = prompt in SEES_HITS
 
     def __enter__(self) -> Rewriter:
         return self
 
-    def __call__(self, question: str) -> list[str]:
+    def __call__(self, question: str, found: Sequence[str] = ()) -> list[str]:
         if question not in self.cache:
             if self.model is None:
                 self.model = LocalModel(n_ctx=2048).__enter__()
-            self.cache[question] = self._ask(question)
+            self.cache[question] = self._ask(question, found)
             self.asked += 1
             if self.asked % 10 == 0:
                 self.save()
         return self.cache[question]
 
-    def _ask(self, question: str) -> list[str]:
+    def _ask(self, question: str, found: Sequence[str]) -> list[str]:
         assert self.model is not None
         body = {
             "model": MODEL_ALIAS,
-            "messages": self._messages(question),
+            "messages": self._messages(question, found),
             "temperature": 0,
             "max_tokens": 160,
             "response_format": {"type": "json_object"},
@@ -104,14 +130,17 @@ class Rewriter:
             return []  # counted as no alternatives: the weak model's failures are part of the measurement
         return [str(p)[:4000] for p in found if isinstance(p, str) and p.strip()][:4]
 
-    def _messages(self, question: str) -> list[dict[str, str]]:
+    def _messages(self, question: str, found: Sequence[str]) -> list[dict[str, str]]:
         messages = [{"role": "system", "content": self.system}]
         if self.example:
             messages += [
                 {"role": "user", "content": self.example[0]},
                 {"role": "assistant", "content": self.example[1]},
             ]
-        return [*messages, {"role": "user", "content": question}]
+        if not self.sees_hits:
+            return [*messages, {"role": "user", "content": question}]
+        lines = "\n".join(f"- {text[:FOUND_CHARS]}" for text in found[:FOUND])
+        return [*messages, {"role": "user", "content": f"Question: {question}\nMessages found:\n{lines}"}]
 
     def save(self) -> None:
         stored = {"prompt": self.prompt, "phrasings": self.cache}
