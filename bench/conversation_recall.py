@@ -546,7 +546,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         )
     started = time.perf_counter()
     results, notes = run(args)
-    notes.append(f"the whole run took {(time.perf_counter() - started) / 60:.0f} min (mostly embedding)")
+    busy = "embedding and the local model's answers" if args.alternatives == "llm" else "embedding"
+    notes.append(f"the whole run took {(time.perf_counter() - started) / 60:.0f} min (mostly {busy})")
     body = render(results, notes)
     print(body)
     if args.quick:
