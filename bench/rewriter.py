@@ -58,7 +58,8 @@ WORDS_EXAMPLE = (
     ' "swimming pool lesson coach"]}',
 )
 # "feedback": the question and the first messages a plain recall found, as an agent sees them after a
-# first call: the model can name the instances the conversation really has, not invented ones.
+# first call, so that the model can name instances the conversation really has. It still mostly
+# paraphrased (design.md, "Session 8: a fourth prompt").
 FEEDBACK = (
     "You help a search engine find old chat messages. You get a question about a past conversation and"
     " messages a first search found (some may be irrelevant). Write up to 4 short search phrasings for"
@@ -72,7 +73,7 @@ PROMPTS = {
     "words": (WORDS, WORDS_EXAMPLE),
     "feedback": (FEEDBACK, None),
 }
-# The prompts whose model sees the first hits of the plain query (Rewriter(..., found=...)).
+# The prompts whose model sees the first hits of the plain query (rewrite(question, found)).
 SEES_HITS = frozenset({"feedback"})
 # How many first hits the "feedback" model reads, and how much of each.
 FOUND = 5
