@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from .errors import InvalidArgument
 
@@ -52,3 +52,29 @@ def stamp(value: str, field: str) -> str:
 def now_stamp() -> str:
     """The current time in stored form."""
     return format_utc(now())
+
+
+# An occurred_at further ahead of this server's clock is reported: recall (as of now) cannot see it yet.
+CLOCK_SKEW = timedelta(minutes=5)
+
+
+def ahead_warning(occurred_at: str | None) -> tuple[str, ...]:
+    """The warning for an occurred_at that recall (as of now) cannot see yet, if it is one."""
+    if occurred_at is None:
+        return ()
+    ahead = parse(occurred_at, "occurred_at") - now()
+    if ahead <= CLOCK_SKEW:
+        return ()
+    return (
+        f"occurred_at {occurred_at} is {_duration(ahead)} ahead of this server's clock: memory_recall (as of now)"
+        " will not find the event until then; if that is a mistake (clock skew, a wrong UTC offset), forget it"
+        " with memory_forget and record it again with the right occurred_at",
+    )
+
+
+def _duration(span: timedelta) -> str:
+    minutes = int(span.total_seconds() // 60)
+    if minutes < 120:
+        return f"{minutes} minutes"
+    hours = minutes // 60
+    return f"{hours} hours" if hours < 48 else f"{hours // 24} days"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .errors import InvalidArgument
@@ -21,6 +21,7 @@ KEYS = (
     "MEMLIKEHUMAN_EXTRACTOR_MODEL",
     "MEMLIKEHUMAN_EXTRACTOR_BASE_URL",
     "MEMLIKEHUMAN_EXTRACTOR_API_KEY",
+    "MEMLIKEHUMAN_EXTRACTOR_COMMAND",
     "MEMLIKEHUMAN_EMBEDDER",
     "MEMLIKEHUMAN_EMBEDDER_MODEL",
     "MEMLIKEHUMAN_EMBEDDER_BASE_URL",
@@ -37,6 +38,11 @@ KEYS = (
 )
 
 
+# none: events stay pending; openai: any OpenAI-compatible chat API; sampling: the connected MCP
+# client's model (sampling/createMessage); command: a CLI run headless (the host's own, or any)
+EXTRACTORS = ("none", "openai", "sampling", "command")
+
+
 @dataclass(frozen=True)
 class Settings:
     """Everything configurable, resolved once at start-up."""
@@ -46,6 +52,12 @@ class Settings:
     extractor_model: str = "gpt-4o-mini"
     extractor_base_url: str | None = None
     extractor_api_key: str | None = None
+    # MEMLIKEHUMAN_EXTRACTOR=command: a command line or a preset (providers/command.py), and the
+    # environment it runs in (this process's, read here like every other setting)
+    extractor_command: str | None = None
+    extractor_env: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+    # set in the environment of an extraction command's run: hooks then record nothing
+    extracting: bool = False
     embedder: str = "local"
     embedder_model: str | None = None
     embedder_base_url: str | None = None
@@ -163,8 +175,8 @@ def load(db: str | Path | None = None, env: Mapping[str, str] | None = None) -> 
     values = {**_config_file(env), **{k: v for k, v in env.items() if k in KEYS}}
     extractor = values.get("MEMLIKEHUMAN_EXTRACTOR", "none").strip().lower() or "none"
     embedder = values.get("MEMLIKEHUMAN_EMBEDDER", "local").strip().lower() or "local"
-    if extractor not in ("none", "openai"):
-        raise InvalidArgument("MEMLIKEHUMAN_EXTRACTOR must be 'none' or 'openai'")
+    if extractor not in EXTRACTORS:
+        raise InvalidArgument(f"MEMLIKEHUMAN_EXTRACTOR must be one of {', '.join(map(repr, EXTRACTORS))}")
     if embedder not in ("none", "local", "openai"):
         raise InvalidArgument("MEMLIKEHUMAN_EMBEDDER must be 'none', 'local' or 'openai'")
     url, path = _archive(db or values.get("MEMLIKEHUMAN_DB") or default_db_path())
@@ -173,9 +185,14 @@ def load(db: str | Path | None = None, env: Mapping[str, str] | None = None) -> 
         db_path=path,
         db_url=url,
         extractor=extractor,
-        extractor_model=values.get("MEMLIKEHUMAN_EXTRACTOR_MODEL") or "gpt-4o-mini",
+        # for sampling only a hint, sent when given (a host's model is not OpenAI's default)
+        extractor_model=values.get("MEMLIKEHUMAN_EXTRACTOR_MODEL")
+        or ("" if extractor == "sampling" else "gpt-4o-mini"),
         extractor_base_url=values.get("MEMLIKEHUMAN_EXTRACTOR_BASE_URL") or None,
         extractor_api_key=values.get("MEMLIKEHUMAN_EXTRACTOR_API_KEY") or env.get("OPENAI_API_KEY") or None,
+        extractor_command=values.get("MEMLIKEHUMAN_EXTRACTOR_COMMAND") or None,
+        extractor_env=tuple(env.items()) if extractor == "command" else (),
+        extracting=env.get("MEMLIKEHUMAN_EXTRACTING", "") not in ("", "0"),
         embedder=embedder,
         embedder_model=values.get("MEMLIKEHUMAN_EMBEDDER_MODEL") or None,
         embedder_base_url=values.get("MEMLIKEHUMAN_EMBEDDER_BASE_URL") or None,

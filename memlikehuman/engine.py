@@ -13,14 +13,14 @@ by tool calls, the indexer thread and the extraction worker.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Mapping, Sequence
-from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from . import clock, validate
 from .admin.operations import Operations, diagnose, open_archive
-from .archive import alias_evidence, events, fulltext, memories
+from .archive import alias_evidence, backfills, events, memories
 from .archive.db import open_database
 from .archive.migrations import migrate
 from .config import Settings
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 # The facade's surface (pinned by tests/test_surface.py): the Engine, the functions that need no open
 # archive and the result types its methods return. (The JSON shapes every edge shows: shapes.py.)
-__all__ = ["Engine", "Outcome", "diagnose", "open_archive"]
+__all__ = ["Engine", "Extractor", "Outcome", "diagnose", "open_archive"]
 
 
 def __getattr__(name: str) -> Any:
@@ -50,6 +50,10 @@ def __getattr__(name: str) -> Any:
         from .lifecycle.extract import Outcome
 
         return Outcome
+    if name == "Extractor":  # what an edge implements to offer a model of its own (server/sampling.py)
+        from .providers.base import Extractor
+
+        return Extractor
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -57,49 +61,6 @@ QUEUED = (
     "extraction is queued in the background (MEMLIKEHUMAN_EXTRACTION_WAIT): the raw text is durable and"
     " searchable; memory_read shows the state and memories once it is done"
 )
-
-
-# An occurred_at further ahead of this server's clock is reported: recall (as of now) cannot see it yet.
-CLOCK_SKEW = timedelta(minutes=5)
-
-
-def _future_warning(occurred_at: str | None) -> tuple[str, ...]:
-    if occurred_at is None:
-        return ()
-    ahead = clock.parse(occurred_at, "occurred_at") - clock.now()
-    if ahead <= CLOCK_SKEW:
-        return ()
-    return (
-        f"occurred_at {occurred_at} is {_duration(ahead)} ahead of this server's clock: memory_recall (as of now)"
-        " will not find the event until then; if that is a mistake (clock skew, a wrong UTC offset), forget it"
-        " with memory_forget and record it again with the right occurred_at",
-    )
-
-
-def _duration(span: timedelta) -> str:
-    minutes = int(span.total_seconds() // 60)
-    if minutes < 120:
-        return f"{minutes} minutes"
-    hours = minutes // 60
-    return f"{hours} hours" if hours < 48 else f"{hours // 24} days"
-
-
-def _complete_backfills(db: Any, seconds: float | None) -> None:
-    """Rows that migrations leave to today's code, written in committed batches (an interruption keeps them):
-    the n-gram index of m006 and the alias evidence of m009 (p002); none started after `seconds`."""
-    ngrams, aliases = fulltext.ngrams_behind(db), alias_evidence.behind(db)
-    if not (ngrams or aliases):
-        return
-    import logging  # not on a hook's path to an up-to-date archive
-    import time
-
-    log = logging.getLogger("memlikehuman")
-    deadline = None if seconds is None else time.monotonic() + seconds
-    if ngrams:
-        fulltext.complete_ngrams(db, fulltext.logged_progress(log, "n-gram full-text index (schema 6)"), deadline)
-    if aliases:
-        label = "speaker-alias evidence (schema 9), by event sequence"
-        alias_evidence.complete(db, fulltext.logged_progress(log, label), deadline=deadline)
 
 
 class Engine(Operations):
@@ -111,7 +72,7 @@ class Engine(Operations):
         self.db = open_database(settings.archive)
         try:
             self.schema_version = migrate(self.db)
-            _complete_backfills(self.db, backfill_seconds)
+            backfills.complete(self.db, backfill_seconds)
         except BaseException:
             self.db.close()  # an archive that cannot be brought up to date is not kept open
             raise
@@ -119,6 +80,7 @@ class Engine(Operations):
         self._extractor_built = False
         self._embedder: Embedder | None = None
         self._building = threading.Lock()
+        self._notices: list[str] = []  # said once, by the next recall (Engine.notice)
         self.background = Background(self.db, settings, lambda: self.embedder, lambda: self.extractor)
 
     @property
@@ -166,15 +128,33 @@ class Engine(Operations):
 
     @property
     def extractor(self) -> Extractor | None:
-        """The configured extractor, built on first use; None when MEMLIKEHUMAN_EXTRACTOR=none."""
+        """The configured extractor, built on first use; None when MEMLIKEHUMAN_EXTRACTOR=none (and for
+        `sampling` until the MCP edge supplies its provider: use_extractor)."""
         if not self._extractor_built:
             if self.settings.extractor != "none":
-                # Imported here: the openai SDK is slow to import and unused without an extractor.
-                from .providers.openai_chat import build_extractor
+                from .providers.extractors import build_extractor
 
                 self._extractor = build_extractor(self.settings)
             self._extractor_built = True
         return self._extractor
+
+    def client_seen(self, client: str, protocol: str, sampling: bool, modern: bool) -> None:
+        """What the MCP edge learnt of its client under MEMLIKEHUMAN_EXTRACTOR=sampling: kept beside the
+        archive for stats and doctor, and when the client's model cannot be asked, said once by the next recall."""
+        from .lifecycle import sampling_status
+
+        sampling_status.write(self.settings.db_path, client, protocol, sampling, modern)
+        status = {"client": client, "protocol": protocol, "sampling": sampling, "modern": modern, "at": "now"}
+        advice = sampling_status.advice(status)
+        if modern and sampling and self.settings.extraction_wait > 0:
+            advice = None  # memory_record asks inside its own calls
+        if advice and advice not in self._notices:
+            self._notices.append(advice)
+
+    def use_extractor(self, extractor: Extractor) -> None:
+        """Extract with this provider (the MCP edge's sampling client) and start the worker for it."""
+        self._extractor, self._extractor_built = extractor, True
+        self.worker.start()
 
     # -- memory_record -------------------------------------------------------------------------
 
@@ -189,18 +169,28 @@ class Engine(Operations):
         session_id: str = "default",
         occurred_at: str | None = None,
         cues: Sequence[Any] | None = None,
+        memories: Sequence[Any] | None = None,
     ) -> RecordResult:
         """Validate and durably store an event, then derive memories when an extractor is configured.
 
+        ``memories``: what the agent itself says to remember (lifecycle/given.py); each is checked
+        against the text, and the configured extractor is not asked for this event.
         Raises InvalidArgument, LimitExceeded (nothing stored) or Conflict (ID taken).
         """
         payload = events.new_event(scope, event_id, text, role, source, category, session_id, occurred_at, cues)
+        given = None
+        if memories is not None:
+            from .lifecycle import given as giving  # a hook never gives memories
+
+            given = giving.validated(memories)
         configured = self.settings.extractor != "none"
         error = QUEUED if configured else events.PENDING_UNCONFIGURED
         sequence, duplicate = events.insert(self.db, payload, error=error)
         # The event is committed: everything below may fail or time out without losing it.
-        warnings: tuple[str, ...] = _future_warning(payload.occurred_at)
-        if configured:
+        warnings: tuple[str, ...] = clock.ahead_warning(payload.occurred_at)
+        if given is not None:
+            warnings += giving.store(self.db, sequence, given).warnings
+        elif configured:
             # Pending/failed extraction is tried again on a duplicate; a complete one is left alone.
             if duplicate:
                 from .archive import claims
@@ -321,7 +311,7 @@ class Engine(Operations):
         """memory_recall (recall.recall); then drops stale cached vectors and wakes the indexer if needed."""
         from .retrieval.recall import recall
 
-        return recall(
+        result = recall(
             self,
             scope,
             query,
@@ -335,6 +325,10 @@ class Engine(Operations):
             alternatives=alternatives,
             upkeep=self._upkeep,
         )
+        if self._notices:
+            said, self._notices = self._notices, []
+            result = dataclasses.replace(result, warnings=(*result.warnings, *said))
+        return result
 
     def _upkeep(self, upkeep: Upkeep) -> None:
         if upkeep.stale_events:

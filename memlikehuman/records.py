@@ -158,6 +158,9 @@ class Memory:
     known_from: str = ""
     # the revoked memory this one replaced (a correction's replacement), else None
     corrects: str | None = None
+    # who made it: "agent", "sampling:<model>", "command:<name>", "openai:<model>", "correction";
+    # None for memories made before schema 10
+    extractor: str | None = None
     # attribution copied from the source event
     event_id: str = ""
     role: str = ""

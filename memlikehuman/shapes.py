@@ -56,6 +56,7 @@ def memory_shape(
         "supersedes": memory.supersedes,
         "known_from": memory.known_from or None,
         "corrects": memory.corrects,
+        "extractor": memory.extractor,
     }
 
 

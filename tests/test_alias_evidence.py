@@ -218,11 +218,13 @@ def test_recall_finds_a_speakers_turns_when_the_query_calls_them_by_an_alias(eng
 
 
 def _old_archive(db_path: Any, chat: list[tuple[str, str, str]]) -> None:
-    """An archive one migration behind (no alias_evidence yet), its events written by plain SQL."""
+    """An archive of the schema before alias_evidence, its events written by plain SQL."""
     db = open_database(db_path)
     try:
-        latest = len(pg_schema.MIGRATIONS if dialect(db) == "postgres" else MIGRATIONS)
-        migrate(db, upto=latest - 1)
+        listed = pg_schema.MIGRATIONS if dialect(db) == "postgres" else MIGRATIONS
+        names = [fn.__name__ for fn in listed]
+        alias = names.index("p002_alias_evidence" if dialect(db) == "postgres" else "m009_alias_evidence")
+        migrate(db, upto=alias)
         with db.write() as conn:
             for i, (event_id, speaker, text) in enumerate(chat):
                 conn.execute(

@@ -138,7 +138,9 @@ def test_a_missing_archive_is_a_warning_and_is_not_created(tmp_path: Path) -> No
 def test_a_broken_configuration_fails(tmp_path: Path) -> None:
     code, found = run(tmp_path / "a.sqlite3", MEMLIKEHUMAN_EXTRACTOR="telepathy")
     assert code == 3
-    assert found["configuration"]["detail"] == "MEMLIKEHUMAN_EXTRACTOR must be 'none' or 'openai'"
+    assert found["configuration"]["detail"] == (
+        "MEMLIKEHUMAN_EXTRACTOR must be one of 'none', 'openai', 'sampling', 'command'"
+    )
 
 
 def test_the_table_names_failed_checks_on_stderr(tmp_path: Path) -> None:

@@ -41,7 +41,7 @@ def memory(i: int, **fields: Any) -> dict[str, Any]:
         "subject": None, "status": "current", "valid_from": STAMP.format(day=2, hour=0, minute=0), "valid_to": None,
         "recorded_at": STAMP.format(day=2, hour=0, minute=0), "supersedes": None, "superseded_by": None,
         "revoked_at": None, "revoke_reason": None, "replaced_by": None, "content": f"fact{i} about Ana",
-        "quote": f"word{i}", "gist": None,
+        "quote": f"word{i}", "gist": None, "extractor": "agent" if i % 2 else None,
     }  # fmt: skip
     return {**record, **fields}
 
@@ -198,3 +198,12 @@ def test_an_events_payload_hash_is_the_sha256_of_its_fields_as_sorted_json() -> 
         )  # fmt: skip
         reference = sha256_hex(json.dumps(fields, sort_keys=True, ensure_ascii=False).encode())
         assert events.payload_hash(**fields) == reference, fields
+
+
+def test_a_file_written_before_memories_named_their_extractor_imports_and_again_is_unchanged(engine: Engine) -> None:
+    older = {k: v for k, v in memory(0).items() if k != "extractor"}
+    data = export_file([event(0), older])
+    assert run(engine, data).added["memory"] == 1
+    assert run(engine, data).added["memory"] == 0  # the same records, not a conflict
+    line = json.loads(exported(engine)[-2])
+    assert line["type"] == "memory" and line["extractor"] is None

@@ -18,7 +18,7 @@ EDGES = ("server", "cli", "hosts", "ui")
 
 PINNED = {
     "memlikehuman.engine": [
-        "Engine", "Outcome", "diagnose", "open_archive",
+        "Engine", "Extractor", "Outcome", "diagnose", "open_archive",
     ],
     "memlikehuman.shapes": ["data_line", "memory_shape", "recall_shape"],
     "memlikehuman.records": [
@@ -35,10 +35,11 @@ PINNED = {
 
 # The facade's operations, as the edges call them: a rename or removal is an interface change.
 ENGINE_METHODS = [
-    "checkpoint", "close", "correct", "count_records", "drain", "embed_missing", "export_lines", "forget",
+    "checkpoint", "client_seen", "close", "correct", "count_records", "drain", "embed_missing", "export_lines",
+    "extract_answer", "extraction_prompt", "forget",
     "forget_preview", "import_history", "import_lines", "latest_checkpoint", "persona", "persona_history",
     "persona_with_memories", "prepare_import", "read", "recall", "record", "reindex_fulltext", "reindex_vectors",
-    "requeue", "resume", "retry_queue", "session_turns", "set_persona", "start_extraction", "stats",
+    "requeue", "resume", "retry_queue", "session_turns", "set_persona", "start_extraction", "stats", "use_extractor",
 ]  # fmt: skip
 
 

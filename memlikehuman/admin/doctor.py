@@ -149,8 +149,22 @@ def _vectors(db: Database, settings: config.Settings) -> Check:
 def _extractor(settings: config.Settings) -> Check:
     if settings.extractor == "none":
         return Check(
-            "extractor", "ok", "none configured: events stay pending (MEMLIKEHUMAN_EXTRACTOR=openai enables it)"
+            "extractor",
+            "ok",
+            "none configured: events stay pending (MEMLIKEHUMAN_EXTRACTOR=sampling, command or openai enables it;"
+            " agents may give memory_record its memories)",
         )
+    if settings.extractor == "sampling":
+        from ..lifecycle import sampling_status
+
+        status = sampling_status.read(settings.db_path)
+        advice = sampling_status.advice(status)
+        if advice is not None:
+            return Check("extractor", "warn", advice)
+        assert status is not None
+        return Check("extractor", "ok", f"sampling through {status.get('client')} (last seen {status.get('at')})")
+    if settings.extractor == "command":
+        return _command(settings)
     return probe_openai(
         "extractor",
         settings.extractor_base_url,
@@ -159,6 +173,26 @@ def _extractor(settings: config.Settings) -> Check:
         settings.timeout,
         "MEMLIKEHUMAN_EXTRACTOR",
     )
+
+
+def _command(settings: config.Settings) -> Check:
+    """The extraction command exists and can be run (it is not run: a host CLI's run costs the user)."""
+    import shutil
+
+    from ..providers.command import parse_command
+
+    try:
+        argv, label = parse_command(settings.extractor_command)
+    except MemLikeHumanError as exc:
+        return Check("extractor", "fail", exc.message)
+    path = shutil.which(argv[0], path=dict(settings.extractor_env).get("PATH"))
+    if path is None:
+        return Check(
+            "extractor",
+            "fail",
+            f"{argv[0]!r} ({label}) is not on PATH: install it or fix MEMLIKEHUMAN_EXTRACTOR_COMMAND",
+        )
+    return Check("extractor", "ok", f"command {label}: {path} (not run: each run costs a model call)")
 
 
 def _embedder(settings: config.Settings) -> Check:

@@ -6,6 +6,7 @@ to keep each module short. `open_archive` and `diagnose` need no open Engine.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
@@ -38,6 +39,7 @@ class Operations:
     """Operator functions over the open archive (mixed into Engine)."""
 
     db: Database
+    settings: Settings
 
     @property
     def indexer(self) -> Indexer:
@@ -50,6 +52,25 @@ class Operations:
     @property
     def embedder(self) -> Embedder | None:
         raise NotImplementedError
+
+    # -- extraction by a model the edge asks (MCP 2026-07-28 sampling) --------------------------------
+
+    def extraction_prompt(self, sequence: int) -> tuple[str, str]:
+        """The system and user messages that extracting this event would send (MCP 2026-07-28 sampling)."""
+        from ..lifecycle import extract
+
+        prompt = extract.build_prompt(self.db, events.load(self.db, sequence))
+        return prompt.system, prompt.user
+
+    def extract_answer(self, sequence: int, answer: str, label: str) -> Outcome:
+        """Extract the event from a model's answer to extraction_prompt: the same checks and states."""
+        from ..lifecycle import extract
+        from ..providers.base import Answered
+
+        outcome = extract.run(self.db, Answered(answer, label), sequence)
+        if self.settings.embedder != "none":
+            self.indexer.notify()
+        return outcome
 
     # -- personas --------------------------------------------------------------------------------
 
@@ -85,9 +106,15 @@ class Operations:
         from . import stats as archive_stats
 
         embedder = self.embedder
-        return archive_stats.collect(
+        result = archive_stats.collect(
             self.db, vector_model=embedder.model_id if embedder else None, persona_id=persona_id, project_id=project_id
         )
+        if self.settings.extractor != "sampling":
+            return result
+        from ..lifecycle import sampling_status
+
+        advice = sampling_status.advice(sampling_status.read(self.settings.db_path))
+        return dataclasses.replace(result, warnings=(advice,) if advice else ())
 
     def count_records(self, persona_id: str | None, project_id: str | None) -> dict[str, int]:
         """How many records of each type an export of this filter would write."""

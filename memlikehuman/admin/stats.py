@@ -42,6 +42,8 @@ class ArchiveStats:
     free_bytes: int  # unused pages inside the file
     vector_model: str | None
     scopes: tuple[ScopeStats, ...]
+    # what stands in the way of extraction (a sampling extractor whose client offers none)
+    warnings: tuple[str, ...] = ()
 
     def totals(self) -> ScopeStats:
         """The sum over every listed scope (persona_id and project_id are '*'; no aliases)."""

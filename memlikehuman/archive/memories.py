@@ -25,7 +25,7 @@ SELECT m.id, m.memory_id, m.event_sequence, m.persona_id, m.project_id, m.sessio
        (SELECT memory_id FROM memories r WHERE r.id = m.replaced_by) AS replaced_by,
        (SELECT memory_id FROM memories s WHERE s.id = m.superseded_by) AS superseded_by,
        (SELECT memory_id FROM memories p WHERE p.id = m.supersedes) AS supersedes,
-       m.known_from,
+       m.known_from, m.extractor,
        (SELECT o.memory_id FROM corrections c JOIN memories o ON o.id = c.original_id
          WHERE c.event_sequence = m.event_sequence) AS corrects,
        e.event_id, e.role, e.source, e.occurred_at
@@ -65,6 +65,7 @@ def from_row(row: Row) -> Memory:
         superseded_by=row["superseded_by"],
         supersedes=row["supersedes"],
         known_from=row["known_from"],
+        extractor=row["extractor"],
         corrects=row["corrects"],
         event_id=row["event_id"],
         role=row["role"],
@@ -115,6 +116,7 @@ def current(db: Database, scope: Scope, limit: int = 200) -> list[Memory]:
 COLUMNS = (
     "memory_id", "event_sequence", "persona_id", "project_id", "session_id", "content", "quote", "kind", "basis",
     "category", "subject", "gist", "valid_from", "valid_to", "recorded_at", "revoked_at", "revoke_reason", "known_from",
+    "extractor",
 )  # fmt: skip
 
 
@@ -159,7 +161,7 @@ def write_many(conn: Any, rows: Sequence[Mapping[str, Any]], sources: Sequence[s
     return rowids
 
 
-def _insert(conn: Any, event: Event, item: Candidate, recorded_at: str) -> int:
+def _insert(conn: Any, event: Event, item: Candidate, recorded_at: str, extractor: str | None) -> int:
     return write(
         conn,
         {
@@ -178,6 +180,7 @@ def _insert(conn: Any, event: Event, item: Candidate, recorded_at: str) -> int:
             "valid_from": item.valid_from,
             "recorded_at": recorded_at,
             "known_from": event.occurred_at,
+            "extractor": extractor,
         },
     )
 
@@ -217,8 +220,11 @@ def store(
     items: Sequence[Candidate],
     recorded_at: str,
     targets: Sequence[int | None] | None = None,
+    extractor: str | None = None,
 ) -> tuple[list[int], int]:
     """Store checked candidates of one event; return (new row IDs, duplicates skipped).
+
+    ``extractor`` labels who made them (the memories' ``extractor``: "agent", "sampling:...", ...).
 
     An item whose content repeats a current memory of the scope (ignoring case and whitespace) is
     skipped. ``targets[i]``, when given, is the row ID of a memory of the same scope that item i
@@ -235,7 +241,7 @@ def store(
                 skipped += 1
                 continue
             seen.add(key)
-            rowid = _insert(conn, event, item, recorded_at)
+            rowid = _insert(conn, event, item, recorded_at, extractor)
             if item.subject:
                 timeline.insert_version(conn, event, rowid, item)
             if target is not None:

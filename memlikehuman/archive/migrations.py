@@ -404,6 +404,15 @@ def m009_alias_evidence(conn: Any) -> None:
     )
 
 
+@migration
+def m010_memory_extractor(conn: Any) -> None:
+    # extractor: who made the memory (issue 29), shown with it in recall and read: "agent" (the
+    # memories a memory_record call brought), "sampling:<model>" (the host's model through MCP
+    # sampling), "command:<name>" (the host's CLI run headless), "openai:<model>", "correction"
+    # (memory_correct's replacement). NULL: made before this migration, by the extractor then configured.
+    conn.execute("ALTER TABLE memories ADD COLUMN extractor TEXT")
+
+
 def schema_version(db: Database) -> int:
     """How many migrations the archive has applied (0 for a new file)."""
     if dialect(db) == "postgres":

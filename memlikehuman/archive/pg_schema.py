@@ -324,6 +324,12 @@ INSERT INTO alias_backfill (done, upto) SELECT 0, sequence FROM events ORDER BY 
     )
 
 
+@migration
+def p003_memory_extractor(conn: Any) -> None:
+    # SQLite's m010 (issue 29): who made each memory; NULL for memories made before it.
+    conn.execute("ALTER TABLE memories ADD COLUMN extractor text COLLATE \"C\"")
+
+
 def schema_version(db: Any) -> int:
     """How many migrations the database has applied (0 for a new one)."""
     if not db.scalar("SELECT to_regclass('schema_migrations') IS NOT NULL AS present"):

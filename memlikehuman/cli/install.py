@@ -25,11 +25,13 @@ def run(
     persona: str | None = None,
     no_hooks: bool = False,
     record: str | None = None,
+    extract_with: str | None = None,
 ) -> None:
     """Plan, then print the diff (dry run) or write with backups; shared by install and uninstall."""
     settings = settings_from(ctx, db)
     try:
-        wiring = installer.wiring(settings.archive, persona or settings.persona_id, project, record)
+        extraction = installer.extraction(host, extract_with)
+        wiring = installer.wiring(settings.archive, persona or settings.persona_id, project, record, extraction)
         changes = installer.plan(host, wiring, project, remove=remove, hooks=not no_hooks)
         if dry_run:
             for change in changes:
@@ -60,6 +62,13 @@ def run(
     help="What the hooks record besides prompts: a comma-separated list of assistant (final replies),"
     " tools, subagents, or none (default: assistant, or $MEMLIKEHUMAN_HOOK_RECORD when the hooks run).",
 )
+@click.option(
+    "--extract-with",
+    type=click.Choice(["host", "none"]),
+    default=None,
+    help="host: the host's own model makes the memories (its CLI run headless, or MCP sampling in VS Code;"
+    " each extraction is a model call on your subscription or key: docs/hosts.md). Default: none.",
+)
 @click.option("--dry-run", is_flag=True, help="Print the change as a diff; write nothing.")
 @db_option
 @click.pass_context
@@ -70,6 +79,7 @@ def install(
     persona: str | None,
     no_hooks: bool,
     record: str | None,
+    extract_with: str | None,
     dry_run: bool,
     db: str | None,
 ) -> None:
@@ -80,8 +90,12 @@ def install(
     files stays as it was, byte for byte; each file is backed up beside itself first. Running it
     twice changes nothing the second time. The scope is persona `default` (or --persona) and, with
     --project DIR, the stable name of DIR; without it `auto` (the project directory the host runs in).
+    --extract-with host also sets the server entry's extractor to the host's own model.
     """
-    run(ctx, host, project, dry_run, remove=False, db=db, persona=persona, no_hooks=no_hooks, record=record)
+    run(
+        ctx, host, project, dry_run, remove=False, db=db, persona=persona, no_hooks=no_hooks, record=record,
+        extract_with=extract_with,
+    )  # fmt: skip
 
 
 COMMAND = install

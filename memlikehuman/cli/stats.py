@@ -69,6 +69,8 @@ def stats(ctx: click.Context, db: str | None, persona_id: str | None, project_id
         f"\narchive {result.path}: {_size(result.file_bytes)} (+ {_size(result.wal_bytes)} WAL,"
         f" {_size(result.free_bytes)} free inside); vectors: {model}"
     )
+    for warning in result.warnings:
+        click.echo(f"\nwarning: {warning}")
 
 
 def _echo_aliases(scopes: Sequence[Any]) -> None:

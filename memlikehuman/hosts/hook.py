@@ -78,7 +78,9 @@ def _settings(db: str | None) -> Settings:
 
 
 def _dispatch(hook: adapters.HookInput, settings: Settings, options: Options) -> str | None:
-    if not hook.step:
+    # A host CLI that our own extraction runs headless (providers/command.py) may run its hooks: the
+    # extraction prompt is not the user's, and nothing of that run is recorded or injected.
+    if not hook.step or settings.extracting:
         return None
     # Read only where it matters: a mistyped setting must not stop the prompt and start hooks.
     recording = hook.step not in ("start", "prompt")

@@ -35,6 +35,17 @@ RECORD_EVENTS = {
     "tools": {"cursor": ("postToolUse",), "gemini": ("AfterTool",)},
     "subagents": {"claude-code": ("SubagentStop",), "codex": ("SubagentStop",)},
 }
+# `install HOST --extract-with host`: the host's own model makes the memories (issue 29; docs/hosts.md,
+# "Memories made by the host's model"): its CLI run headless (providers/command.py), or MCP sampling
+# where the host's client offers it. Hosts missing here have neither.
+EXTRACT_WITH_HOST = {
+    "claude-code": {"MEMLIKEHUMAN_EXTRACTOR": "command", "MEMLIKEHUMAN_EXTRACTOR_COMMAND": "claude-code"},
+    "codex": {"MEMLIKEHUMAN_EXTRACTOR": "command", "MEMLIKEHUMAN_EXTRACTOR_COMMAND": "codex"},
+    "gemini": {"MEMLIKEHUMAN_EXTRACTOR": "command", "MEMLIKEHUMAN_EXTRACTOR_COMMAND": "gemini"},
+    "vscode": {"MEMLIKEHUMAN_EXTRACTOR": "sampling"},
+}
+# A CLI run costs seconds and a model call: the short turns that queue up behind one go along with it.
+EXTRACT_BATCH = "6"
 HOOK_TIMEOUT_SECONDS = 10
 # Gemini CLI versions that keep hooks behind a setting read this one (docs/hosts.md, "Gemini CLI").
 GEMINI_ENABLE = (("hooksConfig", "enabled"), True)
@@ -49,6 +60,7 @@ class Wiring:
     persona: str
     project: str  # a project ID, or `auto`
     record: str | None = None  # `--record` of the hook commands (tools.parts); None: the default
+    extraction: tuple[tuple[str, str], ...] = ()  # `--extract-with`: the server entry's extractor settings
 
     def events(self, host: str, every: bool = False) -> tuple[str, ...]:
         """The host's hook events; with `every`, also those of parts not recorded (uninstall)."""
@@ -59,6 +71,7 @@ class Wiring:
     def server(self) -> dict[str, Any]:
         env = {"MEMLIKEHUMAN_DB": str(self.db), "MEMLIKEHUMAN_PERSONA": self.persona}
         env["MEMLIKEHUMAN_PROJECT"] = self.project
+        env.update(self.extraction)
         return {"command": self.program[0], "args": [*self.program[1:], "serve"], "env": env}
 
     def hook(self, host: str) -> str:
@@ -97,7 +110,32 @@ def program() -> tuple[str, ...]:
     return (str(Path(found).absolute()),) if found else (str(Path(sys.executable).absolute()), "-m", "memlikehuman")
 
 
-def wiring(db: Path | str, persona: str, project_dir: Path | None, record: str | None = None) -> Wiring:
+def extraction(host: str, extract_with: str | None) -> tuple[tuple[str, str], ...]:
+    """The server entry's extractor settings for `--extract-with` (None or `none`: nothing is added).
+
+    Raises InvalidArgument for a host whose model cannot be asked from here.
+    """
+    if extract_with in (None, "none"):
+        return ()
+    if extract_with != "host":
+        raise InvalidArgument(f"--extract-with must be host or none, not {extract_with!r}")
+    env = EXTRACT_WITH_HOST.get(host)
+    if env is None:
+        raise InvalidArgument(
+            f"{host} has no headless CLI and its MCP client offers no sampling (docs/hosts.md): install without"
+            " --extract-with; the agent can give memory_record its memories"
+        )
+    batch = {"MEMLIKEHUMAN_EXTRACTION_BATCH": EXTRACT_BATCH} if env["MEMLIKEHUMAN_EXTRACTOR"] == "command" else {}
+    return tuple({**env, **batch}.items())
+
+
+def wiring(
+    db: Path | str,
+    persona: str,
+    project_dir: Path | None,
+    record: str | None = None,
+    extraction: tuple[tuple[str, str], ...] = (),
+) -> Wiring:
     """The entries' contents: persona as given, project = the directory's stable name or `auto`.
 
     Raises InvalidArgument when `record` names an unknown part.
@@ -109,7 +147,7 @@ def wiring(db: Path | str, persona: str, project_dir: Path | None, record: str |
         except ValueError as exc:
             raise InvalidArgument(f"--record: {exc}") from None
     archive = db if isinstance(db, str) else db.expanduser().absolute()
-    return Wiring(program(), archive, persona, project, record)
+    return Wiring(program(), archive, persona, project, record, extraction)
 
 
 def _app_dir(name: str) -> Path:

@@ -134,5 +134,6 @@ def _insert_replacement(conn: Any, event: Event, original: Memory, content: str,
             "recorded_at": event.recorded_at,
             # A correction says the original was wrong: the replacement is known since the original was.
             "known_from": original.known_from,
+            "extractor": "correction",
         },
     )

@@ -144,7 +144,7 @@ def run(db: Database, extractor: Extractor | None, sequence: int) -> Outcome:
         event = events.load(db, sequence)
         if event.extraction_state == "complete":
             return Outcome("complete", None, event.memory_ids)
-        _, skipped = memories.store(db, event, candidates, clock.now_stamp(), targets)
+        _, skipped = memories.store(db, event, candidates, clock.now_stamp(), targets, extractor.label or None)
         events.set_state(db, sequence, "complete", None)
     if skipped:
         warnings.append(f"extraction: {skipped} item(s) repeat a current memory or an earlier item; not stored again")

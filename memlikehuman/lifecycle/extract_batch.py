@@ -68,7 +68,7 @@ def run_batch(db: Database, extractor: Extractor, sequences: Sequence[int]) -> d
     except Unusable as exc:
         return {e.sequence: _leave(db, e, "failed", f"{exc}; {RETRY_HINT}") for e in batch}
     by_event, stray = _split(items, len(batch))
-    return _store(db, batch, by_event, stray, aliases)
+    return _store(db, batch, by_event, stray, aliases, extractor.label or None)
 
 
 def _load(db: Database, sequences: Sequence[int]) -> list[Event]:
@@ -124,7 +124,12 @@ def _split(items: Sequence[Any], size: int) -> tuple[dict[int, list[Any]], list[
 
 
 def _store(
-    db: Database, batch: Sequence[Event], by_event: dict[int, list[Any]], stray: list[str], aliases: dict[int, Memory]
+    db: Database,
+    batch: Sequence[Event],
+    by_event: dict[int, list[Any]],
+    stray: list[str],
+    aliases: dict[int, Memory],
+    label: str | None,
 ) -> dict[int, Outcome]:
     checked = [check(by_event[i], event, aliases) for i, event in enumerate(batch)]
     outcomes: dict[int, Outcome] = {}
@@ -134,7 +139,7 @@ def _store(
             current = events.load(db, event.sequence)
             if current.extraction_state == "complete":
                 continue
-            _, skipped = memories.store(db, current, candidates, now, targets)
+            _, skipped = memories.store(db, current, candidates, now, targets, label)
             events.set_state(db, event.sequence, "complete", None)
             if skipped:
                 warnings.append(f"extraction: {skipped} item(s) repeat a current memory or an earlier item; not stored")

@@ -34,8 +34,22 @@ class Extractor(ABC):
     """Asks a chat model for the extraction JSON (see tools.md, "Extraction response")."""
 
     model_id: str = ""
+    #: the `extractor` label of the memories it makes ("openai:gpt-4o-mini", "sampling", "command:codex")
+    label: str = ""
     needs_network: bool = True
 
     @abstractmethod
     def complete(self, system: str, user: str, schema: dict[str, Any]) -> str:
         """Return the model's raw answer text for the system and user messages."""
+
+
+class Answered(Extractor):
+    """An answer the model already gave (a client's answer inside an MCP 2026-07-28 call)."""
+
+    needs_network = False
+
+    def __init__(self, answer: str, label: str) -> None:
+        self.answer, self.label, self.model_id = answer, label, label
+
+    def complete(self, system: str, user: str, schema: dict[str, Any]) -> str:
+        return self.answer

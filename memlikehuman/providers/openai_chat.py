@@ -30,7 +30,6 @@ from typing import Any
 import httpx2
 import openai
 
-from ..config import Settings
 from ..errors import Transient, Unavailable
 from .base import Extractor
 
@@ -40,18 +39,6 @@ MAX_RETRY_AFTER = 2.0  # longer server-requested pauses are not waited for
 FORMATS = ("json_schema", "json_object", "text")
 # Status codes with which servers say "I do not support this response_format".
 FORMAT_REJECTED = (400, 422)
-
-
-def build_extractor(settings: Settings) -> Extractor | None:
-    """The configured extractor, or None when MEMLIKEHUMAN_EXTRACTOR=none."""
-    if settings.extractor != "openai":
-        return None
-    return OpenAIChatExtractor(
-        model=settings.extractor_model,
-        base_url=settings.extractor_base_url,
-        api_key=settings.extractor_api_key,
-        timeout=settings.timeout,
-    )
 
 
 class _Transient(Exception):
@@ -73,6 +60,7 @@ class OpenAIChatExtractor(Extractor):
         self.base_url = base_url or OPENAI_BASE_URL
         self.timeout = timeout
         self.model_id = f"openai:{model}@{self.base_url}"
+        self.label = f"openai:{model}"
         # Local servers need no key, but the SDK insists on one; passing both values explicitly also
         # keeps the SDK from reading OPENAI_* variables behind config.py's back.
         self._client = openai.OpenAI(

@@ -24,6 +24,22 @@ class CueInput(Strict):
     label: str | None = Field(default=None, description="optional caption or description, up to 1,000 chars")
 
 
+class MemoryInput(Strict):
+    content: str = Field(description="one self-contained statement naming whom it is about ('The user prefers ...')")
+    quote: str = Field(description="the span of this event's text that supports it, copied exactly")
+    kind: Literal["fact", "preference", "event", "plan", "emotion", "persona", "reference"] | None = Field(
+        default=None, description="default fact"
+    )
+    basis: Literal["stated", "inferred"] | None = Field(default=None, description="default stated")
+    subject: str | None = Field(
+        default=None,
+        description="slot key of a single-valued fact, e.g. user.package_manager: a newer one with the same"
+        " subject supersedes the older",
+    )
+    valid_from: str | None = Field(default=None, description="ISO 8601 when the text dates it; default the event's")
+    gist: str | None = Field(default=None, description="for kind event: a short overview without exact details")
+
+
 class CueOut(BaseModel):
     kind: str
     key: str
@@ -73,6 +89,13 @@ class MemoryOut(BaseModel):
     )
     corrects: str | None = Field(
         default=None, description="the revoked memory this correction replaced; source is the correction event"
+    )
+    extractor: str | None = Field(
+        default=None,
+        description=(
+            "who made this memory: agent (given to memory_record), sampling:<model> (the host's model),"
+            " command:<name> (the host's CLI), openai:<model>, correction; null: not recorded (older archive)"
+        ),
     )
 
 

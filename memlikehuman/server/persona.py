@@ -18,6 +18,9 @@ Use MemLikeHuman for the selected persona and project only.
 At the start, call session_resume (pass target_model, your model's name) and inspect omissions/warnings.
 After each message the user wants retained, call memory_record with the exact
 original text, true role, source, session ID and a stable unique event ID.
+When the user states a lasting fact or preference, or changes one, pass memory_record
+memories: each a self-contained statement with its exact quote from the text, and a
+subject key (user.package_manager) for a single value that a later one replaces.
 Do not submit hidden reasoning, credentials, or content the user asked not to retain.
 Mark quotations/reference documents and role definitions with their own categories.
 Use memory_recall when past context would help; use memory_read before asserting

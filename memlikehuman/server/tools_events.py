@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from mcp.types import CallToolResult
+from mcp.server.mcpserver import Context
+from mcp.types import CallToolResult, InputRequiredResult
 from pydantic import Field
 
 from ..records import Scope
 from .app import RECORDED, Holder, MemoryMCPServer, call
 from .convert import alias_out, counted, event_out, memory_out, page_out, tool_result
-from .models import CueInput, PersonaId, ProjectId, ReadOut, RecordOut
+from .models import CueInput, MemoryInput, PersonaId, ProjectId, ReadOut, RecordOut
 
 
 def register(server: MemoryMCPServer, holder: Holder) -> None:
@@ -29,9 +30,17 @@ def register(server: MemoryMCPServer, holder: Holder) -> None:
             list[CueInput] | None,
             Field(description="up to 20 text/photo identifiers to find this event by later"),
         ] = None,
+        memories: Annotated[
+            list[MemoryInput] | None,
+            Field(
+                description="what to remember from this text, up to 30: give them when the user states a lasting"
+                " fact or preference or changes one (each quote copied exactly from text); [] for nothing"
+            ),
+        ] = None,
         persona_id: PersonaId = "default",
         project_id: ProjectId = "default",
-    ) -> Annotated[CallToolResult, RecordOut]:
+        ctx: Context | None = None,
+    ) -> Annotated[CallToolResult, RecordOut] | InputRequiredResult:
         """Durably record one message or event the user wants retained, before anything else happens.
 
         Call after each message worth keeping, with the exact text, its true role and a stable unique
@@ -39,6 +48,13 @@ def register(server: MemoryMCPServer, holder: Holder) -> None:
         the extraction state (pending means the raw text is stored and searchable but no memories were
         derived yet) and derived memory IDs. Use category=reference for quotations/documents and
         persona for role definitions. Never submit hidden reasoning or credentials.
+
+        When the user states a lasting fact or preference, or changes one ("I prefer pnpm over npm
+        here", "we moved staging to port 8443"), pass `memories`: each one a self-contained statement
+        with the exact span of text that supports it as `quote`, and a `subject` key for a single
+        value that a later one replaces. They are stored at once (extraction complete, labelled
+        extractor "agent"); an item whose quote is not in text is rejected (see warnings) and
+        nothing of it is kept.
         """
         result = call(
             lambda: holder.engine.record(
@@ -51,9 +67,17 @@ def register(server: MemoryMCPServer, holder: Holder) -> None:
                 session_id,
                 occurred_at,
                 [c.model_dump() for c in cues] if cues is not None else None,
+                [m.model_dump(exclude_none=True) for m in memories] if memories is not None else None,
             ),
             RECORDED,
         )
+        if holder.sampling is not None and memories is None and ctx is not None:
+            from .sampling import in_call
+
+            asked = call(lambda: in_call(holder.sampling, holder.engine, ctx, result), RECORDED)  # type: ignore[arg-type]
+            if isinstance(asked, InputRequiredResult):
+                return asked
+            result = asked
         out = RecordOut(
             event_id=result.event_id,
             sequence=result.sequence,

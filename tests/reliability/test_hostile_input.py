@@ -196,6 +196,10 @@ def valid(field: str, known: Known, bad: st.SearchStrategy[Any]) -> st.SearchStr
         optional={"label": bad, "extra": bad},
     )
     items = st.lists(st.one_of(st.just("item"), st.just("item"), bad), max_size=3)
+    given = st.fixed_dictionaries(
+        {"content": st.one_of(words.map(" ".join), bad), "quote": st.one_of(st.sampled_from(["fox", "river"]), bad)},
+        optional={"kind": st.one_of(st.just("fact"), bad), "subject": bad, "valid_from": bad, "extra": bad},
+    )
     state = st.fixed_dictionaries(
         {"goal": st.one_of(st.just("finish the task"), st.just("finish the task"), bad)},
         optional={f: st.one_of(items, bad) for f in ("completed", "pending", "constraints")}
@@ -210,6 +214,7 @@ def valid(field: str, known: Known, bad: st.SearchStrategy[Any]) -> st.SearchStr
         "session_id": st.sampled_from(["default", "s1"]),
         "occurred_at": st.sampled_from(TIMESTAMPS),
         "cues": st.lists(st.one_of(cue, cue, bad_cue), max_size=3),
+        "memories": st.lists(given, max_size=3),
         "alternatives": st.lists(st.one_of(words.map(" ".join), words.map(" ".join), bad), max_size=9),
         "persona_id": st.sampled_from(["default", "p1"]),
         "project_id": st.sampled_from(["default", "proj"]),

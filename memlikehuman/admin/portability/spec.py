@@ -157,6 +157,7 @@ SPECS: dict[str, dict[str, Rule]] = {
         "content": DERIVED,
         "quote": DERIVED,
         "gist": _optional(_text(validate.MAX_DERIVED_CHARS, allow_empty=True)),
+        "extractor": _optional(ID),
     },
     "correction": {"event_id": ID, "original_memory_id": ID, "reason": DERIVED},
     "checkpoint": {
@@ -267,6 +268,8 @@ def checked(record: dict[str, Any], number: int) -> dict[str, Any]:
     rules = _RULES.get(kind)
     if rules is None:
         raise InvalidArgument(f"line {number}: unknown record type {kind!r:.60}; expected one of {', '.join(TYPES)}")
+    if kind == "memory" and "extractor" not in record:
+        record = {**record, "extractor": None}  # a file written before schema 10 (issue 29)
     if record.keys() != _KEYS[kind]:
         fields, spec = record.keys() - {"type"}, set(SPECS[kind])
         detail = f"missing {sorted(spec - fields)}" if spec - fields else f"unknown {sorted(fields - spec)}"

@@ -1,0 +1,25 @@
+"""The rows that migrations leave to today's code, written after `migrate` (Engine opens an archive)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import alias_evidence, fulltext
+
+
+def complete(db: Any, seconds: float | None) -> None:
+    """Rows that migrations leave to today's code, written in committed batches (an interruption keeps them):
+    the n-gram index of m006 and the alias evidence of m009 (p002); none started after `seconds`."""
+    ngrams, aliases = fulltext.ngrams_behind(db), alias_evidence.behind(db)
+    if not (ngrams or aliases):
+        return
+    import logging  # not on a hook's path to an up-to-date archive
+    import time
+
+    log = logging.getLogger("memlikehuman")
+    deadline = None if seconds is None else time.monotonic() + seconds
+    if ngrams:
+        fulltext.complete_ngrams(db, fulltext.logged_progress(log, "n-gram full-text index (schema 6)"), deadline)
+    if aliases:
+        label = "speaker-alias evidence (schema 9), by event sequence"
+        alias_evidence.complete(db, fulltext.logged_progress(log, label), deadline=deadline)

@@ -1,0 +1,79 @@
+"""Small programs on PATH that stand in for the host CLIs run headless: each prints its CLI's real envelope.
+
+The envelopes are those the CLIs print (read from their npm packages; docs/hosts.md, "Memories made
+by the host's model"). The "model" inside remembers each event's first sentence, quoting it exactly.
+Each run appends its argv, and the environment variables the tests look at, to `runs.jsonl`.
+"""
+
+from __future__ import annotations
+
+import json
+import stat
+from pathlib import Path
+
+BODY = r'''
+import json, os, re, sys, time
+prompt = sys.stdin.read()
+with open(os.path.join(os.path.dirname(__file__), "runs.jsonl"), "a") as log:
+    names = ("MEMLIKEHUMAN_EXTRACTING", "OPENAI_API_KEY", "MEMLIKEHUMAN_EXTRACTOR_API_KEY")
+    seen = {k: os.environ.get(k) for k in names}
+    log.write(json.dumps({"argv": sys.argv[1:], "env": seen, "prompt_chars": len(prompt)}) + "\n")
+time.sleep(float(os.environ.get("FAKE_CLI_SLEEP", "0")))
+blocks = re.findall(r"<<<BEGIN DATA (\w+) EVENT[^>]*>>>\n[^\n]*\n(.*?)\n<<<END DATA \1>>>", prompt, re.S)
+items = []
+for number, (_, text) in enumerate(blocks, start=1):
+    first = re.split(r"(?<=[.!?])\s", text.strip())[0]
+    items.append({"content": "The user said: " + first, "quote": first, "kind": "fact", "basis": "stated",
+                  "subject": None, "valid_from": None, "gist": None, "event": number})
+reply = "```json\n" + json.dumps({"memories": items}) + "\n```"
+'''
+
+ENVELOPES = {
+    # claude -p --output-format json
+    "claude": r'''
+print(json.dumps({"type": "result", "subtype": "success", "is_error": False, "duration_ms": 2311,
+                  "duration_api_ms": 2102, "num_turns": 1, "result": reply, "stop_reason": "end_turn",
+                  "session_id": "0b4f0e4e-2c47-4f5c-9d7e-7f36f5a1c0aa", "total_cost_usd": 0.0042,
+                  "usage": {"input_tokens": 1200, "output_tokens": 80}}))
+''',
+    # codex exec --json: JSON Lines of events
+    "codex": r'''
+for event in ({"type": "thread.started", "thread_id": "0199a213-81c0-7800-8aa1-bbab2a035a53"},
+              {"type": "turn.started"},
+              {"type": "item.completed", "item": {"id": "item_0", "type": "reasoning", "text": "thinking"}},
+              {"type": "item.completed", "item": {"id": "item_1", "type": "agent_message", "text": reply}},
+              {"type": "turn.completed", "usage": {"input_tokens": 1200, "output_tokens": 80}}):
+    print(json.dumps(event))
+''',
+    # gemini --output-format json
+    "gemini": r'''
+print(json.dumps({"session_id": "5b1f6c3e", "response": reply,
+                  "stats": {"models": {"gemini-2.5-pro": {"tokens": {"prompt": 1200, "candidates": 80}}},
+                            "tools": {"totalCalls": 0}}}, indent=2))
+''',
+}
+FAILURES = {
+    "garbage": 'print("I could not do that, sorry.")',
+    "exit": 'sys.stderr.write("Error: not logged in. Run claude /login\\n"); sys.exit(1)',
+    "claude-error": r'''print(json.dumps({"type": "result", "subtype": "success", "is_error": True,
+    "result": "Invalid API key \u00b7 Please run /login", "session_id": "x", "total_cost_usd": 0}))''',
+    "gemini-error": r'''print(json.dumps({"error": {"type": "FatalAuthenticationError",
+    "message": "Please set an Auth method", "code": 41}})); sys.exit(41)''',
+    "hang": "time.sleep(3600)",
+}
+
+
+def install(folder: Path, name: str, tail: str, python: str) -> Path:
+    """Write an executable `name` into `folder` that runs BODY then `tail`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text(f"#!{python}\n{BODY}\n{tail}\n", encoding="utf-8")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return path
+
+
+def runs(folder: Path) -> list[dict]:
+    log = folder / "runs.jsonl"
+    if not log.exists():
+        return []
+    return [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
