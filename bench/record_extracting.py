@@ -1,11 +1,14 @@
 """memory_record over stdio with an extractor configured: does background extraction keep it fast?
 
-Three `memlikehuman serve` processes in one run, each sent the same messages over stdio:
+`memlikehuman serve` processes in one run, each sent the same messages over stdio:
 - no extractor (the baseline: today's figure without a model);
 - an extractor whose model takes SECONDS per call (the scripted OpenAI-compatible server on
   127.0.0.1 with a delay), MEMLIKEHUMAN_EXTRACTION_WAIT=0: the worker is busy with the model the
   whole time, memory_record must not notice;
-- the same extractor with a wait longer than the model (inline extraction, as before issue 15),
+- the same with the host's model (issue 29): MCP sampling (a legacy client whose sampling callback
+  takes SECONDS), and a command (a script on PATH taking SECONDS, as a host CLI run headless);
+- memory_record with the agent's own `memories` (one item, checked and stored in the call);
+- the first extractor with a wait longer than the model (inline extraction, as before issue 15),
   for a few calls: what a host paid per message.
 
     python -m bench.record_extracting [--calls 300] [--model-seconds 3]
@@ -28,6 +31,7 @@ from typing import Any
 
 import anyio
 from mcp import Client, StdioServerParameters
+from mcp_types import CreateMessageResult, TextContent
 
 from bench.report import percentile, table, write_section
 
@@ -66,16 +70,49 @@ class SlowModel:
         self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
 
 
-async def round_trips(db: Path, env: dict[str, str], calls: int, tag: str) -> list[float]:
+class SlowSampling:
+    """A sampling callback (the host's model) that answers `{"memories": []}` after `seconds`."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds, self.calls = seconds, 0
+
+    async def __call__(self, ctx: Any, params: Any) -> CreateMessageResult:
+        self.calls += 1
+        await anyio.sleep(self.seconds)
+        content = TextContent(type="text", text=json.dumps({"memories": []}))
+        return CreateMessageResult(role="assistant", content=content, model="slow-host")
+
+
+def slow_command(folder: Path, seconds: float) -> Path:
+    """A program that reads the prompt, waits `seconds` and prints an empty answer (a headless CLI)."""
+    path = folder / "slow-cli"
+    reply = 'json.dumps({"type": "result", "subtype": "success", "is_error": False, "result": "{\\"memories\\": []}"})'
+    body = f"import json, sys, time\nsys.stdin.read()\ntime.sleep({seconds})\nprint({reply})\n"
+    path.write_text(f"#!{sys.executable}\n{body}")
+    path.chmod(0o755)
+    return path
+
+
+GIVEN = [{"content": "The user had dinner in Lisbon with Ana", "quote": "I had dinner in Lisbon with Ana"}]
+
+
+async def round_trips(
+    db: Path, env: dict[str, str], calls: int, tag: str, sampling: SlowSampling | None = None, given: bool = False
+) -> list[float]:
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "memlikehuman", "serve", "--db", str(db)], env={**os.environ, **env}
     )
     times: list[float] = []
-    async with Client(params) as client:
+    mode = "legacy" if sampling is not None else "auto"
+    async with Client(params, sampling_callback=sampling, mode=mode) as client:  # type: ignore[arg-type]
         await client.call_tool("memory_read", {"record_id": "none"})  # warm: the archive is open
         for i in range(calls):
             text = f"I had dinner in Lisbon with Ana on Friday and we talked about the garden ({tag} {i})."
-            args = {"event_id": f"{tag}-{i}", "text": text, "role": "user", "source": "bench", "session_id": "s"}
+            args: dict[str, Any] = {
+                "event_id": f"{tag}-{i}", "text": text, "role": "user", "source": "bench", "session_id": "s"
+            }  # fmt: skip
+            if given:
+                args["memories"] = GIVEN
             start = time.perf_counter()
             result = await client.call_tool("memory_record", args)
             times.append((time.perf_counter() - start) * 1000)
@@ -97,33 +134,41 @@ def main() -> None:
         "MEMLIKEHUMAN_EXTRACTOR_API_KEY": "bench",
         "MEMLIKEHUMAN_TIMEOUT": str(args.model_seconds * 4),
     }
-    runs = [
-        ("no extractor (baseline)", {**BASE, "MEMLIKEHUMAN_EXTRACTOR": "none"}, args.calls),
-        (
-            f"extractor, model {args.model_seconds:g} s/call, WAIT=0",
-            {**extractor, "MEMLIKEHUMAN_EXTRACTION_WAIT": "0"},
-            args.calls,
-        ),  # fmt: skip
-        (
-            f"extractor, model {args.model_seconds:g} s/call, WAIT=60 (inline)",
-            {**extractor, "MEMLIKEHUMAN_EXTRACTION_WAIT": "60"},
-            args.inline_calls,
-        ),  # fmt: skip
-    ]
-    rows = []
-    figures: dict[str, float] = {}
+    sampling = SlowSampling(args.model_seconds)
+    slow = f"{args.model_seconds:g} s/call, WAIT=0"
     with tempfile.TemporaryDirectory() as tmp:
-        for number, (name, env, calls) in enumerate(runs):
-            times = anyio.run(round_trips, Path(tmp) / f"a{number}.sqlite3", env, calls, f"r{number}")
+        command = slow_command(Path(tmp), args.model_seconds)
+        runs: list[tuple[str, dict[str, str], int, SlowSampling | None, bool]] = [
+            ("no extractor (baseline)", {**BASE, "MEMLIKEHUMAN_EXTRACTOR": "none"}, args.calls, None, False),
+            (f"extractor, model {slow}", {**extractor, "MEMLIKEHUMAN_EXTRACTION_WAIT": "0"}, args.calls, None, False),
+            (f"sampling, the client's model {slow}", {**BASE, "MEMLIKEHUMAN_EXTRACTOR": "sampling",
+             "MEMLIKEHUMAN_TIMEOUT": str(args.model_seconds * 4)}, args.calls, sampling, False),
+            (f"command, a CLI {slow}", {**BASE, "MEMLIKEHUMAN_EXTRACTOR": "command",
+             "MEMLIKEHUMAN_EXTRACTOR_COMMAND": str(command), "MEMLIKEHUMAN_TIMEOUT": str(args.model_seconds * 4)},
+             args.calls, None, False),
+            ("memories given by the agent (1 item)", {**BASE, "MEMLIKEHUMAN_EXTRACTOR": "none"}, args.calls, None,
+             True),
+            (
+                f"extractor, model {args.model_seconds:g} s/call, WAIT=60 (inline)",
+                {**extractor, "MEMLIKEHUMAN_EXTRACTION_WAIT": "60"},
+                args.inline_calls, None, False,
+            ),
+        ]  # fmt: skip
+        rows = []
+        figures: dict[str, float] = {}
+        for number, (name, env, calls, callback, given) in enumerate(runs):
+            times = anyio.run(round_trips, Path(tmp) / f"a{number}.sqlite3", env, calls, f"r{number}", callback, given)
             figures[name] = percentile(times, 50)
             rows.append([name, calls, f"{percentile(times, 50):.2f}", f"{percentile(times, 95):.2f}"])
-    base, background = (figures[runs[0][0]], figures[runs[1][0]])
+    base = figures[runs[0][0]]
+    deltas = ", ".join(f"{name.split(',')[0]} {figures[name] - base:+.2f} ms" for name, *_ in runs[1:5])
     body = table(["memory_record over stdio", "calls", "p50 ms", "p95 ms"], rows)
     body += (
         f"\n\nWith the worker busy on a model that takes {args.model_seconds:g} s per call"
-        f" ({model.calls} model calls during the run), memory_record's p50 is {background - base:+.2f} ms"
-        " from the figure without an extractor (target: within 2 ms). The inline row is what every"
-        " message cost a host before background extraction (and costs with a large MEMLIKEHUMAN_EXTRACTION_WAIT)."
+        f" ({model.calls} OpenAI-compatible calls, {sampling.calls} sampling requests during the run),"
+        f" memory_record's p50 against the figure without an extractor: {deltas} (target: within 2 ms)."
+        " The inline row is what every message cost a host before background extraction (and costs with a"
+        " large MEMLIKEHUMAN_EXTRACTION_WAIT)."
     )
     print(body)
     command = f"python -m bench.record_extracting --calls {args.calls} --model-seconds {args.model_seconds:g}"

@@ -175,6 +175,7 @@ def load(db: str | Path | None = None, env: Mapping[str, str] | None = None) -> 
     values = {**_config_file(env), **{k: v for k, v in env.items() if k in KEYS}}
     extractor = values.get("MEMLIKEHUMAN_EXTRACTOR", "none").strip().lower() or "none"
     embedder = values.get("MEMLIKEHUMAN_EMBEDDER", "local").strip().lower() or "local"
+    extracting = env.get("MEMLIKEHUMAN_EXTRACTING", "") not in ("", "0")
     if extractor not in EXTRACTORS:
         raise InvalidArgument(f"MEMLIKEHUMAN_EXTRACTOR must be one of {', '.join(map(repr, EXTRACTORS))}")
     if embedder not in ("none", "local", "openai"):
@@ -184,7 +185,8 @@ def load(db: str | Path | None = None, env: Mapping[str, str] | None = None) -> 
     return Settings(
         db_path=path,
         db_url=url,
-        extractor=extractor,
+        # inside an extraction command's run (providers/command.py) nothing extracts: no run starts another
+        extractor="none" if extracting else extractor,
         # for sampling only a hint, sent when given (a host's model is not OpenAI's default)
         extractor_model=values.get("MEMLIKEHUMAN_EXTRACTOR_MODEL")
         or ("" if extractor == "sampling" else "gpt-4o-mini"),
@@ -192,7 +194,7 @@ def load(db: str | Path | None = None, env: Mapping[str, str] | None = None) -> 
         extractor_api_key=values.get("MEMLIKEHUMAN_EXTRACTOR_API_KEY") or env.get("OPENAI_API_KEY") or None,
         extractor_command=values.get("MEMLIKEHUMAN_EXTRACTOR_COMMAND") or None,
         extractor_env=tuple(env.items()) if extractor == "command" else (),
-        extracting=env.get("MEMLIKEHUMAN_EXTRACTING", "") not in ("", "0"),
+        extracting=extracting,
         embedder=embedder,
         embedder_model=values.get("MEMLIKEHUMAN_EMBEDDER_MODEL") or None,
         embedder_base_url=values.get("MEMLIKEHUMAN_EMBEDDER_BASE_URL") or None,

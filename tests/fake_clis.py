@@ -29,18 +29,22 @@ reply = "```json\n" + json.dumps({"memories": items}) + "\n```"
 '''
 
 ENVELOPES = {
-    # claude -p --output-format json
+    # claude -p --output-format json (the fields of Claude Code 2.1.197's envelope)
     "claude": r'''
-print(json.dumps({"type": "result", "subtype": "success", "is_error": False, "duration_ms": 2311,
-                  "duration_api_ms": 2102, "num_turns": 1, "result": reply, "stop_reason": "end_turn",
-                  "session_id": "0b4f0e4e-2c47-4f5c-9d7e-7f36f5a1c0aa", "total_cost_usd": 0.0042,
-                  "usage": {"input_tokens": 1200, "output_tokens": 80}}))
+print(json.dumps({"type": "result", "subtype": "success", "is_error": False, "api_error_status": None,
+                  "duration_ms": 1598, "duration_api_ms": 1529, "num_turns": 1, "result": reply,
+                  "stop_reason": "end_turn", "session_id": "bbdc655b-8433-424b-9484-18fe7c7659df",
+                  "total_cost_usd": 0.00026, "usage": {"input_tokens": 1200, "output_tokens": 80},
+                  "permission_denials": [], "terminal_reason": "completed"}))
 ''',
-    # codex exec --json: JSON Lines of events
+    # codex exec --json: JSON Lines of events (seen from codex-cli 0.171.0 against a local endpoint),
+    # with the warning item and the retry event it prints before a turn that succeeds
     "codex": r'''
-for event in ({"type": "thread.started", "thread_id": "0199a213-81c0-7800-8aa1-bbab2a035a53"},
+for event in ({"type": "thread.started", "thread_id": "01a23a98-18cd-7e82-85cc-d9bb46a2c2b5"},
+              {"type": "item.completed", "item": {"id": "item_0", "type": "error",
+               "message": "Model metadata for `gpt-x` not found. Defaulting to fallback metadata"}},
               {"type": "turn.started"},
-              {"type": "item.completed", "item": {"id": "item_0", "type": "reasoning", "text": "thinking"}},
+              {"type": "error", "message": "Reconnecting... 1/5 (stream disconnected before completion)"},
               {"type": "item.completed", "item": {"id": "item_1", "type": "agent_message", "text": reply}},
               {"type": "turn.completed", "usage": {"input_tokens": 1200, "output_tokens": 80}}):
     print(json.dumps(event))
@@ -56,9 +60,18 @@ FAILURES = {
     "garbage": 'print("I could not do that, sorry.")',
     "exit": 'sys.stderr.write("Error: not logged in. Run claude /login\\n"); sys.exit(1)',
     "claude-error": r'''print(json.dumps({"type": "result", "subtype": "success", "is_error": True,
-    "result": "Invalid API key \u00b7 Please run /login", "session_id": "x", "total_cost_usd": 0}))''',
-    "gemini-error": r'''print(json.dumps({"error": {"type": "FatalAuthenticationError",
-    "message": "Please set an Auth method", "code": 41}})); sys.exit(41)''',
+    "api_error_status": 401, "result": "Invalid API key \u00b7 Fix external API key", "session_id": "x",
+    "total_cost_usd": 0})); sys.exit(1)''',
+    "codex-error": r'''
+for event in ({"type": "thread.started", "thread_id": "t"}, {"type": "turn.started"},
+              {"type": "error", "message": "Reconnecting... 5/5 (unexpected status 401 Unauthorized)"},
+              {"type": "turn.failed", "error": {"message": "unexpected status 401 Unauthorized: Incorrect API key"}}):
+    print(json.dumps(event))
+sys.exit(1)''',
+    # Gemini CLI writes its error to stderr after a stack trace; stdout stays empty
+    "gemini-error": r'''sys.stderr.write("Error: auth\n    at handleError (gemini.js:1:1)\n")
+sys.stderr.write(json.dumps({"session_id": "45b9d917", "error": {"type": "FatalAuthenticationError",
+    "message": "Please set an Auth method", "code": 41}}, indent=2) + "\n"); sys.exit(41)''',
     "hang": "time.sleep(3600)",
 }
 

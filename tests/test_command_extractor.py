@@ -48,7 +48,12 @@ def test_each_preset_runs_its_cli_headless_and_its_envelope_is_unwrapped_into_me
     assert memory["content"] == "The user said: I prefer pnpm over npm for this repo."
     assert memory["extractor"] == f"command:{preset}"
     (run,) = runs(tmp_path / "bin")
-    assert run["argv"] == list(PRESETS[preset][1:])
+    argv = list(PRESETS[preset].argv[1:])
+    if preset == "claude-code":  # its system message goes in as --system-prompt; the rest is on stdin
+        assert run["argv"][: len(argv) + 1] == [*argv, "--system-prompt"]
+        assert run["argv"][-1].startswith("You extract long-term memories") and len(run["argv"]) == len(argv) + 2
+    else:
+        assert run["argv"] == argv
     # Our own providers' keys stay with us; the recording guard goes along (hooks of that run record nothing).
     guard_only = {"MEMLIKEHUMAN_EXTRACTING": "1", "OPENAI_API_KEY": None, "MEMLIKEHUMAN_EXTRACTOR_API_KEY": None}
     assert run["env"] == guard_only
@@ -64,17 +69,18 @@ def test_a_command_line_of_ones_own_gets_the_prompt_on_stdin(tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("failure", "state", "says"),
+    ("failure", "preset", "state", "says"),
     [
-        ("garbage", "failed", "not valid JSON"),
-        ("exit", "pending", "exited with 1: Error: not logged in"),
-        ("claude-error", "pending", "Invalid API key"),
-        ("gemini-error", "pending", "exited with 41"),
+        ("garbage", "claude-code", "failed", "not valid JSON"),
+        ("exit", "claude-code", "pending", "exited with 1: Error: not logged in"),
+        ("claude-error", "claude-code", "pending", "exited with 1: Invalid API key"),
+        ("codex-error", "codex", "pending", "exited with 1: unexpected status 401 Unauthorized: Incorrect API key"),
+        ("gemini-error", "gemini", "pending", "exited with 41: Please set an Auth method"),
     ],
 )
-def test_a_cli_that_fails_leaves_the_event_failed_or_retryable_with_the_reason(tmp_path, failure, state, says):
-    install(tmp_path / "bin", "claude", FAILURES[failure], sys.executable)
-    with connected(_params(tmp_path, "claude-code", MEMLIKEHUMAN_EXTRACTION_WAIT="20")) as client:
+def test_a_cli_that_fails_leaves_the_event_failed_or_retryable_with_the_reason(tmp_path, failure, preset, state, says):
+    install(tmp_path / "bin", PRESET_PROGRAMS[preset], FAILURES[failure], sys.executable)
+    with connected(_params(tmp_path, preset, MEMLIKEHUMAN_EXTRACTION_WAIT="20")) as client:
         out = client.ok("memory_record", event_id="c-3", text=TEXT, role="user", source="user")
         recall = client.ok("memory_recall", query="pnpm")
     assert out["extraction_state"] == state and says in out["error"], out
@@ -121,3 +127,12 @@ def test_a_hook_run_inside_an_extraction_records_and_injects_nothing(tmp_path):
     assert inside.returncode == 0 and inside.stdout == "" and stored(db) == []
     outside = run_hook("claude-code", prompt, db, project)
     assert outside.returncode == 0 and [row["text"] for row in stored(db)] == ["You extract"]
+
+
+def test_a_server_started_inside_an_extraction_run_extracts_nothing(tmp_path):
+    # Where a CLI still starts its MCP servers, ours must not run the CLI again (a run per run).
+    install(tmp_path / "bin", "claude", ENVELOPES["claude"], sys.executable)
+    env = {"MEMLIKEHUMAN_EXTRACTION_WAIT": "2", "MEMLIKEHUMAN_EXTRACTING": "1"}
+    with connected(_params(tmp_path, "claude-code", **env)) as client:
+        out = client.ok("memory_record", event_id="n-1", text=TEXT, role="user", source="user")
+    assert out["extraction_state"] == "pending" and runs(tmp_path / "bin") == []

@@ -182,9 +182,10 @@ def _command(settings: config.Settings) -> Check:
     from ..providers.command import parse_command
 
     try:
-        argv, label = parse_command(settings.extractor_command)
+        preset, label = parse_command(settings.extractor_command)
     except MemLikeHumanError as exc:
         return Check("extractor", "fail", exc.message)
+    argv = preset.argv
     path = shutil.which(argv[0], path=dict(settings.extractor_env).get("PATH"))
     if path is None:
         return Check(

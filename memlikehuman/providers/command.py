@@ -1,17 +1,20 @@
 """The extractor that runs a command: the host's own CLI in headless mode (issue 29), or any program.
 
 ``MEMLIKEHUMAN_EXTRACTOR=command`` with ``MEMLIKEHUMAN_EXTRACTOR_COMMAND``: a command line (split as a
-POSIX shell would, but run without one) or the name of a preset (``PRESETS``: the real headless
-commands of Claude Code, Codex and Gemini CLI, read from their packages; docs/hosts.md). The prompt
-goes to the command's standard input, the reply is read from its standard output, and the JSON
-envelope the CLI wraps it in is taken off (``reply_text``); extract.parse_answer then strips code
-fences. One run is bounded by ``MEMLIKEHUMAN_TIMEOUT``: past it the command's process group is
-killed.
+POSIX shell would, but run without one) or the name of a preset (``PRESETS``: the headless commands
+of Claude Code 2.1.197, Codex 0.171.0 and Gemini CLI 0.61.0, their flags and envelopes read from
+their npm packages and run against a local endpoint; docs/hosts.md). The prompt goes to the
+command's standard input (Claude Code takes the system message as ``--system-prompt``), the reply
+is read from its standard output, and the JSON envelope the CLI wraps it in is taken off
+(``reply_text``); extract.parse_answer then strips code fences. One run is bounded by
+``MEMLIKEHUMAN_TIMEOUT``: past it the command's process group is killed.
 
-What a run gets: the environment this server was given, less the keys of our own providers
-(``MEMLIKEHUMAN_*_API_KEY``, ``OPENAI_API_KEY``: a CLI logs in on its own), plus
-``MEMLIKEHUMAN_EXTRACTING=1``, which makes every ``memlikehuman hook`` that the CLI might run record
-nothing: the extraction prompt is never recorded as a prompt of the user's.
+What a run gets: an empty working directory of its own (no project files, CLAUDE.md or workspace
+settings of the project are read), the environment this server was given, less the keys of our own
+providers (``MEMLIKEHUMAN_*_API_KEY``, ``OPENAI_API_KEY``: a CLI logs in on its own), plus
+``MEMLIKEHUMAN_EXTRACTING=1``: every ``memlikehuman`` that the CLI might start (its hooks, or our MCP
+server where a preset could not keep MCP servers off) records nothing and extracts nothing, so the
+extraction prompt is never recorded as the user's and no run starts another.
 
 Errors: a command that cannot be started raises ``Unavailable`` (pending until the configuration is
 fixed); a timeout, a non-zero exit or an envelope that says it failed raise ``Transient`` (the
@@ -25,38 +28,53 @@ import os
 import shlex
 import signal
 import subprocess
+import tempfile
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidArgument, Transient, Unavailable
 from .base import Extractor
 
-# The headless command of each host CLI (versions read: docs/hosts.md, "Extraction by the host's model").
-# Each answers one prompt from stdin without tools, MCP servers, hooks or a saved session.
-PRESETS: dict[str, tuple[str, ...]] = {
-    # --safe-mode: no hooks, MCP servers, CLAUDE.md or plugins, while the user's login still works
-    # (--bare would take an ANTHROPIC_API_KEY only); --tools "": no tool at all
-    "claude-code": (
-        "claude", "-p", "--safe-mode", "--output-format", "json", "--no-session-persistence", "--tools", "",
+
+@dataclass(frozen=True)
+class Preset:
+    argv: tuple[str, ...]
+    system_flag: str | None = None  # the flag that takes the system message; None: it goes on stdin
+    env: tuple[tuple[str, str], ...] = ()
+
+
+PRESETS: dict[str, Preset] = {
+    # --safe-mode: no hooks, MCP servers, CLAUDE.md, skills or plugins, while the user's login works
+    # (--bare would read ANTHROPIC_API_KEY only); --tools "": no tool at all; nothing saved. Exit 1
+    # when the envelope says is_error. An API error is retried 9 times by default: once is enough here.
+    "claude-code": Preset(
+        ("claude", "-p", "--output-format", "json", "--safe-mode", "--tools", "", "--no-session-persistence"),
+        system_flag="--system-prompt",
+        env=(("CLAUDE_CODE_MAX_RETRIES", "1"),),
     ),
-    # --ignore-user-config: no MCP servers or hooks of ~/.codex/config.toml (the login stays)
-    "codex": (
-        "codex", "exec", "--json", "--ephemeral", "--ignore-user-config", "--skip-git-repo-check",
-        "--sandbox", "read-only", "-",
-    ),
-    # -p "": headless, the prompt being stdin; no extensions, and no MCP server is allowed
-    "gemini": (
-        "gemini", "--output-format", "json", "--extensions", "none", "--allowed-mcp-server-names", "none",
-        "--approval-mode", "plan", "-p", "",
-    ),
-}  # fmt: skip
+    # --ignore-user-config: no MCP servers of ~/.codex/config.toml (the login in CODEX_HOME stays; so
+    # does the default model: -m MODEL in a command line of your own picks one); --disable hooks: no
+    # hooks.json; --ephemeral: no session files; stdout: JSON Lines of events.
+    "codex": Preset(
+        ("codex", "exec", "--json", "--ephemeral", "--ignore-user-config", "--disable", "hooks",
+         "--skip-git-repo-check", "--sandbox", "read-only", "-"),
+    ),  # fmt: skip
+    # -p "": headless, the prompt being stdin; no extensions; an allow-list that names no MCP server;
+    # --skip-trust: the empty working directory needs no trust prompt. Gemini has no flag against its
+    # hooks: MEMLIKEHUMAN_EXTRACTING keeps ours quiet.
+    "gemini": Preset(
+        ("gemini", "-p", "", "--output-format", "json", "--extensions", "none", "--allowed-mcp-server-names",
+         "__none__", "--approval-mode", "plan", "--skip-trust"),
+    ),  # fmt: skip
+}
 EXTRACTING = "MEMLIKEHUMAN_EXTRACTING"
 _OWN_SECRETS = ("OPENAI_API_KEY",)
 MAX_OUTPUT = 4_000_000  # bytes of stdout kept; an extraction answer is a few kB
 
 
-def parse_command(value: str | None) -> tuple[tuple[str, ...], str]:
-    """(argv, label) of MEMLIKEHUMAN_EXTRACTOR_COMMAND; InvalidArgument when it is missing or empty."""
+def parse_command(value: str | None) -> tuple[Preset, str]:
+    """(preset, label) of MEMLIKEHUMAN_EXTRACTOR_COMMAND; InvalidArgument when it is missing or empty."""
     if value is None or not value.strip():
         names = ", ".join(PRESETS)
         raise InvalidArgument(
@@ -70,15 +88,17 @@ def parse_command(value: str | None) -> tuple[tuple[str, ...], str]:
         argv = tuple(shlex.split(name))
     except ValueError as exc:
         raise InvalidArgument(f"MEMLIKEHUMAN_EXTRACTOR_COMMAND cannot be split into words ({exc})") from None
-    return argv, os.path.basename(argv[0])
+    if not argv:
+        raise InvalidArgument("MEMLIKEHUMAN_EXTRACTOR_COMMAND names no program")
+    return Preset(argv), os.path.basename(argv[0])
 
 
-def child_environment(env: Mapping[str, str]) -> dict[str, str]:
-    """The command's environment: ours less our providers' keys, with the recording guard set."""
+def child_environment(env: Mapping[str, str], extra: tuple[tuple[str, str], ...] = ()) -> dict[str, str]:
+    """The command's environment: ours less our providers' keys, with the preset's and the guard."""
     kept = {
         k: v for k, v in env.items() if k not in _OWN_SECRETS and not (k.startswith("MEMLIKEHUMAN_") and "API_KEY" in k)
     }
-    return {**kept, EXTRACTING: "1"}
+    return {**kept, **dict(extra), EXTRACTING: "1"}
 
 
 class CommandExtractor(Extractor):
@@ -86,27 +106,36 @@ class CommandExtractor(Extractor):
 
     needs_network = False  # the command may use one; this process opens no connection
 
-    def __init__(self, argv: tuple[str, ...], label: str, timeout: float, env: Mapping[str, str]) -> None:
-        self.argv, self.timeout = argv, timeout
-        self.env = child_environment(env)
-        self.model_id = f"command:{shlex.join(argv)}"
+    def __init__(self, preset: Preset, label: str, timeout: float, env: Mapping[str, str]) -> None:
+        self.preset, self.timeout = preset, timeout
+        self.env = child_environment(env, preset.env)
+        self.model_id = f"command:{shlex.join(preset.argv)}"
         self.label = f"command:{label}"
 
     def complete(self, system: str, user: str, schema: dict[str, Any]) -> str:
         """Run the command with the prompt; return its reply without the CLI's envelope."""
-        prompt = f"{system}\n\n{user}\n"
+        argv, name = self.preset.argv, self.preset.argv[0]
+        if self.preset.system_flag:
+            argv, prompt = (*argv, self.preset.system_flag, system), user
+        else:
+            prompt = f"{system}\n\n{user}\n"
+        with tempfile.TemporaryDirectory(prefix="memlikehuman-extract-") as where:
+            return self._run(argv, name, prompt, where)
+
+    def _run(self, argv: tuple[str, ...], name: str, prompt: str, where: str) -> str:
         try:
             process = subprocess.Popen(
-                self.argv,
+                argv,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
+                cwd=where,
                 env=self.env,
                 start_new_session=True,  # its own process group: a timeout kills what it started too
             )
         except OSError as exc:
             raise Unavailable(
-                f"the extraction command {self.argv[0]!r} cannot be started ({exc.strerror or exc}):"
+                f"the extraction command {name!r} cannot be started ({exc.strerror or exc}):"
                 " install it or fix MEMLIKEHUMAN_EXTRACTOR_COMMAND"
             ) from None
         try:
@@ -114,13 +143,29 @@ class CommandExtractor(Extractor):
         except subprocess.TimeoutExpired:
             _kill(process)
             raise Transient(
-                f"the extraction command {self.argv[0]!r} did not answer within {self.timeout:g} s"
+                f"the extraction command {name!r} did not answer within {self.timeout:g} s"
                 " (MEMLIKEHUMAN_TIMEOUT): raise the timeout or batch fewer events"
             ) from None
+        text = out[:MAX_OUTPUT].decode("utf-8", "replace")
         if process.returncode != 0:
-            detail = _short(err.decode("utf-8", "replace")) or _short(out.decode("utf-8", "replace"))
-            raise Transient(f"the extraction command {self.argv[0]!r} exited with {process.returncode}: {detail}")
-        return reply_text(out[:MAX_OUTPUT].decode("utf-8", "replace"))
+            raise Transient(
+                f"the extraction command {name!r} exited with {process.returncode}: {_why(text, err)}"
+            )
+        return reply_text(text)
+
+
+def _why(stdout: str, stderr: bytes) -> str:
+    """What a failed run said: its envelope's error (on stdout, or at the end of stderr as Gemini CLI
+    writes it after a stack trace), else the end of stderr, else stdout."""
+    errors = stderr.decode("utf-8", "replace")
+    start = errors.rfind("\n{")
+    for text in (stdout, errors[start + 1 :] if start >= 0 else errors):
+        try:
+            reply_text(text)
+        except Transient as exc:
+            return exc.message.removeprefix("the host CLI reported an error: ")
+    lines = [line for line in errors.splitlines() if line.strip()]
+    return _short(lines[-1]) if lines else _short(stdout)
 
 
 def _kill(process: subprocess.Popen[bytes]) -> None:
@@ -165,7 +210,10 @@ def reply_text(stdout: str) -> str:
 
 
 def _codex_reply(text: str) -> str:
-    reply = None
+    """The last agent message of Codex's events; Transient for a failed turn. Its "error" events and
+    error items also report retries that later succeed ("Reconnecting... 1/5"): they count only when no
+    message came."""
+    reply, errors = None, []
     for line in text.splitlines():
         try:
             event = json.loads(line)
@@ -173,15 +221,21 @@ def _codex_reply(text: str) -> str:
             continue
         if not isinstance(event, dict):
             continue
-        kind = event.get("type")
-        if kind in ("turn.failed", "error"):
+        kind, item = event.get("type"), event.get("item")
+        if kind == "turn.failed":
             error = event.get("error")
-            message = error.get("message") if isinstance(error, dict) else event.get("message")
-            raise Transient(f"the host CLI reported an error: {_short(str(message))}")
-        item = event.get("item")
+            raise Transient(f"the host CLI reported an error: {_short(str(_message(error)))}")
+        if kind == "error":
+            errors.append(str(event.get("message")))
         if kind == "item.completed" and isinstance(item, dict) and item.get("type") == "agent_message":
             reply = str(item.get("text") or "")
+    if reply is None and errors:
+        raise Transient(f"the host CLI reported an error: {_short(errors[-1])}")
     return text if reply is None else reply
+
+
+def _message(error: Any) -> Any:
+    return error.get("message") if isinstance(error, dict) else error
 
 
 def _short(text: str, limit: int = 300) -> str:

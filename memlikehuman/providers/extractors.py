@@ -21,6 +21,6 @@ def build_extractor(settings: Settings) -> Extractor | None:
     if settings.extractor == "command":
         from .command import CommandExtractor, parse_command
 
-        argv, label = parse_command(settings.extractor_command)
-        return CommandExtractor(argv, label, settings.timeout, dict(settings.extractor_env))
+        preset, label = parse_command(settings.extractor_command)
+        return CommandExtractor(preset, label, settings.timeout, dict(settings.extractor_env))
     return None
