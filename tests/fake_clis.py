@@ -49,8 +49,12 @@ for event in ({"type": "thread.started", "thread_id": "01a23a98-18cd-7e82-85cc-d
               {"type": "turn.completed", "usage": {"input_tokens": 1200, "output_tokens": 80}}):
     print(json.dumps(event))
 ''',
-    # gemini --output-format json
+    # gemini --output-format json; like Gemini CLI 0.61.0 it saves the chat under ~/.gemini/tmp/<cwd name>
     "gemini": r'''
+chats = os.path.join(os.environ["HOME"], ".gemini", "tmp", os.path.basename(os.getcwd()), "chats")
+os.makedirs(chats, exist_ok=True)
+with open(os.path.join(chats, "session-1.jsonl"), "w") as saved:
+    saved.write(json.dumps({"prompt": prompt}))
 print(json.dumps({"session_id": "5b1f6c3e", "response": reply,
                   "stats": {"models": {"gemini-2.5-pro": {"tokens": {"prompt": 1200, "candidates": 80}}},
                             "tools": {"totalCalls": 0}}}, indent=2))

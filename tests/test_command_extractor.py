@@ -24,7 +24,7 @@ def _params(tmp_path: Path, command: str, **env: str) -> Any:
     secrets = {"OPENAI_API_KEY": "sk-ours", "MEMLIKEHUMAN_EXTRACTOR_API_KEY": "sk-ours-too"}
     return stdio_params(
         tmp_path / "a.sqlite3", MEMLIKEHUMAN_EXTRACTOR="command", MEMLIKEHUMAN_EXTRACTOR_COMMAND=command, PATH=path,
-        **secrets, **env,
+        HOME=str(tmp_path / "home"), **secrets, **env,
     )  # fmt: skip
 
 
@@ -54,6 +54,8 @@ def test_each_preset_runs_its_cli_headless_and_its_envelope_is_unwrapped_into_me
         assert run["argv"][-1].startswith("You extract long-term memories") and len(run["argv"]) == len(argv) + 2
     else:
         assert run["argv"] == argv
+    # What a CLI saves of the prompt under HOME (Gemini CLI's chats) goes with the run.
+    assert not [p for p in (tmp_path / "home").rglob("*") if p.is_file()]
     # Our own providers' keys stay with us; the recording guard goes along (hooks of that run record nothing).
     guard_only = {"MEMLIKEHUMAN_EXTRACTING": "1", "OPENAI_API_KEY": None, "MEMLIKEHUMAN_EXTRACTOR_API_KEY": None}
     assert run["env"] == guard_only

@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -42,14 +43,18 @@ class Preset:
     argv: tuple[str, ...]
     system_flag: str | None = None  # the flag that takes the system message; None: it goes on stdin
     env: tuple[tuple[str, str], ...] = ()
+    # what a run leaves under HOME that holds the prompt, removed after it ({dir}: the run's directory name)
+    leaves: tuple[str, ...] = ()
 
 
 PRESETS: dict[str, Preset] = {
     # --safe-mode: no hooks, MCP servers, CLAUDE.md, skills or plugins, while the user's login works
     # (--bare would read ANTHROPIC_API_KEY only); --tools "": no tool at all; nothing saved. Exit 1
     # when the envelope says is_error. An API error is retried 9 times by default: once is enough here.
+    # --name: a session with a name gets no second request for a title (which would send the prompt again).
     "claude-code": Preset(
-        ("claude", "-p", "--output-format", "json", "--safe-mode", "--tools", "", "--no-session-persistence"),
+        ("claude", "-p", "--output-format", "json", "--safe-mode", "--tools", "", "--no-session-persistence",
+         "--name", "memlikehuman-extract"),
         system_flag="--system-prompt",
         env=(("CLAUDE_CODE_MAX_RETRIES", "1"),),
     ),
@@ -62,10 +67,12 @@ PRESETS: dict[str, Preset] = {
     ),  # fmt: skip
     # -p "": headless, the prompt being stdin; no extensions; an allow-list that names no MCP server;
     # --skip-trust: the empty working directory needs no trust prompt. Gemini has no flag against its
-    # hooks: MEMLIKEHUMAN_EXTRACTING keeps ours quiet.
+    # hooks: MEMLIKEHUMAN_EXTRACTING keeps ours quiet. It saves every chat (the whole prompt) under
+    # ~/.gemini/tmp/<directory name>, with no setting against it: removed after the run.
     "gemini": Preset(
         ("gemini", "-p", "", "--output-format", "json", "--extensions", "none", "--allowed-mcp-server-names",
          "__none__", "--approval-mode", "plan", "--skip-trust"),
+        leaves=(".gemini/tmp/{dir}", ".gemini/history/{dir}"),
     ),  # fmt: skip
 }
 EXTRACTING = "MEMLIKEHUMAN_EXTRACTING"
@@ -120,7 +127,17 @@ class CommandExtractor(Extractor):
         else:
             prompt = f"{system}\n\n{user}\n"
         with tempfile.TemporaryDirectory(prefix="memlikehuman-extract-") as where:
-            return self._run(argv, name, prompt, where)
+            try:
+                return self._run(argv, name, prompt, where)
+            finally:
+                self._clean(os.path.basename(where))
+
+    def _clean(self, run_dir: str) -> None:
+        home = self.env.get("HOME")
+        if home is None:
+            return
+        for template in self.preset.leaves:
+            shutil.rmtree(os.path.join(home, template.format(dir=run_dir)), ignore_errors=True)
 
     def _run(self, argv: tuple[str, ...], name: str, prompt: str, where: str) -> str:
         try:
