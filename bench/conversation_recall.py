@@ -42,8 +42,9 @@ from memlikehuman import config
 from memlikehuman.engine import Engine
 from memlikehuman.index.indexer import count_missing
 from memlikehuman.records import Scope
-from memlikehuman.retrieval import aliases, phrasings
+from memlikehuman.retrieval import phrasings
 from memlikehuman.retrieval.recall import DEFAULT_TUNING, Tuning, recall
+from memlikehuman.text import aliases
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO.parent / "shared" / "data" / "locomo10.json"
@@ -218,7 +219,7 @@ def ask(
 
 
 def learned_aliases(conv: Conversation) -> list[aliases.Alias]:
-    """The aliases retrieval/aliases.learn finds in the conversation's turns (each session in order)."""
+    """The aliases text/aliases.learn finds in the conversation's turns (each session in order)."""
     seen: Counter[tuple[str, str]] = Counter()
     for session in sorted({t.session for t in conv.turns}):
         seen.update(aliases.observations((t.speaker, t.text) for t in conv.turns if t.session == session))
@@ -526,7 +527,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         default="none",
         help="also ask every question with alternatives, in each fusion: rule = rule_alternatives(),"
         " llm = the local model of ../shared/guides/local-llm.md (bench/rewriter.py, cached); aliases ="
-        " the phrasings of memlikehuman.retrieval.aliases learned from the conversation (rrf fusion only)",
+        " the phrasings of memlikehuman.text.aliases learned from the conversation (rrf fusion only)",
     )
     parser.add_argument(
         "--rewrites", type=Path, help="cache file of the model's phrasings (default: in the archive dir)"

@@ -25,10 +25,11 @@ from bench import report
 from bench.conversation_recall import DATA, load
 from bench.multilingual_set import CASES, LANGUAGES, Case
 from memlikehuman import config
-from memlikehuman.archive import events, ngrams
+from memlikehuman.archive import events
 from memlikehuman.engine import Engine
 from memlikehuman.records import Scope
 from memlikehuman.retrieval.recall import Tuning, recall
+from memlikehuman.text import ngrams
 
 SCOPE = Scope("bench", "multilingual")
 K = 5

@@ -216,7 +216,7 @@ def _project(raw: str | None) -> str:
     if raw is None or raw == "":
         return "default"
     if raw.strip().lower() == "auto":
-        from .projects import project_name
+        from .text.projects import project_name
 
         return project_name(Path.cwd())
     return raw

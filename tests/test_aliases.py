@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from memlikehuman.retrieval import aliases
-from memlikehuman.retrieval.aliases import Alias
+from memlikehuman.text import aliases
+from memlikehuman.text.aliases import Alias
 
 CHAT = [
     ("Melanie", "I finally finished the painting of the lake."),
@@ -90,7 +90,7 @@ def test_a_near_miss_of_a_label_or_an_alias_is_called_by_the_label():
 
 def _scanned(text: str) -> list[str]:
     """addressed() without its greeting prefilter: both patterns over the whole text."""
-    from memlikehuman.retrieval import addressing
+    from memlikehuman.text import addressing
 
     found: list[str] = []
     for pattern in addressing._patterns()[1:]:  # the address patterns, without the prefilters
@@ -103,7 +103,7 @@ def _scanned(text: str) -> list[str]:
 def test_the_prefilters_never_change_what_addressed_finds():
     import random
 
-    from memlikehuman.retrieval import addressing
+    from memlikehuman.text import addressing
 
     rng = random.Random(20)
     pieces = ["Hi", "hi", "HI", "Hey", "hEy", "thanks", "Thank u", "Good morning", "bye", "Hiya", "wow", "yay",

@@ -6,7 +6,7 @@ from datetime import date
 
 import pytest
 
-from memlikehuman.retrieval.dates import (
+from memlikehuman.text.dates import (
     DateWindow,
     date_windows,
     easter,
@@ -173,7 +173,7 @@ def test_the_word_prefilter_finds_every_relative_date_the_patterns_find() -> Non
 
 
 def test_every_relative_form_needs_a_word_holding_one_of_the_anchors() -> None:
-    from memlikehuman.retrieval import dates
+    from memlikehuman.text import dates
 
     for form, first, second in dates._RELATIVE_NEEDS:
         for word in second or first:
@@ -181,7 +181,7 @@ def test_every_relative_form_needs_a_word_holding_one_of_the_anchors() -> None:
 
 
 def test_a_text_without_an_anchor_is_not_searched_for_the_needed_words(monkeypatch: pytest.MonkeyPatch) -> None:
-    from memlikehuman.retrieval import dates
+    from memlikehuman.text import dates
 
     class Untouchable(tuple):
         def __iter__(self):

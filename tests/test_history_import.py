@@ -13,7 +13,7 @@ from conftest import BASE_ENV
 from hook_support import run_hook, stored
 
 from memlikehuman.cli import main
-from memlikehuman.projects import project_name
+from memlikehuman.text.projects import project_name
 
 FIXTURES = Path(__file__).parent / "history_fixtures"
 CHATGPT = FIXTURES / "chatgpt" / "conversations.json"

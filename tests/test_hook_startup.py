@@ -20,9 +20,9 @@ import platformdirs
 import pytest
 from hook_support import run_hook, stored
 
-from memlikehuman import config, digest
+from memlikehuman import config
 from memlikehuman.archive import claims
-from memlikehuman.retrieval import dates
+from memlikehuman.text import dates, digest
 
 # Imported by none of the hook steps below: each costs milliseconds of every prompt's start-up.
 NEVER = ("mcp", "click", "numpy", "pydantic", "openai", "quicktok", "tiktoken", "tokenizers", "platformdirs")
@@ -30,7 +30,7 @@ NEVER += ("socket", "tomllib", "uuid", "memlikehuman.lifecycle.forget", "memlike
 NEVER += ("hashlib", "_hashlib", "logging", "secrets", "random")  # OpenSSL, handlers, hmac: ~15 ms together
 # Built on first use by the engine, or loaded by records.py on first use: never on a hook's path.
 NEVER += ("memlikehuman.lifecycle.extract", "memlikehuman.lifecycle.worker", "memlikehuman.index.indexer")
-NEVER += ("memlikehuman.index.vectors", "memlikehuman.providers.embedders", "memlikehuman.reports")
+NEVER += ("memlikehuman.index.vectors", "memlikehuman.providers.embedders", "memlikehuman.records.reports")
 
 
 def imported_by_one_hook_run(event: dict[str, object], db: Path) -> list[str]:
@@ -115,7 +115,7 @@ def test_a_workers_host_in_its_claims_is_the_socket_host_name() -> None:
 
 def test_text_that_names_no_date_compiles_no_date_pattern() -> None:
     code = (
-        "from memlikehuman.retrieval import dates\n"
+        "from memlikehuman.text import dates\n"
         "assert dates.relative_spans('we deploy on the staging box', '2024-05-08T10:00:00Z') == []\n"
         "assert dates.date_windows('which staging database does release 5 use?') == []\n"
         "assert dates._compiled.cache_info().currsize == 0, dates._compiled.cache_info()\n"

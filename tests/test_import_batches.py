@@ -14,9 +14,9 @@ from memlikehuman.admin.portability import batches, import_lines
 from memlikehuman.admin.portability.spec import SPECS
 from memlikehuman.archive import events, fulltext
 from memlikehuman.archive.db import dialect
-from memlikehuman.digest import sha256_hex
 from memlikehuman.engine import Engine
 from memlikehuman.errors import ImportConflicts, InvalidArgument, MemLikeHumanError
+from memlikehuman.text.digest import sha256_hex
 
 STAMP = "2026-01-{day:02d}T{hour:02d}:{minute:02d}:00.000000Z"
 

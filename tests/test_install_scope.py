@@ -8,8 +8,8 @@ import pytest
 from conftest import connected, make_settings
 from hook_support import run_hook
 
-from memlikehuman.projects import project_name
 from memlikehuman.server import build_server
+from memlikehuman.text.projects import project_name
 
 
 def test_tool_calls_without_a_scope_use_the_installed_one_and_meet_the_hooks(tmp_path: Path) -> None:

@@ -17,7 +17,9 @@ FRAMEWORKS = {"mcp", "click", "starlette", "uvicorn"}
 # What an edge may import from the core: the facade, the records, the errors, the settings, the JSON
 # shapes of results, three small rule modules edges need to read their input (validate, clock, projects),
 # and the SHA-256 helper that keeps hashlib (OpenSSL) off the hooks' path (digest).
-EDGE_MAY_IMPORT = {"engine", "records", "errors", "config", "shapes", "validate", "clock", "projects", "digest", ""}
+EDGE_MAY_IMPORT = {
+    "engine", "records", "errors", "config", "shapes", "validate", "clock", "text.projects", "text.digest", "",
+}  # fmt: skip
 # The browser UI still reads the archive for its list pages (timeline, checkpoints, counts): read-only
 # SQL through these modules. Tables are written only through the facade (tests below).
 UI_READS = {
@@ -102,6 +104,33 @@ def test_the_edges_call_only_the_facade_records_errors_and_settings():
         if bad := sorted(core - allowed):
             offenders[name] = bad
     assert offenders == {}
+
+
+# The floors below the facade (issue 32): text/ holds the pure rules used at record time and imports
+# nothing of ours but itself; archive/ imports only itself, text/ and the foundation modules.
+FOUNDATION = {"errors", "clock", "validate", "records", "records.reports"}
+FLOORS = {"text": {"text"}, "archive": {"archive", "text"}}
+
+
+def _upward(name: str) -> list[str]:
+    allowed = FLOORS[_part(name)]
+    ours = [i for i in _imports(name) if i and not i.startswith("!")]
+    return sorted(i for i in ours if _part(i) not in allowed and (_part(name) == "text" or i not in FOUNDATION))
+
+
+def test_the_text_rules_and_the_archive_import_nothing_above_them():
+    offenders = {name: _upward(name) for name in MODULES if _part(name) in FLOORS}
+    assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def test_the_floor_rule_sees_an_upward_import(tmp_path: Path):
+    # The rule must be able to fail: an archive module that imports retrieval/ is caught.
+    MODULES["archive.scratch"] = tmp_path / "scratch.py"
+    try:
+        (tmp_path / "scratch.py").write_text("from ..retrieval import recall\nfrom ..text import dates\n")
+        assert _upward("archive.scratch") == ["retrieval.recall"]
+    finally:
+        del MODULES["archive.scratch"]
 
 
 def test_the_cli_imports_the_server_only_to_serve():

@@ -10,12 +10,12 @@ import pytest
 from conftest import connected, make_settings, stdio_params
 
 from bench.multilingual_set import CASES
-from memlikehuman.archive import ngrams
 from memlikehuman.archive.db import open_database
 from memlikehuman.archive.migrations import MIGRATIONS
 from memlikehuman.engine import Engine
 from memlikehuman.records import Scope
 from memlikehuman.retrieval.recall import Tuning, recall
+from memlikehuman.text import ngrams
 
 HOME = Scope()
 

@@ -4,7 +4,7 @@ One row per (evidence event, name): a turn that uses a name in address ("Hey Mel
 answers, the previous turn of its session (``addressed_sequence``), whose speaker the name belongs
 to. Both keys reference events ON DELETE CASCADE, so forgetting either event takes the row (and the
 name, a word of its text) with it, and no alias can outlive its evidence. Aliases are not stored:
-``scope_aliases`` aggregates a scope's rows with retrieval/aliases.learn when they are read.
+``scope_aliases`` aggregates a scope's rows with text/aliases.learn when they are read.
 
 A turn is a record event of category ``conversation`` by ``user`` or ``assistant``; the previous
 turn is the latest turn of the same scope and session before it (tool and system events between
@@ -65,7 +65,7 @@ def write_many(conn: Any, events: Iterable[tuple[int, Fields]]) -> None:
     """write() for consecutive events (no other event between them), in sequence order: one
     statement for all their rows. The previous turn is looked up only for a turn that uses a name,
     once per session; after that the batch's own turns are the previous ones."""
-    from ..retrieval.addressing import addressed  # a start hook opens the archive and records nothing
+    from ..text.addressing import addressed  # a start hook opens the archive and records nothing
 
     last: dict[_Session, _Turn | None] = {}
     rows = []
@@ -188,7 +188,7 @@ def aliases_by_scope(
     name: each with its evidence count and its first evidence event. ``learned_only=False`` also
     lists the names aliases.learn does not (yet) accept, marked ``learned=False``."""
     from ..records import Scope, SpeakerAlias
-    from ..retrieval import aliases
+    from ..text import aliases
 
     clauses = [f"a.{column} = ?" for column, value in (("persona_id", persona_id), ("project_id", project_id)) if value]
     params = tuple(value for value in (persona_id, project_id) if value)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..retrieval import dates
+from ..text import dates
 from .db import Database
 
 _INSERT = "INSERT INTO event_dates (event_sequence, day_from, day_to) VALUES (?, ?, ?) ON CONFLICT DO NOTHING"

@@ -10,9 +10,9 @@ from json.encoder import encode_basestring as _quoted
 from typing import TYPE_CHECKING, Any
 
 from .. import clock, validate
-from ..digest import sha256_hex
 from ..errors import Conflict, InvalidArgument, NotFound
 from ..records import CATEGORIES, CUE_KINDS, ROLES, Cue, Event, Scope
+from ..text.digest import sha256_hex
 from . import alias_evidence, event_dates, fulltext
 from .db import Database, Row, dialect, placeholders
 

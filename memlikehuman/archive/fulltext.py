@@ -19,7 +19,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..records import Cue
-from . import ngrams, pg_fulltext
+from ..text import ngrams
+from . import pg_fulltext
 from .db import Database, dialect
 
 if TYPE_CHECKING:

@@ -24,8 +24,8 @@ from typing import Any
 
 from .. import clock
 from ..errors import InvalidArgument, MemLikeHumanError
-from ..projects import project_name
 from ..records import HistoryMessage, HistoryReport
+from ..text.projects import project_name
 from . import markers
 from . import transcript as transcripts
 from .hook import event_id as hook_event_id

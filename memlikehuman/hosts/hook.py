@@ -15,8 +15,8 @@ import sys
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
 
-from ..digest import sha256_hex
-from ..projects import resolve_project
+from ..text.digest import sha256_hex
+from ..text.projects import resolve_project
 from . import adapters, markers, state, tools
 
 if TYPE_CHECKING:

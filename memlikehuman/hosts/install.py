@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidArgument
-from ..projects import AUTO, project_name
+from ..text.projects import AUTO, project_name
 from . import edits, tools
 from .edits import JsonEdit
 

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from ..config import Settings
     from .vectors import VectorCache
 else:
-    from ..lazy_numpy import np  # numpy stays unimported on the hooks' path
+    from ..providers.lazy_numpy import np  # numpy stays unimported on the hooks' path
 
 log = logging.getLogger("memlikehuman.indexer")
 

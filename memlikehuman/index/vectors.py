@@ -21,7 +21,7 @@ from ..records import Kind, Scope
 if TYPE_CHECKING:
     import numpy as np
 else:
-    from ..lazy_numpy import np  # numpy stays unimported on the hooks' path
+    from ..providers.lazy_numpy import np  # numpy stays unimported on the hooks' path
 
 # {what} is "<id>, <vector>" or "v.dim, count(*)"; only BLOBs that hold `dim` float32 values count.
 _LOAD_SQL = {

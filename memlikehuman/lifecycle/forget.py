@@ -27,7 +27,7 @@ from ..archive.db import Database, dialect, placeholders
 from ..errors import Conflict, NotFound
 from ..index import vectors
 from ..records import ForgetResult, Preview, Scope
-from ..reports import NOT_SCRUBBED, NOT_SCRUBBED_POSTGRES
+from ..records.reports import NOT_SCRUBBED, NOT_SCRUBBED_POSTGRES
 from .scrubbing import Gone, rewrite_stale_pages, scrub
 
 log = logging.getLogger("memlikehuman")

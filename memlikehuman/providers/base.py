@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     import numpy as np
 else:
-    from ..lazy_numpy import np  # numpy stays unimported on the hooks' path
+    from .lazy_numpy import np  # numpy stays unimported on the hooks' path
 
 
 class Embedder(ABC):

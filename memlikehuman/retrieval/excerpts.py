@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ..archive import ngrams
+from ..text import ngrams
 
 EXCERPT_CHARS = 2_000
 _SNAP = 40

@@ -15,7 +15,7 @@ first 2n places, n = the number of phrasings (`lift_winners`), so records that e
 cannot crowd out what one phrasing alone finds, and a weak guess cannot take the first place.
 
 `by_alias` adds a phrasing of its own: the query with a speaker's label where it calls the speaker
-by an alias learned from the conversation (retrieval/aliases.py, archive/alias_evidence.py).
+by an alias learned from the conversation (text/aliases.py, archive/alias_evidence.py).
 
 docs/design.md ("Several phrasings per recall") has the measurements that chose the default.
 """
@@ -102,7 +102,7 @@ def by_alias(db: Database, scope: Scope, query: str) -> list[str]:
     names = alias_evidence.named_speakers(db, scope)
     if not names:
         return []
-    from .aliases import toward_labels
+    from ..text.aliases import toward_labels
 
     return toward_labels(query, names)
 

@@ -21,11 +21,12 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from .. import clock, validate
-from ..archive import event_dates, events, memories, ngrams
+from ..archive import event_dates, events, memories
 from ..errors import InvalidArgument, MemLikeHumanError
 from ..records import Coverage, Kind, Memory, MemoryHit, RawHit, RecallResult, Scope
+from ..text import ngrams
+from ..text.dates import date_windows, in_windows, spans_meet
 from . import coverage, gaps, gist, phrasings, ranking, search
-from .dates import date_windows, in_windows, spans_meet
 from .excerpts import excerpt
 from .ranking import DEFAULT_TUNING, Tuning
 from .search import Filters
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
     from ..index.vectors import Hits
 
 else:
-    from ..lazy_numpy import np  # numpy stays unimported on the hooks' path
+    from ..providers.lazy_numpy import np  # numpy stays unimported on the hooks' path
 
 MODES = ("fast", "semantic", "deep")
 # Raw candidates are checked for memory coverage this many at a time.

@@ -15,9 +15,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..archive import fulltext, ngrams, pg_fulltext
+from ..archive import fulltext, pg_fulltext
 from ..archive.db import Database, Row, dialect
 from ..records import Kind, Scope
+from ..text import ngrams
 
 MAX_TERMS = 48
 _WORD = re.compile(r"\w+", re.UNICODE)

@@ -151,7 +151,7 @@ class SpeakerAlias:
     name: str  # the name used for that speaker
     evidence: int  # turns of the scope that call the speaker so (rows of alias_evidence)
     event_id: str  # the first of those turns
-    learned: bool = True  # whether retrieval/aliases.learn accepts it (False: too little evidence so far)
+    learned: bool = True  # whether text/aliases.learn accepts it (False: too little evidence so far)
 
 
 @dataclass(frozen=True)
