@@ -28,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.report import percentile, table, write_section  # noqa: E402
 from memlikehuman import config  # noqa: E402
 from memlikehuman.archive import events, fulltext, memories  # noqa: E402
+from memlikehuman.archive.sqlite import scrub as sqlite_scrub  # noqa: E402
 from memlikehuman.engine import Engine  # noqa: E402
 from memlikehuman.lifecycle import correct, forget  # noqa: E402
 from memlikehuman.records import Candidate, Scope  # noqa: E402
@@ -165,7 +166,7 @@ def main() -> None:
             build(engine, args.events, set(picked), rng)
             decorate(engine, picked)
             worker_states(engine, args.events, rng)
-            forget.scrub(engine.db)
+            sqlite_scrub.scrub(engine.db)
             size_mb = path.stat().st_size / 1e6
             record_ms = [
                 timed(lambda i=i: engine.record(SCOPE, f"new-{i}", sentence(rng), "user", "bench", session_id="new"))
@@ -178,7 +179,7 @@ def main() -> None:
             logging.getLogger("memlikehuman").setLevel(logging.INFO)
             forget_ms = [timed(lambda i=i: forget.forget(engine.db, SCOPE, f"evt-{i}")) for i in ours]
             ours_left = residue(path, ours)
-            scrub_ms = [timed(lambda: forget.scrub(engine.db)) for _ in range(5)]
+            scrub_ms = [timed(lambda: sqlite_scrub.scrub(engine.db)) for _ in range(5)]
     rows = [
         ["memory_forget core (`forget.forget`)", *_p(forget_ms), f"{ours_left} of {len(ours)}"],
         ["baseline: plain delete (rows + FTS rows, one transaction)", *_p(base_ms), f"{base_left} of {len(base)}"],

@@ -27,9 +27,10 @@ from pg_forget_support import Cluster, flush, plant, scan  # noqa: E402
 from bench.forget import ENV, SCOPE, build  # noqa: E402
 from bench.report import percentile, table, write_section  # noqa: E402
 from memlikehuman import config  # noqa: E402
+from memlikehuman.archive.postgres import scrub as scrubbing  # noqa: E402
+from memlikehuman.archive.postgres.scrub import PgCleanup  # noqa: E402
 from memlikehuman.engine import Engine  # noqa: E402
-from memlikehuman.lifecycle import forget, scrubbing  # noqa: E402
-from memlikehuman.lifecycle.scrubbing import PgCleanup  # noqa: E402
+from memlikehuman.lifecycle import forget  # noqa: E402
 
 TEXT_TABLES = ("events", "memories", "corrections", "cues", "events_fts_terms", "memories_fts_terms")
 ANY_SIZE = 2**62

@@ -14,7 +14,8 @@ from collections.abc import Iterator, Sequence
 from itertools import islice
 from typing import Any
 
-from memlikehuman.archive import fulltext, pg_fulltext
+from memlikehuman.archive import fulltext
+from memlikehuman.archive.postgres import pg_fulltext
 from memlikehuman.text import ngrams
 
 # What bench.recall_latency.build writes (memories, checkpoints and the rest stay empty).

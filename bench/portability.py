@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.record import sentence  # noqa: E402
 from bench.report import table, write_section  # noqa: E402
 from memlikehuman.archive.db import Database  # noqa: E402
-from memlikehuman.archive.migrations import migrate  # noqa: E402
+from memlikehuman.archive.schema import migrate  # noqa: E402
 
 ENV = {"MEMLIKEHUMAN_EXTRACTOR": "none", "MEMLIKEHUMAN_EMBEDDER": "none", "MEMLIKEHUMAN_CONFIG": "/nonexistent"}
 STAMP = "2026-01-{day:02d}T{hour:02d}:{minute:02d}:00.000000Z"

@@ -25,6 +25,7 @@ import numpy as np
 from bench import report
 from memlikehuman import clock, config
 from memlikehuman.archive import events
+from memlikehuman.archive.sqlite import backend as sqlite_backend
 from memlikehuman.engine import Engine
 from memlikehuman.index import vectors
 from memlikehuman.records import Scope
@@ -123,7 +124,7 @@ def raw_bm25(engine: Engine, queries: Sequence[str]) -> list[float]:
     """Baseline: the raw FTS5 bm25 top 10 of the query's words (OR), no scope, fusion or context."""
     seconds = []
     for query in queries:
-        match = search.match_expression(search.terms(query))
+        match = sqlite_backend.match_expression(search.terms(query))
         started = time.perf_counter()
         engine.db.query("SELECT rowid FROM events_fts WHERE events_fts MATCH ? ORDER BY rank LIMIT 10", (match,))
         seconds.append(time.perf_counter() - started)

@@ -98,7 +98,7 @@ class Settings:
         """The archive for messages and logs (a URL's password left out)."""
         if self.db_url is None:
             return str(self.db_path)
-        from .archive.pg import redacted
+        from .archive.postgres.pg import redacted
 
         return redacted(self.db_url)
 

@@ -22,7 +22,7 @@ from . import clock, validate
 from .admin.operations import Operations, diagnose, open_archive
 from .archive import alias_evidence, backfills, events, memories
 from .archive.db import open_database
-from .archive.migrations import migrate
+from .archive.schema import migrate
 from .config import Settings
 from .errors import InvalidArgument
 from .lifecycle.background import Background

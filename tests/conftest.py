@@ -15,7 +15,8 @@ from mcp import Client, StdioServerParameters
 
 from memlikehuman import config
 from memlikehuman.archive import events, memories
-from memlikehuman.archive.db import dialect, is_url, open_database
+from memlikehuman.archive.backend import backend_of
+from memlikehuman.archive.db import is_url, open_database
 from memlikehuman.engine import Engine
 from memlikehuman.records import Candidate, Scope
 from memlikehuman.server import build_server
@@ -192,8 +193,8 @@ def fts_rowids(db: Any, table: str, word: str, column: str | None = None) -> lis
             return fts_rowids(opened, table, word, column)
         finally:
             opened.close()
-    if dialect(db) == "postgres":
-        from memlikehuman.archive import pg_fulltext
+    if backend_of(db).name == "postgres":
+        from memlikehuman.archive.postgres import pg_fulltext
 
         where = "" if column is None else f" AND col = {FULLTEXT_COLUMNS[table].index(column)}"
         terms = pg_fulltext.tokens(table, word, query=True)

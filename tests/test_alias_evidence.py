@@ -14,9 +14,12 @@ from cli_support import cli, json_out
 from conftest import make_settings
 from test_forget import file_hits
 
-from memlikehuman.archive import alias_evidence, fulltext, pg_schema
-from memlikehuman.archive.db import dialect, open_database
-from memlikehuman.archive.migrations import MIGRATIONS, migrate
+from memlikehuman.archive import alias_evidence, fulltext
+from memlikehuman.archive.backend import backend_of
+from memlikehuman.archive.db import open_database
+from memlikehuman.archive.migrations import MIGRATIONS
+from memlikehuman.archive.postgres import pg_schema
+from memlikehuman.archive.schema import migrate
 from memlikehuman.engine import Engine
 from memlikehuman.records import HistoryMessage, HistoryReport, Scope, SpeakerAlias
 from memlikehuman.retrieval.recall import DEFAULT_TUNING, recall
@@ -221,9 +224,9 @@ def _old_archive(db_path: Any, chat: list[tuple[str, str, str]]) -> None:
     """An archive of the schema before alias_evidence, its events written by plain SQL."""
     db = open_database(db_path)
     try:
-        listed = pg_schema.MIGRATIONS if dialect(db) == "postgres" else MIGRATIONS
+        listed = pg_schema.MIGRATIONS if backend_of(db).name == "postgres" else MIGRATIONS
         names = [fn.__name__ for fn in listed]
-        alias = names.index("p002_alias_evidence" if dialect(db) == "postgres" else "m009_alias_evidence")
+        alias = names.index("p002_alias_evidence" if backend_of(db).name == "postgres" else "m009_alias_evidence")
         migrate(db, upto=alias)
         with db.write() as conn:
             for i, (event_id, speaker, text) in enumerate(chat):
@@ -291,7 +294,7 @@ def test_an_n_gram_backfill_starts_no_batch_after_its_deadline(engine: Engine) -
     record_chat(engine)
     with engine.db.write() as conn:
         for table in fulltext.NGRAM_TABLES.values():
-            if dialect(engine.db) == "postgres":
+            if backend_of(engine.db).name == "postgres":
                 conn.execute(f"DELETE FROM {table}")
             else:
                 conn.execute(f"INSERT INTO {table}({table}) VALUES ('delete-all')")

@@ -13,7 +13,8 @@ import pytest
 from memlikehuman import config
 from memlikehuman.archive import db as archive_db
 from memlikehuman.archive.db import open_database
-from memlikehuman.archive.migrations import MIGRATIONS, migrate, schema_version
+from memlikehuman.archive.migrations import MIGRATIONS
+from memlikehuman.archive.schema import migrate, schema_version
 from memlikehuman.engine import Engine
 from memlikehuman.errors import InvalidArgument
 

@@ -16,6 +16,7 @@ from conftest import add_memory, fts_rowids
 from reliability.support import STRUCTURE
 
 from memlikehuman.archive.db import is_url, open_database
+from memlikehuman.archive.sqlite import scrub as sqlite_scrub
 from memlikehuman.engine import Engine
 from memlikehuman.lifecycle import forget
 from memlikehuman.records import Scope
@@ -377,12 +378,12 @@ def test_a_reader_holding_a_snapshot_delays_the_wal_truncation_until_it_ends(eng
     try:
         reader.execute("BEGIN")
         reader.execute("SELECT count(*) FROM events").fetchall()
-        assert forget.scrub(engine.db, timeout_ms=10) is False
+        assert sqlite_scrub.scrub(engine.db, timeout_ms=10) is False
         assert wal.stat().st_size > 0
         reader.execute("COMMIT")
     finally:
         reader.close()
-    assert forget.scrub(engine.db) is True
+    assert sqlite_scrub.scrub(engine.db) is True
     assert wal.stat().st_size == 0
 
 
@@ -407,7 +408,7 @@ def test_after_a_forget_that_could_not_clear_the_log_even_a_hooks_close_clears_i
     assert not Path(str(db_path) + "-unscrubbed").exists()  # the WAL is gone: later hooks skip the checkpoint
     assert marker.encode() not in Path(db_path).read_bytes()
     with Engine(settings) as engine:
-        assert forget.scrub(engine.db) is True  # and once truncated, hooks leave the WAL again
+        assert sqlite_scrub.scrub(engine.db) is True  # and once truncated, hooks leave the WAL again
     assert not Path(str(db_path) + "-unscrubbed").exists()
 
 

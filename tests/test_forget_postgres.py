@@ -13,8 +13,9 @@ import pytest
 from conftest import make_settings
 from pg_forget_support import Cluster, flush, plant, running_cluster, scan
 
+from memlikehuman.archive.postgres import scrub as scrubbing
 from memlikehuman.engine import Engine
-from memlikehuman.lifecycle import forget, scrubbing
+from memlikehuman.lifecycle import forget
 from memlikehuman.records import Scope
 
 SCOPE = Scope()

@@ -13,8 +13,8 @@ from pathlib import Path
 import apsw
 from conftest import make_settings
 
+from memlikehuman.archive.sqlite import residue
 from memlikehuman.engine import Engine
-from memlikehuman.lifecycle import residue
 from memlikehuman.records import Scope
 
 SCOPE = Scope()

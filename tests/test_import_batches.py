@@ -13,7 +13,7 @@ from conftest import fts_rowids
 from memlikehuman.admin.portability import batches, import_lines
 from memlikehuman.admin.portability.spec import SPECS
 from memlikehuman.archive import events, fulltext
-from memlikehuman.archive.db import dialect
+from memlikehuman.archive.backend import backend_of
 from memlikehuman.engine import Engine
 from memlikehuman.errors import ImportConflicts, InvalidArgument, MemLikeHumanError
 from memlikehuman.text.digest import sha256_hex
@@ -150,7 +150,7 @@ def test_a_dry_run_of_several_batches_counts_them_and_writes_nothing(engine: Eng
 
 
 def test_the_import_leaves_the_connections_temporary_storage_as_it_was(engine: Engine) -> None:
-    if dialect(engine.db) == "postgres":
+    if backend_of(engine.db).name == "postgres":
         pytest.skip("SQLite's temp_store")
     run(engine, export_file([event(1)]))
     assert engine.db.scalar("PRAGMA temp_store") == 0

@@ -133,6 +133,33 @@ def test_the_floor_rule_sees_an_upward_import(tmp_path: Path):
         del MODULES["archive.scratch"]
 
 
+# The backend seam (issue 32): only archive/backend.py, archive/sqlite/ and archive/postgres/ know which
+# engine an archive lives in; everything else calls the backend it is given.
+BACKENDS = ("archive.backend", "archive.sqlite", "archive.postgres")
+_ENGINE_SWITCH = re.compile(
+    r"\bdialect\(|\.dialect\b|\.name\s*[!=]=\s*[\"'](?:postgres|sqlite)[\"']|isinstance\([^)]*Pg(?:Database|Connection)"
+)
+
+
+def _switches(name: str) -> list[str]:
+    lines = MODULES[name].read_text(encoding="utf-8").splitlines()
+    return [line.strip()[:80] for line in lines if _ENGINE_SWITCH.search(line) and not line.lstrip().startswith("#")]
+
+
+def test_no_module_outside_the_backends_asks_which_engine_it_runs_on():
+    outside = [name for name in MODULES if name and not name.startswith(BACKENDS)]
+    assert {name: found for name in outside if (found := _switches(name))} == {}
+
+
+def test_the_engine_rule_sees_a_dialect_switch(tmp_path: Path):
+    MODULES["retrieval.scratch"] = tmp_path / "scratch.py"
+    try:
+        (tmp_path / "scratch.py").write_text('if dialect(db) == "postgres":\n    pass\n')
+        assert _switches("retrieval.scratch") == ['if dialect(db) == "postgres":']
+    finally:
+        del MODULES["retrieval.scratch"]
+
+
 def test_the_cli_imports_the_server_only_to_serve():
     offenders = {
         name: sorted(i for i in _imports(name) if _part(i) == "server")

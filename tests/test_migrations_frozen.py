@@ -13,9 +13,11 @@ from typing import Any
 
 from upgrade_support import build_archive
 
-from memlikehuman.archive import fulltext, migrations_frozen, pg_schema
+from memlikehuman.archive import fulltext, migrations_frozen
 from memlikehuman.archive.db import Database
-from memlikehuman.archive.migrations import MIGRATIONS, migrate
+from memlikehuman.archive.migrations import MIGRATIONS
+from memlikehuman.archive.postgres import pg_schema
+from memlikehuman.archive.schema import migrate
 
 # Every released migration, in order, with the hash of its code (comments and layout excluded,
 # SQL text included). Append a row when a migration is released; never change one.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memlikehuman.archive import pg, pg_fulltext
+from memlikehuman.archive.postgres import pg, pg_fulltext
 
 
 def test_an_event_insert_returns_its_sequence_in_the_same_statement() -> None:

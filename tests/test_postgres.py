@@ -18,8 +18,8 @@ import pytest
 from cli_support import body, cli, export_text, populate
 from conftest import BASE_ENV, make_settings
 
-from memlikehuman.archive import pg_schema
 from memlikehuman.archive.db import open_database
+from memlikehuman.archive.postgres import pg_schema
 from memlikehuman.engine import Engine
 from memlikehuman.errors import Conflict
 from memlikehuman.records import Scope

@@ -20,7 +20,8 @@ from upgrade_support import (
 from memlikehuman.admin import doctor
 from memlikehuman.archive import fulltext
 from memlikehuman.archive.db import Database
-from memlikehuman.archive.migrations import MIGRATIONS, migrate
+from memlikehuman.archive.migrations import MIGRATIONS
+from memlikehuman.archive.schema import migrate
 from memlikehuman.engine import Engine
 from memlikehuman.records import Scope
 from memlikehuman.retrieval.recall import recall

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from memlikehuman.archive.db import Database
-from memlikehuman.archive.migrations import migrate
 from memlikehuman.archive.migrations_frozen import m004_event_values, m004_memory_values
+from memlikehuman.archive.schema import migrate
 
 HOME = ("default", "default")
 WORK = ("alice", "work")

@@ -17,9 +17,9 @@ from pathlib import Path
 import apsw
 
 from .. import config
-from ..archive import fulltext, pg_schema
-from ..archive.db import Database, dialect, open_database
-from ..archive.migrations import MIGRATIONS, schema_version
+from ..archive import fulltext, schema
+from ..archive.backend import backend_of
+from ..archive.db import Database, open_database
 from ..errors import MemLikeHumanError
 from ..providers.embedders import build_embedder
 from ..records import Check
@@ -79,7 +79,7 @@ def _archive(settings: config.Settings) -> list[Check]:
 
 
 def _schema(db: Database) -> Check:
-    version, latest = schema_version(db), len(pg_schema.MIGRATIONS if dialect(db) == "postgres" else MIGRATIONS)
+    version, latest = schema.schema_version(db), schema.latest(db)
     if version == latest:
         return Check("schema", "ok", f"version {version} (the latest)")
     if version < latest:
@@ -93,17 +93,7 @@ def _schema(db: Database) -> Check:
 
 
 def _integrity(db: Database) -> Check:
-    if dialect(db) == "postgres":
-        return Check("integrity", "ok", "PostgreSQL keeps its own pages consistent (no file check here)")
-    rows = [str(next(iter(row.values()))) for row in db.query("PRAGMA integrity_check")]
-    if rows == ["ok"]:
-        return Check("integrity", "ok", "SQLite integrity_check found no problem")
-    shown = "; ".join(rows[:3]) + (f" (and {len(rows) - 3} more)" if len(rows) > 3 else "")
-    return Check(
-        "integrity",
-        "fail",
-        f"SQLite integrity_check: {shown}: restore from a backup, or `export` and `import` into a new archive",
-    )
+    return backend_of(db).integrity(db)
 
 
 def _fulltext(db: Database) -> Check:

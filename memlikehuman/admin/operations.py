@@ -13,7 +13,7 @@ from typing import IO, TYPE_CHECKING
 
 from ..archive import events
 from ..archive.db import Database, open_database
-from ..archive.migrations import migrate
+from ..archive.schema import migrate
 from ..config import Settings
 
 if TYPE_CHECKING:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, fields
 from typing import Any
 
 from .. import validate
 from ..archive import alias_evidence, timeline
-from ..archive.db import Database, dialect
+from ..archive.backend import backend_of
+from ..archive.db import Database
 from ..records import Scope, SpeakerAlias
 
 
@@ -143,14 +143,4 @@ def collect(
 
 def _sizes(db: Database) -> tuple[int, int, int]:
     """(file, WAL, free bytes): of the SQLite file; of the database on PostgreSQL (no WAL or free list of its own)."""
-    if dialect(db) == "postgres":
-        return int(db.scalar("SELECT pg_database_size(current_database())")), 0, 0
-    free = int(db.scalar("PRAGMA freelist_count")) * int(db.scalar("PRAGMA page_size"))
-    return _size(str(db.path)), _size(f"{db.path}-wal"), free
-
-
-def _size(path: str) -> int:
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return 0
+    return backend_of(db).sizes(db)

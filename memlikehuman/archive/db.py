@@ -31,8 +31,12 @@ PRAGMAS = (
 )
 
 
+# What a forget deleted, by table: the texts, and the row keys they had (a backend's scrub reads it).
+Gone = dict[str, tuple[list[str], list[int]]]
+
+
 def unscrubbed_marker(path: Path) -> Path:
-    """The file beside the archive that says a forget could not truncate its WAL (lifecycle/scrubbing.py)."""
+    """The file beside the archive that says a forget could not truncate its WAL (archive/sqlite/scrub.py)."""
     return path.with_name(path.name + "-unscrubbed")
 
 
@@ -91,9 +95,8 @@ def _set_pragmas(conn: Any, seconds: float = BUSY_TIMEOUT_MS / 1000) -> None:
 
 
 class Database:
-    """An open archive file with WAL, foreign keys, secure delete and a busy timeout."""
-
-    dialect = "sqlite"
+    """An open archive file with WAL, foreign keys, secure delete and a busy timeout (its backend:
+    archive/sqlite/, which backend_of gives it and its connection)."""
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
@@ -216,36 +219,6 @@ class Database:
             self.conn.execute("COMMIT")
 
 
-@contextmanager
-def temp_in_memory(db: Any) -> Iterator[None]:
-    """SQLite's temporary files (statement journals, TEMP tables) in memory for the block, then as before.
-
-    A bulk write (the import) runs a statement per row on tables with triggers, and each such
-    statement opens a statement journal: a temporary file by default. Measured on 20,000 event rows,
-    25 us per row with the file against 12 in memory. The setting can only change outside a
-    transaction and drops the connection's TEMP tables; inside one (or on PostgreSQL) nothing changes.
-    """
-    if dialect(db) == "postgres":
-        yield
-        return
-    with db._lock:  # no other thread's transaction between the check, the block and the restore
-        if not db.conn.get_autocommit():
-            yield
-            return
-        before = int(db.scalar("PRAGMA temp_store"))
-        db.conn.execute("PRAGMA temp_store=MEMORY")
-        try:
-            yield
-        finally:
-            if db.conn.get_autocommit():  # a transaction left open by a failure: the setting stays
-                db.conn.execute(f"PRAGMA temp_store={before}")
-
-
-def dialect(conn: Any) -> str:
-    """ "sqlite" or "postgres": of a Database, a PgDatabase or the connection a transaction yields."""
-    return getattr(conn, "dialect", "sqlite")
-
-
 URL_PREFIXES = ("postgresql://", "postgres://")
 
 
@@ -257,7 +230,7 @@ def is_url(target: Path | str) -> bool:
 def open_database(target: Path | str) -> Any:
     """The archive a setting names: a PostgreSQL URL opens a PgDatabase (archive/pg.py), else a file."""
     if is_url(target):
-        from . import pg  # only then: a hook's start-up stays short
+        from .postgres import pg  # only then: a hook's start-up stays short
 
         return pg.PgDatabase(str(target))
     return Database(target)

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..records import Cue
 from ..text import ngrams
-from . import pg_fulltext
-from .db import Database, dialect
+from .backend import backend_of
+from .db import Database
 
 if TYPE_CHECKING:
     import logging
@@ -122,29 +122,14 @@ def _write(conn: Any, table: str, rowid: int, values: tuple[str, ...], *, delete
     """Insert (or 'delete') a row of a table from the record's word-index values."""
     if table in NGRAM_TABLES.values():
         values = tuple(ngrams.index_text(value) for value in values)
-    if dialect(conn) == "postgres":
-        pg_fulltext.write(conn, table, rowid, values, delete=delete)
-        return
-    columns = _COLUMNS[_KIND[table]]
-    marks = ", ".join("?" * (len(values) + 1))
-    if delete:
-        conn.execute(f"INSERT INTO {table} ({table}, rowid, {columns}) VALUES ('delete', {marks})", (rowid, *values))
-    else:
-        conn.execute(f"INSERT INTO {table} (rowid, {columns}) VALUES ({marks})", (rowid, *values))
+    backend_of(conn).fulltext_write(conn, table, _COLUMNS[_KIND[table]], rowid, values, delete=delete)
 
 
 def _write_many(conn: Any, table: str, rows: Sequence[tuple[int, tuple[str, ...]]]) -> None:
-    """_write() of many new rows: one executemany on SQLite (PostgreSQL writes each row's postings)."""
-    if dialect(conn) == "postgres" or not rows:
-        for rowid, values in rows:
-            _write(conn, table, rowid, values)
-        return
+    """_write() of many new rows in as few statements as the backend can."""
     if table in NGRAM_TABLES.values():
-        flat = [(rowid, *map(ngrams.index_text, values)) for rowid, values in rows]
-    else:
-        flat = [(rowid, *values) for rowid, values in rows]
-    marks = ", ".join("?" * len(flat[0]))
-    conn.executemany(f"INSERT INTO {table} (rowid, {_COLUMNS[_KIND[table]]}) VALUES ({marks})", flat)
+        rows = [(rowid, tuple(map(ngrams.index_text, values))) for rowid, values in rows]
+    backend_of(conn).fulltext_write_many(conn, table, _COLUMNS[_KIND[table]], rows)
 
 
 def _tables(conn: Any, kind: str) -> tuple[str, ...]:
@@ -154,9 +139,7 @@ def _tables(conn: Any, kind: str) -> tuple[str, ...]:
     it a frozen copy instead); until then the n-gram tables may not exist while it runs.
     """
     ngram = NGRAM_TABLES[kind]
-    if dialect(conn) == "postgres":
-        return (TABLES[kind], ngram)
-    exists = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (ngram,)).fetchone()
+    exists = backend_of(conn).fulltext_table_exists(conn, ngram)
     return (TABLES[kind], ngram) if exists else (TABLES[kind],)
 
 
@@ -227,10 +210,7 @@ def clear(db: Database) -> None:
     """Empty every full-text index in one transaction (the start of a full rebuild)."""
     with db.write() as conn:
         for table in ALL_TABLES:
-            if dialect(conn) == "postgres":
-                pg_fulltext.clear(conn, table)
-            else:
-                conn.execute(f"INSERT INTO {table}({table}) VALUES ('delete-all')")
+            backend_of(conn).fulltext_clear(conn, table)
 
 
 def fill_missing(
@@ -286,9 +266,8 @@ def ngrams_behind(db: Database) -> bool:
     """
     events = int(db.scalar("SELECT count(*) FROM events") or 0)
     memories = int(db.scalar("SELECT count(*) FROM memories") or 0)
-    rows = "" if dialect(db) == "postgres" else "_docsize"  # PostgreSQL: a row per record (pg_fulltext.py)
-    indexed_events = int(db.scalar(f"SELECT count(*) FROM events_ngrams{rows}") or 0)
-    indexed_memories = int(db.scalar(f"SELECT count(*) FROM memories_ngrams{rows}") or 0)
+    indexed_events = backend_of(db).fulltext_records(db, "events_ngrams")
+    indexed_memories = backend_of(db).fulltext_records(db, "memories_ngrams")
     return indexed_events < events or indexed_memories < memories
 
 
@@ -320,29 +299,9 @@ def _past(deadline: float | None) -> bool:
 
 
 def integrity_check(db: Database, table: str) -> None:
-    """FTS5's integrity-check of one full-text table; raises apsw.Error when it is damaged.
-
-    FTS5 takes the check as an INSERT command, so it needs a write transaction; the command changes
-    nothing and the transaction commits empty. PostgreSQL checks its own tables (nothing to do here).
-    """
-    if dialect(db) == "postgres":
-        return
-    with db.write() as conn:
-        conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)")
-
-
-def match_expression(words: Sequence[str]) -> str | None:
-    """An FTS5 query OR-ing the quoted words; None when there is nothing to match."""
-    if not words:
-        return None
-    return " OR ".join(_quoted(w) for w in words)
-
-
-def _quoted(word: str) -> str:
-    # A trailing '*' marks an n-gram prefix (ngrams.Query.terms); word tokens (\w+) never have one.
-    if word.endswith("*"):
-        return '"' + word[:-1].replace('"', '""') + '"*'
-    return '"' + word.replace('"', '""') + '"'
+    """The backend's own check of one full-text table (FTS5's integrity-check; nothing on PostgreSQL,
+    which checks its own tables); raises apsw.Error when it is damaged."""
+    backend_of(db).fulltext_check(db, table)
 
 
 def scored(
@@ -356,12 +315,6 @@ def scored(
     """The rows of a full-text table matching any word, with their bm25 score, as SQL pieces.
 
     (FROM item aliased f, score expression, condition, parameters): FTS5's own table and bm25() in
-    SQLite; on PostgreSQL a scored subquery of its postings (archive/pg_fulltext.py), same scores.
+    SQLite; on PostgreSQL a scored subquery of its postings (archive/postgres/pg_fulltext.py), same scores.
     """
-    if dialect(db) == "postgres":
-        sql, params = pg_fulltext.scored(db, table, words, weights, counts, floor)
-        return f"{sql} f", "f.score", "TRUE", params
-    marks = ", ".join(f":w{i}" for i in range(len(weights)))
-    condition = f"{table} MATCH :match" + ("" if floor is None else " AND f.rowid >= :floor")
-    params = {"match": match_expression(words), "floor": floor, **{f"w{i}": w for i, w in enumerate(weights)}}
-    return f"{table} f", f"-bm25({table}, {marks})", condition, params
+    return backend_of(db).fulltext_scored(db, table, words, weights, counts, floor)

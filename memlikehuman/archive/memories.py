@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import NotFound
 from ..records import Event, Memory, Scope
-from . import fulltext, pg_fulltext, timeline
-from .db import Database, Row, dialect, placeholders
+from . import fulltext, timeline
+from .backend import backend_of
+from .db import Database, Row, placeholders
 
 if TYPE_CHECKING:
     from ..records import Candidate
@@ -198,15 +199,8 @@ def _repeats_current(db: Database, scope: Scope, content: str) -> bool:
     """
     live = f"m.persona_id = ? AND m.project_id = ? AND {timeline.current_sql()}"
     params: list[Any]
-    if re.search(r"\w", content) and dialect(db) == "postgres":
-        rowids, params = pg_fulltext.containing_all("memories_fts", 0, content)
-        sql = f"SELECT m.content FROM memories m WHERE m.id IN ({rowids})"
-    elif re.search(r"\w", content):
-        sql = (
-            "SELECT m.content FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid WHERE memories_fts MATCH ?"
-        )
-        # SQLite reads an FTS5 query as a C string: a NUL would end it inside the phrase's quotes.
-        params = ['content : "' + content.replace('"', '""').replace("\x00", " ") + '"']
+    if re.search(r"\w", content):
+        sql, params = backend_of(db).memories_with_phrase(content)
     else:  # no words to search for: compare the text itself
         sql, params = "SELECT m.content FROM memories m WHERE m.content = ?", [content]
     rows = db.query(f"{sql} AND {live}", (*params, scope.persona_id, scope.project_id))

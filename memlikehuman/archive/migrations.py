@@ -9,9 +9,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..clock import now_stamp
-from . import pg_schema
-from .db import Database, dialect
 from .migrations_frozen import m004_index_all
 
 Migration = Callable[[Any], None]
@@ -412,46 +409,3 @@ def m010_memory_extractor(conn: Any) -> None:
     # (memory_correct's replacement). NULL: made before this migration, by the extractor then configured.
     conn.execute("ALTER TABLE memories ADD COLUMN extractor TEXT")
 
-
-def schema_version(db: Database) -> int:
-    """How many migrations the archive has applied (0 for a new file)."""
-    if dialect(db) == "postgres":
-        return pg_schema.schema_version(db)
-    exists = db.scalar("SELECT count(*) FROM sqlite_master WHERE name = 'schema_migrations'")
-    if not exists:
-        return 0
-    return int(db.scalar("SELECT count(*) FROM schema_migrations") or 0)
-
-
-def migrate(db: Database, upto: int | None = None) -> int:
-    """Apply pending migrations, each in its own transaction; return the schema version.
-
-    ``upto``: apply only the first ``upto`` migrations (an archive of an older schema, for tests).
-    A PostgreSQL archive has its own list (archive/pg_schema.py).
-    """
-    migrations = MIGRATIONS
-    if dialect(db) == "postgres":
-        pg_schema.create_ledger(db)
-        migrations = pg_schema.MIGRATIONS
-    elif not db.scalar("SELECT count(*) FROM sqlite_master WHERE name = 'schema_migrations'"):
-        with db.write() as conn:
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS schema_migrations"
-                " (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
-            )
-    # Read without the write lock: an archive already up to date (every open of every hook and
-    # command) takes no write transaction at all.
-    applied = {row["id"] for row in db.query("SELECT id FROM schema_migrations")}
-    for number, fn in enumerate(migrations[:upto], start=1):
-        if number in applied:
-            continue
-        with db.write() as conn:
-            # Re-checked inside the write lock: another process may have just applied it.
-            if db.scalar("SELECT 1 FROM schema_migrations WHERE id = ?", (number,)):
-                continue
-            fn(conn)
-            conn.execute(
-                "INSERT INTO schema_migrations (id, name, applied_at) VALUES (?, ?, ?)",
-                (number, fn.__name__, now_stamp()),
-            )
-    return schema_version(db)

@@ -23,12 +23,11 @@ from typing import Any
 
 from .. import validate
 from ..archive import alias_evidence, events, fulltext, memories, timeline
-from ..archive.db import Database, dialect, placeholders
+from ..archive.backend import backend_of
+from ..archive.db import Database, Gone, placeholders
 from ..errors import Conflict, NotFound
 from ..index import vectors
 from ..records import ForgetResult, Preview, Scope
-from ..records.reports import NOT_SCRUBBED, NOT_SCRUBBED_POSTGRES
-from .scrubbing import Gone, rewrite_stale_pages, scrub
 
 log = logging.getLogger("memlikehuman")
 
@@ -100,8 +99,8 @@ def forget(db: Database, scope: Scope, record_id: str, *, expected: Preview | No
         event_sequences=tuple(plan.events),
         memory_rowids=tuple(sorted(plan.memories)),
         reembed_sequences=tuple(dependents),
-        scrubbed=scrub(db) and rewrite_stale_pages(db, gone),
-        residue=NOT_SCRUBBED_POSTGRES if dialect(db) == "postgres" else NOT_SCRUBBED,
+        scrubbed=backend_of(db).scrub(db, gone),
+        residue=backend_of(db).residue,
     )
 
 

@@ -15,8 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..archive import fulltext, pg_fulltext
-from ..archive.db import Database, Row, dialect
+from ..archive import fulltext
+from ..archive.backend import backend_of
+from ..archive.db import Database, Row
 from ..records import Kind, Scope
 from ..text import ngrams
 
@@ -64,9 +65,6 @@ def terms(query: str) -> list[str]:
     words = list(dict.fromkeys(w.lower() for w in _WORD.findall(query)))
     content = [w for w in words if w not in STOPWORDS]
     return (content or words)[:MAX_TERMS]
-
-
-match_expression = fulltext.match_expression
 
 
 def _event_rules(filters: Filters) -> str:
@@ -281,16 +279,11 @@ def row_counts(db: Database, table: str, words: Sequence[str]) -> dict[str, int]
 
 
 def _count(db: Database, table: str, word: str) -> int:
-    if dialect(db) == "postgres":
-        return pg_fulltext.count_matching(db, table, word)
-    return int(db.scalar(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (match_expression([word]),)))
+    return backend_of(db).fulltext_count(db, table, word)
 
 
 def _nth_newest(db: Database, table: str, words: Sequence[str], offset: int) -> int | None:
-    if dialect(db) == "postgres":
-        return pg_fulltext.nth_newest(db, table, words, offset)
-    sql = f"SELECT rowid FROM {table} WHERE {table} MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?"
-    return db.scalar(sql, (match_expression(words), offset))
+    return backend_of(db).fulltext_nth_newest(db, table, words, offset)
 
 
 def _bm25(

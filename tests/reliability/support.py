@@ -19,8 +19,9 @@ import apsw
 from conftest import BASE_ENV
 from openai_stub import Reply, extraction_reply, memory_item
 
-from memlikehuman.archive.db import dialect, open_database
-from memlikehuman.archive.pg_schema import FULLTEXT_TABLES
+from memlikehuman.archive.backend import backend_of
+from memlikehuman.archive.db import open_database
+from memlikehuman.archive.postgres.pg_schema import FULLTEXT_TABLES
 from memlikehuman.archive.timeline import FORGOTTEN_CORRECTION
 
 # -- figures ---------------------------------------------------------------------------------------
@@ -111,7 +112,7 @@ def archive_problems(target: Path | str) -> list[str]:
     """
     db = open_database(target)
     try:
-        problems = _sqlite_problems(db) if dialect(db) == "sqlite" else _postgres_problems(db)
+        problems = _sqlite_problems(db) if backend_of(db).name == "sqlite" else _postgres_problems(db)
         for rule, sql in STRUCTURE.items():
             count = db.scalar(sql)
             if count:
@@ -162,7 +163,7 @@ def _postgres_problems(db: Any) -> list[str]:
 
 def _count_problems(db: Any) -> list[str]:
     """The per-scope event counts that recall reports (kept by triggers) match the events."""
-    if dialect(db) == "sqlite" and not db.query("SELECT 1 FROM sqlite_master WHERE name = 'scope_counts'"):
+    if backend_of(db).name == "sqlite" and not db.query("SELECT 1 FROM sqlite_master WHERE name = 'scope_counts'"):
         return []
     actual = {
         tuple(row.values())
@@ -203,7 +204,7 @@ class Watcher:
         self.db = open_database(target)
 
     def look(self) -> Any:
-        if dialect(self.db) == "sqlite":
+        if backend_of(self.db).name == "sqlite":
             return self.db.data_version()
         with self.db.read():
             tables = [row["tablename"] for row in self.db.query(

@@ -37,9 +37,9 @@ from openai_stub import ScriptedOpenAI
 from pg_support import fresh_database
 
 from memlikehuman import config
-from memlikehuman.archive import pg_schema
 from memlikehuman.archive.db import is_url
 from memlikehuman.archive.migrations import MIGRATIONS
+from memlikehuman.archive.postgres import pg_schema
 from memlikehuman.engine import Engine
 from memlikehuman.records import Scope
 

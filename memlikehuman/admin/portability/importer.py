@@ -8,7 +8,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ...archive import checkpoints, personas, timeline
-from ...archive.db import Database, Row, temp_in_memory
+from ...archive.backend import backend_of
+from ...archive.db import Database, Row
 from ...errors import ImportConflicts, InvalidArgument
 from ...records import ImportReport, PersonaVersion
 from .batches import ID_FIELDS, Batch
@@ -210,7 +211,7 @@ def import_lines(
     """
     importer: _Importer | None = None
     try:
-        with temp_in_memory(db), db.write() as conn:
+        with backend_of(db).temp_in_memory(db), db.write() as conn:
             importer = _Importer(conn)
             importer.run(lines, progress)
             if importer.conflict_count or dry_run:

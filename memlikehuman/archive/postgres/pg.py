@@ -24,7 +24,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ..errors import InvalidArgument, Unavailable
+from ...errors import InvalidArgument, Unavailable
+from .backend import POSTGRES
 from .pg_fulltext import PLAN_PER_CALL
 
 Row = dict[str, Any]
@@ -94,7 +95,7 @@ def _number(data: Any) -> int | float:
 class PgConnection:
     """The connection a write or read transaction yields: apsw's execute/changes/last_insert_rowid."""
 
-    dialect = "postgres"
+    backend = POSTGRES
 
     def __init__(self, conn: Any) -> None:
         self.raw = conn
@@ -226,7 +227,7 @@ def _out_of_reach(exc: BaseException) -> Unavailable:
 class PgDatabase:
     """An open PostgreSQL archive with the interface of archive.db.Database."""
 
-    dialect = "postgres"
+    backend = POSTGRES
 
     def __init__(self, url: str) -> None:
         self.url = url

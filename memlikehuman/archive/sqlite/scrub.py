@@ -1,21 +1,20 @@
-"""What deleted text can leave in the archive file after a forget's commit, and clearing it.
+"""What deleted text can leave in a SQLite archive file after a forget's commit, and clearing it.
 
 ``scrub`` truncates the write-ahead log (old page images); ``rewrite_stale_pages`` looks for stale
 copies in unused space of live pages (residue.py parses the pages) and VACUUMs when it finds one.
-forget.py calls both after its transaction.
+The SQLite backend runs both after forget's transaction (SqliteBackend.scrub).
 """
 
 from __future__ import annotations
 
 import logging
 import mmap
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import apsw
 
-from ..archive.db import Database, dialect, placeholders, unscrubbed_marker
+from ..db import Gone, placeholders, unscrubbed_marker
 from . import residue
 
 log = logging.getLogger("memlikehuman")
@@ -24,7 +23,7 @@ log = logging.getLogger("memlikehuman")
 SCRUB_TIMEOUT_MS = 5_000
 
 
-def scrub(db: Database, timeout_ms: int = SCRUB_TIMEOUT_MS) -> bool:
+def scrub(db: Any, timeout_ms: int = SCRUB_TIMEOUT_MS) -> bool:
     """Checkpoint the WAL into the database file and truncate it to zero bytes.
 
     Old page images holding deleted text live on in the -wal file until it is truncated. A
@@ -35,8 +34,6 @@ def scrub(db: Database, timeout_ms: int = SCRUB_TIMEOUT_MS) -> bool:
     """
     if str(db.path) == ":memory:":
         return True
-    if dialect(db) == "postgres":
-        return _vacuum_postgres(db)
     conn = apsw.Connection(str(db.path))
     try:
         conn.set_busy_timeout(timeout_ms)
@@ -55,7 +52,7 @@ def scrub(db: Database, timeout_ms: int = SCRUB_TIMEOUT_MS) -> bool:
     return not busy
 
 
-def rewrite_stale_pages(db: Database, gone: Gone, timeout_ms: int = SCRUB_TIMEOUT_MS) -> bool:
+def rewrite_stale_pages(db: Any, gone: Gone, timeout_ms: int = SCRUB_TIMEOUT_MS) -> bool:
     """VACUUM when a live page still holds a piece of the deleted text (lifecycle/residue.py).
 
     Runs after ``scrub`` truncated the WAL. The file is read inside a read transaction, so no
@@ -64,7 +61,7 @@ def rewrite_stale_pages(db: Database, gone: Gone, timeout_ms: int = SCRUB_TIMEOU
     ``scrub`` then truncates the WAL it filled. Returns False when the VACUUM or that scrub could
     not run within ``timeout_ms`` (other connections busy): the copies stay until the next forget.
     """
-    if str(db.path) == ":memory:" or dialect(db) == "postgres" or not any(texts for texts, _ in gone.values()):
+    if str(db.path) == ":memory:" or not any(texts for texts, _ in gone.values()):
         return True
     conn = apsw.Connection(str(db.path))
     try:
@@ -82,82 +79,10 @@ def rewrite_stale_pages(db: Database, gone: Gone, timeout_ms: int = SCRUB_TIMEOU
     return scrub(db, timeout_ms)
 
 
-# The PostgreSQL tables a forget deletes from (docs/reliability.md says what VACUUM leaves).
-POSTGRES_TABLES = (
-    "events",
-    "cues",
-    "memories",
-    "corrections",
-    "event_vectors",
-    "memory_vectors",
-    "checkpoints",
-    "extraction_claims",
-    "event_dates",
-    "alias_evidence",
-    "events_fts",
-    "events_fts_terms",
-    "memories_fts",
-    "memories_fts_terms",
-    "events_ngrams",
-    "events_ngrams_terms",
-    "memories_ngrams",
-    "memories_ngrams_terms",
-)
-
-
-@dataclass(frozen=True)
-class PgCleanup:
-    """What a forget on PostgreSQL runs after its commit (measurements: docs/reliability.md, "PostgreSQL").
-
-    ``vacuum``: VACUUM (INDEX_CLEANUP ON) of these tables: dead rows, their TOAST chunks and index
-    entries go, but PostgreSQL does not zero the space they leave, so their bytes stay in the pages
-    until new rows overwrite them. ``rewrite``: VACUUM FULL of these instead, while together (with
-    TOAST and indexes) they are at most ``rewrite_bytes``: each is copied into new files and the old
-    ones are truncated, so nothing of the deleted rows stays in their files. It holds an exclusive
-    lock for as long as it runs, so above that size it is left out. ``checkpoint``: then a
-    CHECKPOINT, when the role may (superuser or pg_checkpoint), so the files get the cleaned pages
-    now instead of at the next checkpoint (up to checkpoint_timeout, 5 min by default, later).
-    """
-
-    vacuum: tuple[str, ...] = POSTGRES_TABLES
-    rewrite: tuple[str, ...] = ("events", "memories")
-    rewrite_bytes: int = 128 * 2**20
-    checkpoint: bool = True
-
-
-POSTGRES_CLEANUP = PgCleanup()
-
-
-def _vacuum_postgres(db: Any, cleanup: PgCleanup | None = None) -> bool:
-    """Clean what a forget deleted from (``PgCleanup``); False when the VACUUM could not run."""
-    cleanup = cleanup or POSTGRES_CLEANUP
-    tables = (*cleanup.vacuum, *cleanup.rewrite)
-    try:
-        if tables and not db.owns(tables):
-            log.warning("memory_forget: the role does not own the archive's tables, so it may not VACUUM them")
-            return False
-        rewrite = cleanup.rewrite if db.size(cleanup.rewrite) <= cleanup.rewrite_bytes else ()
-        if vacuum := tuple(table for table in cleanup.vacuum if table not in rewrite):
-            db.vacuum(vacuum)
-        if rewrite:
-            db.vacuum(rewrite, full=True)
-    except Exception as exc:  # noqa: BLE001 - the forget has committed: report, never fail it
-        log.warning("memory_forget: VACUUM after the forget failed (%s); dead rows stay until autovacuum", exc)
-        return False
-    try:
-        if cleanup.checkpoint and not db.checkpoint():
-            log.info("memory_forget: no CHECKPOINT (the role lacks pg_checkpoint); the files follow at the next one")
-    except Exception as exc:  # noqa: BLE001 - as above
-        log.warning("memory_forget: CHECKPOINT after the forget failed (%s)", exc)
-    return True
-
-
 # Up to this size every page of the text tables is read after a forget; above it only the pages
 # around each deleted row (residue.stale_pages; docs/reliability.md has what that can miss).
 WHOLE_TREES_BYTES = 64 * 2**20
 
-# What a forget deleted, by table: the texts, and the row keys they had.
-Gone = dict[str, tuple[list[str], list[int]]]
 
 # Where a forgotten text can have left stale copies: the rows' own tables and the full-text
 # indexes' data tables (their blobs hold the terms). The n-gram indexes are not searched (their

@@ -1,0 +1,72 @@
+"""The one seam between the archive and the engine it lives in: SQLite (a file) or PostgreSQL (a team database).
+
+Everything the two engines do differently sits behind ``Backend``, implemented by
+``archive/sqlite/backend.py`` and ``archive/postgres/backend.py``; the archive object carries its
+backend from the moment it opens (``Database.backend``, ``PgDatabase.backend``), and the connection a
+write transaction yields carries the same one (SQLite's raw connection does not: ``backend_of`` gives
+it SQLite's). No module outside the two backends asks which engine it runs on
+(tests/test_layering.py holds that).
+
+What differs:
+- full text: writing a record's rows, clearing, counting, scoring a query with bm25, the newest
+  matches, the records holding a phrase (FTS5 tables against postings tables scored the same way);
+- inserting many events at once (one INSERT ... SELECT through a TEMP table against executemany);
+- the schema: the list of migrations, the ledger, the version;
+- after a forget: what is scrubbed from the files, and what stays (``residue``);
+- size and integrity reports; SQLite's in-memory temporary storage for bulk writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
+
+from ..records import Check
+from .sqlite.backend import SQLITE
+
+
+class Backend(Protocol):
+    name: str  # "sqlite" or "postgres", for messages and reports
+    residue: str  # what a forget leaves readable for a while (ForgetResult.residue)
+
+    # -- full text ---------------------------------------------------------------------------------
+    def fulltext_write(
+        self, conn: Any, table: str, columns: str, rowid: int, values: Sequence[str], *, delete: bool = False
+    ) -> None: ...
+    def fulltext_write_many(
+        self, conn: Any, table: str, columns: str, rows: Sequence[tuple[int, Sequence[str]]]
+    ) -> None: ...
+    def fulltext_table_exists(self, conn: Any, table: str) -> bool: ...
+    def fulltext_clear(self, conn: Any, table: str) -> None: ...
+    def fulltext_records(self, db: Any, table: str) -> int: ...
+    def fulltext_check(self, db: Any, table: str) -> None: ...
+    def fulltext_scored(
+        self,
+        db: Any,
+        table: str,
+        words: Sequence[str],
+        weights: Sequence[float],
+        counts: dict[str, int] | None,
+        floor: int | None,
+    ) -> tuple[str, str, str, dict[str, Any]]: ...
+    def fulltext_count(self, db: Any, table: str, word: str) -> int: ...
+    def fulltext_nth_newest(self, db: Any, table: str, words: Sequence[str], offset: int) -> int | None: ...
+    def memories_with_phrase(self, content: str) -> tuple[str, list[Any]]: ...
+
+    # -- rows, schema, forgetting, reports -----------------------------------------------------------
+    def insert_events(self, conn: Any, insert_sql: str, names: str, rows: Sequence[Sequence[Any]]) -> list[int]: ...
+    def migrations(self) -> Sequence[Callable[[Any], None]]: ...
+    def prepare_ledger(self, db: Any) -> None: ...
+    def schema_version(self, db: Any) -> int: ...
+    def scrub(self, db: Any, gone: Any) -> bool: ...
+    def sizes(self, db: Any) -> tuple[int, int, int]: ...
+    def integrity(self, db: Any) -> Check: ...
+    def temp_in_memory(self, db: Any) -> AbstractContextManager[None]: ...
+
+
+def backend_of(db_or_conn: Any) -> Backend:
+    """The backend of an open archive, or of the connection one of its transactions yields."""
+    found: Backend | None = getattr(db_or_conn, "backend", None)
+    return SQLITE if found is None else found
+

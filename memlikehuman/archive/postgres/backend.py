@@ -1,0 +1,102 @@
+"""The PostgreSQL backend (archive/backend.py): postings tables scored like FTS5, its own schema, VACUUM."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from ...records import Check
+from ...records.reports import NOT_SCRUBBED_POSTGRES
+from . import pg_fulltext, pg_schema, scrub
+
+
+class PostgresBackend:
+    name = "postgres"
+    residue = NOT_SCRUBBED_POSTGRES
+
+    # -- full text (pg_fulltext.py: a row per record and its postings) ------------------------------
+
+    def fulltext_write(
+        self, conn: Any, table: str, columns: str, rowid: int, values: Sequence[str], *, delete: bool = False
+    ) -> None:
+        pg_fulltext.write(conn, table, rowid, values, delete=delete)
+
+    def fulltext_write_many(
+        self, conn: Any, table: str, columns: str, rows: Sequence[tuple[int, Sequence[str]]]
+    ) -> None:
+        for rowid, values in rows:  # each row's postings are computed in process
+            pg_fulltext.write(conn, table, rowid, values)
+
+    def fulltext_table_exists(self, conn: Any, table: str) -> bool:
+        return True  # p001 creates every full-text table
+
+    def fulltext_clear(self, conn: Any, table: str) -> None:
+        pg_fulltext.clear(conn, table)
+
+    def fulltext_records(self, db: Any, table: str) -> int:
+        return int(db.scalar(f"SELECT count(*) FROM {table}") or 0)
+
+    def fulltext_check(self, db: Any, table: str) -> None:
+        return None  # PostgreSQL checks its own tables
+
+    def fulltext_scored(
+        self,
+        db: Any,
+        table: str,
+        words: Sequence[str],
+        weights: Sequence[float],
+        counts: dict[str, int] | None,
+        floor: int | None,
+    ) -> tuple[str, str, str, dict[str, Any]]:
+        sql, params = pg_fulltext.scored(db, table, words, weights, counts, floor)
+        return f"{sql} f", "f.score", "TRUE", params
+
+    def fulltext_count(self, db: Any, table: str, word: str) -> int:
+        return pg_fulltext.count_matching(db, table, word)
+
+    def fulltext_nth_newest(self, db: Any, table: str, words: Sequence[str], offset: int) -> int | None:
+        return pg_fulltext.nth_newest(db, table, words, offset)
+
+    def memories_with_phrase(self, content: str) -> tuple[str, list[Any]]:
+        rowids, params = pg_fulltext.containing_all("memories_fts", 0, content)
+        return f"SELECT m.content FROM memories m WHERE m.id IN ({rowids})", params
+
+    # -- rows ----------------------------------------------------------------------------------------
+
+    def insert_events(self, conn: Any, insert_sql: str, names: str, rows: Sequence[Sequence[Any]]) -> list[int]:
+        conn.executemany(insert_sql, [tuple(row) for row in rows])
+        ids = [row[0] for row in rows]
+        sql = f"SELECT event_id, sequence FROM events WHERE event_id IN ({', '.join('?' * len(ids))})"
+        found = {r["event_id"]: int(r["sequence"]) for r in conn.execute(sql, ids)}
+        return [found[event_id] for event_id in ids]
+
+    # -- schema --------------------------------------------------------------------------------------
+
+    def migrations(self) -> Sequence[Callable[[Any], None]]:
+        return pg_schema.MIGRATIONS
+
+    def prepare_ledger(self, db: Any) -> None:
+        pg_schema.create_ledger(db)
+
+    def schema_version(self, db: Any) -> int:
+        return pg_schema.schema_version(db)
+
+    # -- after a forget, and reports -----------------------------------------------------------------
+
+    def scrub(self, db: Any, gone: Any) -> bool:
+        """VACUUM what the forget deleted from (scrub.PgCleanup)."""
+        return scrub.vacuum(db)
+
+    def sizes(self, db: Any) -> tuple[int, int, int]:
+        return int(db.scalar("SELECT pg_database_size(current_database())")), 0, 0  # no WAL or free list of its own
+
+    def integrity(self, db: Any) -> Check:
+        return Check("integrity", "ok", "PostgreSQL keeps its own pages consistent (no file check here)")
+
+    @contextmanager
+    def temp_in_memory(self, db: Any) -> Iterator[None]:
+        yield  # PostgreSQL has no statement journals to keep in memory
+
+
+POSTGRES = PostgresBackend()
