@@ -47,6 +47,7 @@ class HostModel:
     """The sampling callback: the client's model is the local llama.cpp server."""
 
     base_url: str
+    use_schema: bool = False  # hold the model to the schema the server sends in the request's metadata
     seconds: list[float] = field(default_factory=list)
     events: int = 0
     valid: int = 0
@@ -62,19 +63,22 @@ class HostModel:
         texts = [match.group(2) for match in EVENT.finditer(prompt.text)]
         messages = [{"role": "system", "content": params.system_prompt or ""}, {"role": "user", "content": prompt.text}]
         started = time.monotonic()
-        reply = await anyio.to_thread.run_sync(lambda: self._complete(messages, params.max_tokens))
+        schema = (params.metadata or {}).get("memlikehuman/responseSchema") if self.use_schema else None
+        reply = await anyio.to_thread.run_sync(lambda: self._complete(messages, params.max_tokens, schema))
         self.seconds.append(time.monotonic() - started)
         self.events += len(texts)
         self._judge(reply, texts)
         return CreateMessageResult(role="assistant", content=TextContent(type="text", text=reply), model=MODEL_ALIAS)
 
-    def _complete(self, messages: list[dict[str, str]], max_tokens: int) -> str:
+    def _complete(self, messages: list[dict[str, str]], max_tokens: int, schema: dict[str, Any] | None) -> str:
+        # llama-cpp-python's server turns a json_object format's schema into a grammar.
+        fmt: dict[str, Any] = {"type": "json_object", **({"schema": schema} if schema else {})}
         answer = self.client.chat.completions.create(
             model=MODEL_ALIAS,
             messages=messages,  # type: ignore[arg-type]
             temperature=0,
             max_tokens=min(max_tokens, 1024),
-            response_format={"type": "json_object"},
+            response_format=fmt,  # type: ignore[arg-type]
         )
         return answer.choices[0].message.content or ""
 
@@ -135,6 +139,9 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=1)
     parser.add_argument("--minutes", type=float, default=30)
     parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument(
+        "--schema", action="store_true", help="the client holds its model to the answer schema in the request metadata"
+    )
     args = parser.parse_args()
     if not installed():
         raise SystemExit("no local model: run scripts/install-local-llm first")
@@ -145,7 +152,7 @@ def main() -> None:
         baseline = anyio.run(
             run, Path(tmp) / "none.sqlite3", {**BASE, "MEMLIKEHUMAN_EXTRACTOR": "none"}, turns, None, 0
         )
-        host = HostModel(model.base_url)
+        host = HostModel(model.base_url, use_schema=args.schema)
         sampled = anyio.run(run, Path(tmp) / "sampling.sqlite3", env, turns, host, args.minutes)
     states = sampled["states"]
     counts = " / ".join(str(states.get(state)) for state in ("complete", "pending", "failed"))
@@ -175,7 +182,12 @@ def main() -> None:
     )
     print(body)
     command = f"python -m bench.sampling --turns {args.turns} --conversation {args.conversation} --batch {args.batch}"
-    write_section("sampling", "Extraction through MCP sampling with a real model (issue 29)", command, body)
+    command += " --schema" if args.schema else ""
+    held = "the schema in the request metadata as a grammar" if args.schema else "JSON mode only"
+    body = body.replace("(JSON mode, 2 threads)", f"({held}, 2 threads)")
+    name = "sampling-schema" if args.schema else "sampling"
+    title = "Extraction through MCP sampling with a real model (issue 29)" + (", schema held" if args.schema else "")
+    write_section(name, title, command, body)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import clock, validate
@@ -117,6 +117,8 @@ class Engine(Operations):
         checkpoint=False: a process that lives for one call leaves the WAL to the archive's next
         writer (Database.close).
         """
+        if self._extractor is not None:
+            self._extractor.close()  # a command still running is killed, not left to finish alone
         self.background.close()
         self.db.close(checkpoint=checkpoint)
 
@@ -143,17 +145,17 @@ class Engine(Operations):
         archive for stats and doctor, and when the client's model cannot be asked, said once by the next recall."""
         from .lifecycle import sampling_status
 
-        sampling_status.write(self.settings.db_path, client, protocol, sampling, modern)
-        status = {"client": client, "protocol": protocol, "sampling": sampling, "modern": modern, "at": "now"}
-        advice = sampling_status.advice(status)
-        if modern and sampling and self.settings.extraction_wait > 0:
-            advice = None  # memory_record asks inside its own calls
+        wait = self.settings.extraction_wait
+        sampling_status.write(self.settings.db_path, client, protocol, sampling, modern, wait)
+        status = {"client": client, "protocol": protocol, "sampling": sampling, "modern": modern, "wait": wait}
+        advice = sampling_status.advice({**status, "at": "now"})
         if advice and advice not in self._notices:
             self._notices.append(advice)
 
-    def use_extractor(self, extractor: Extractor) -> None:
-        """Extract with this provider (the MCP edge's sampling client) and start the worker for it."""
+    def use_extractor(self, extractor: Extractor, scopes: Callable[[], list[Scope]] | None = None) -> None:
+        """Extract with this provider (the MCP edge's sampling client), only in ``scopes`` when given."""
         self._extractor, self._extractor_built = extractor, True
+        self.worker.only = scopes
         self.worker.start()
 
     # -- memory_record -------------------------------------------------------------------------
@@ -185,21 +187,16 @@ class Engine(Operations):
             given = giving.validated(memories)
         configured = self.settings.extractor != "none"
         error = QUEUED if configured else events.PENDING_UNCONFIGURED
-        sequence, duplicate = events.insert(self.db, payload, error=error)
-        # The event is committed: everything below may fail or time out without losing it.
         warnings: tuple[str, ...] = clock.ahead_warning(payload.occurred_at)
         if given is not None:
-            warnings += giving.store(self.db, sequence, given).warnings
-        elif configured:
-            # Pending/failed extraction is tried again on a duplicate; a complete one is left alone.
-            if duplicate:
-                from .archive import claims
-
-                claims.requeue(self.db, [sequence])
-            warnings += self._extract_in_background(sequence)
+            # One transaction: no worker can claim the event between its commit and its memories.
+            with self.db.write():
+                sequence, duplicate = events.insert(self.db, payload, error=error)
+                warnings += giving.store(self.db, sequence, given).warnings
         else:
-            # What extract.run does without an extractor, without loading the extraction code.
-            events.leave(self.db, sequence, "pending", events.PENDING_UNCONFIGURED)
+            sequence, duplicate = events.insert(self.db, payload, error=error)
+            # The event is committed: everything below may fail or time out without losing it.
+            warnings += self._after_insert(sequence, duplicate, configured)
         self.background.notify_indexer()  # embeds the event and its memories in the background, after the commit
         event = events.load(self.db, sequence)
         return RecordResult(
@@ -211,6 +208,18 @@ class Engine(Operations):
             error=event.extraction_error,
             warnings=warnings,
         )
+
+    def _after_insert(self, sequence: int, duplicate: bool, configured: bool) -> tuple[str, ...]:
+        if not configured:
+            # What extract.run does without an extractor, without loading the extraction code.
+            events.leave(self.db, sequence, "pending", events.PENDING_UNCONFIGURED)
+            return ()
+        # Pending/failed extraction is tried again on a duplicate; a complete one is left alone.
+        if duplicate:
+            from .archive import claims
+
+            claims.requeue(self.db, [sequence])
+        return self._extract_in_background(sequence)
 
     def start_extraction(self) -> None:
         """Start the background extraction worker (the server does at start: pending events resume)."""

@@ -185,7 +185,7 @@ def fts_rowids(db: Any, table: str, word: str, column: str | None = None) -> lis
     """Rowids of a full-text table's rows holding the word (in one column), on either backend.
 
     ``db``: an open archive, or what opens one (a path or URL). SQLite asks FTS5 (MATCH); PostgreSQL
-    reads the postings of the word's term (archive/pg_fulltext.py).
+    reads the postings of the word's term (archive/postgres/pg_fulltext.py).
     """
     if isinstance(db, (str, Path)):
         opened = open_database(db)

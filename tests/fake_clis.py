@@ -15,9 +15,11 @@ BODY = r'''
 import json, os, re, sys, time
 prompt = sys.stdin.read()
 with open(os.path.join(os.path.dirname(__file__), "runs.jsonl"), "a") as log:
-    names = ("MEMLIKEHUMAN_EXTRACTING", "OPENAI_API_KEY", "MEMLIKEHUMAN_EXTRACTOR_API_KEY")
+    names = ("MEMLIKEHUMAN_EXTRACTING", "OPENAI_API_KEY", "MEMLIKEHUMAN_EXTRACTOR_API_KEY", "MEMLIKEHUMAN_DB",
+             "PGPASSWORD", "CLAUDECODE", "KEPT_VARIABLE")
     seen = {k: os.environ.get(k) for k in names}
-    log.write(json.dumps({"argv": sys.argv[1:], "env": seen, "prompt_chars": len(prompt)}) + "\n")
+    record = {"argv": sys.argv[1:], "env": seen, "prompt_chars": len(prompt), "pid": os.getpid(), "cwd": os.getcwd()}
+    log.write(json.dumps(record) + "\n")
 time.sleep(float(os.environ.get("FAKE_CLI_SLEEP", "0")))
 blocks = re.findall(r"<<<BEGIN DATA (\w+) EVENT[^>]*>>>\n[^\n]*\n(.*?)\n<<<END DATA \1>>>", prompt, re.S)
 items = []

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import stat
 from pathlib import Path
 
@@ -99,4 +98,3 @@ def test_with_memories_given_the_configured_extractor_is_not_asked(tmp_path: Pat
         assert given["extraction_state"] == "complete" and not asked.exists()
         plain = client.ok("memory_record", event_id="p", text="ruff before commits", role="user", source="user")
         assert plain["extraction_state"] == "complete" and asked.exists()  # the same server asks it otherwise
-    assert os.access(script, os.X_OK)

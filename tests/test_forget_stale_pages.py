@@ -1,7 +1,7 @@
 """Forget leaves no stale copy of a deleted row in the unallocated space of a live page.
 
 SQLite's rebalancing leaves old bytes of moved cells in a page's gap; secure_delete does not reach
-them (memlikehuman/lifecycle/residue.py). These tests make rows move the way the extraction worker does (an
+them (memlikehuman/archive/sqlite/residue.py). These tests make rows move the way the extraction worker does (an
 event row grows when its state and error are written), then forget some of them.
 """
 

@@ -37,8 +37,9 @@ def test_extract_with_host_writes_the_hosts_extractor_and_uninstall_removes_exac
     done = cli(home, "install", host, "--extract-with", "host")
     assert done.exit_code == 0, done.output
     env = _env(home, host)
-    extractor = {k: v for k, v in env.items() if k.startswith("MEMLIKEHUMAN_EXTRACT")}
-    batch = {"MEMLIKEHUMAN_EXTRACTION_BATCH": "6"} if EXPECTED[host]["MEMLIKEHUMAN_EXTRACTOR"] == "command" else {}
+    extractor = {k: v for k, v in env.items() if k.startswith(("MEMLIKEHUMAN_EXTRACT", "MEMLIKEHUMAN_TIMEOUT"))}
+    command = EXPECTED[host]["MEMLIKEHUMAN_EXTRACTOR"] == "command"
+    batch = {"MEMLIKEHUMAN_EXTRACTION_BATCH": "6", "MEMLIKEHUMAN_TIMEOUT": "180"} if command else {}
     assert extractor == {**EXPECTED[host], **batch}
     assert cli(home, "uninstall", host).exit_code == 0
     assert snapshot(original) == original

@@ -33,7 +33,7 @@ RELEASED = (
     ("m009_alias_evidence", "7e136c0f10ade631"),
     ("m010_memory_extractor", "9cfb1ecd85d23e79"),
 )
-# PostgreSQL's own list (archive/pg_schema.py), pinned the same way; p001's SQL lives in module
+# PostgreSQL's own list (archive/postgres/pg_schema.py), pinned the same way; p001's SQL lives in module
 # constants its code only names, so their text is pinned too (unchanged since p001's release, eb446ff).
 PG_RELEASED = (
     ("p001_create_archive", "1476115e7e7f4554"),

@@ -7,10 +7,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import stdio_params
+from conftest import make_settings, stdio_params
 from sampling_support import hanging, quoting_model, refusing, sampling_client
 
 from memlikehuman.archive import claims
+from memlikehuman.archive.db import open_database
+from memlikehuman.engine import Engine
+from memlikehuman.records import Scope
 
 TEXT = "I prefer pnpm over npm for this repo. Lodash is fine."
 
@@ -68,19 +71,51 @@ def test_a_client_without_sampling_gets_no_request_its_events_stay_pending_and_r
     assert not [w for w in second if "does not offer MCP sampling" in w]
 
 
-@pytest.mark.parametrize("callback", [refusing, hanging], ids=["refuses", "hangs"])
-def test_a_client_that_refuses_or_hangs_never_holds_up_memory_record_and_leaves_the_event_retryable(db_path, callback):
+@pytest.mark.parametrize(
+    ("callback", "says"),
+    [(refusing, "refused the sampling request (-1: User rejected sampling request)"), (hanging, "within 0.5 s")],
+    ids=["refuses", "hangs"],
+)
+def test_a_client_that_refuses_or_hangs_never_holds_up_memory_record_and_leaves_the_event_retryable(
+    db_path, callback, says
+):
+    asked: list[Any] = []
+
+    async def counted(ctx: Any, params: Any) -> Any:
+        asked.append(params)
+        return await callback(ctx, params)
+
     env = {"MEMLIKEHUMAN_EXTRACTION_WAIT": "1", "MEMLIKEHUMAN_TIMEOUT": "0.5"}
-    with sampling_client(_params(db_path, **env), callback) as client:
+    with sampling_client(_params(db_path, **env), counted) as client:
         started = time.monotonic()
         out = client.ok("memory_record", event_id="s-5", text=TEXT, role="user", source="user")
         took = time.monotonic() - started
         assert out["extraction_state"] == "pending" and took < 10
         event = _state_soon(client, "s-5", {"failed"}, seconds=3)  # stays pending: a transient failure
-        assert event["extraction_state"] == "pending"
         recall = client.ok("memory_recall", query="pnpm")
+    assert event["extraction_state"] == "pending" and says in event["extraction_error"] and asked
     assert recall["coverage"]["events_pending"] == 1
     assert recall["raw_fallback"][0]["event_id"] == "s-5"  # the text is searchable all the same
+    db = open_database(db_path)
+    try:
+        assert db.scalar("SELECT attempts FROM extraction_claims") >= 1  # counted against the bounded retries
+    finally:
+        db.close()
+
+
+def test_the_client_is_asked_only_about_the_scopes_it_works_in(db_path):
+    # Another project's events in the same archive (recorded by its own hooks) never go to this client.
+    with Engine(make_settings(db_path)) as engine:
+        engine.record(Scope("default", "elsewhere"), "other-1", "Secret plans of another project.", "user", "user")
+    asked: list[Any] = []
+    with sampling_client(_params(db_path, MEMLIKEHUMAN_EXTRACTION_WAIT="20"), quoting_model(asked)) as client:
+        out = client.ok("memory_record", event_id="s-7", text=TEXT, role="user", source="user")
+        mine = client.ok("memory_record", event_id="s-8", text="Ruff runs before commits.", role="user",
+                         source="user", project_id="mine")  # fmt: skip
+        time.sleep(3)  # the worker polls every 2 s: it had its chance at the other project's event
+    prompts = [p.messages[0].content.text for p in asked]
+    assert out["extraction_state"] == "complete" and mine["extraction_state"] == "complete"
+    assert len(prompts) == 2 and not [p for p in prompts if "Secret plans" in p]
 
 
 def test_a_refused_event_counts_attempts_and_is_asked_again_after_its_backoff(db_path, tmp_path):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 from ..archive import events
 from ..archive.db import Database, open_database
@@ -55,12 +55,14 @@ class Operations:
 
     # -- extraction by a model the edge asks (MCP 2026-07-28 sampling) --------------------------------
 
-    def extraction_prompt(self, sequence: int) -> tuple[str, str]:
-        """The system and user messages that extracting this event would send (MCP 2026-07-28 sampling)."""
-        from ..lifecycle import extract
+    def extraction_prompt(self, sequence: int) -> tuple[str, str, dict[str, Any]]:
+        """The system and user messages, and the answer's JSON schema, that extracting this event would
+        send (MCP 2026-07-28 sampling)."""
+        from ..lifecycle import extract, extract_schema
 
-        prompt = extract.build_prompt(self.db, events.load(self.db, sequence))
-        return prompt.system, prompt.user
+        event = events.load(self.db, sequence)
+        prompt = extract.build_prompt(self.db, event)
+        return prompt.system, prompt.user, extract_schema.for_event(event.text)
 
     def extract_answer(self, sequence: int, answer: str, label: str) -> Outcome:
         """Extract the event from a model's answer to extraction_prompt: the same checks and states."""

@@ -228,7 +228,7 @@ def is_url(target: Path | str) -> bool:
 
 
 def open_database(target: Path | str) -> Any:
-    """The archive a setting names: a PostgreSQL URL opens a PgDatabase (archive/pg.py), else a file."""
+    """The archive a setting names: a PostgreSQL URL opens a PgDatabase (archive/postgres/pg.py), else a file."""
     if is_url(target):
         from .postgres import pg  # only then: a hook's start-up stays short
 

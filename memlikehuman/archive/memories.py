@@ -181,9 +181,16 @@ def _insert(conn: Any, event: Event, item: Candidate, recorded_at: str, extracto
             "valid_from": item.valid_from,
             "recorded_at": recorded_at,
             "known_from": event.occurred_at,
-            "extractor": extractor,
+            "extractor": _label(extractor),
         },
     )
+
+
+def _label(extractor: str | None) -> str | None:
+    """An extractor's label as stored: one line of at most 128 characters (it names a model or a program)."""
+    if extractor is None:
+        return None
+    return "".join(c if c.isprintable() else " " for c in extractor)[:128] or None
 
 
 def delete(conn: Any, rowids: Sequence[int]) -> None:

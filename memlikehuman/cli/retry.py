@@ -34,6 +34,13 @@ def retry(ctx: click.Context, db: str | None, persona_id: str | None, project_id
         sys.exit(EXIT_USAGE)
     settings = settings_from(ctx, db)
     require_archive(settings)
+    if settings.extractor == "sampling":
+        click.echo(
+            "error: MEMLIKEHUMAN_EXTRACTOR=sampling asks the MCP client of a running `memlikehuman serve`; a"
+            " command has no client: the server extracts pending events once a client with sampling connects",
+            err=True,
+        )
+        sys.exit(EXIT_PROBLEM)
     if settings.extractor == "none":
         click.echo(
             "error: no extractor is configured: set MEMLIKEHUMAN_EXTRACTOR=openai (and its _MODEL, _BASE_URL,"

@@ -23,6 +23,11 @@ def serve(ctx: click.Context, db: str | None) -> None:
     It opens no network listener.
     """
     settings = settings_from(ctx, db)
+    if settings.extracting:
+        # A host CLI that an extraction runs headless started its MCP servers after all: ours must not
+        # record that run's prompt or start another run (providers/command.py).
+        click.echo("memlikehuman: not serving inside an extraction run (MEMLIKEHUMAN_EXTRACTING is set)", err=True)
+        sys.exit(1)
     _check_archive(settings)
     # A dependency that prints on import would corrupt the JSON-RPC stream: send it to stderr.
     with contextlib.redirect_stdout(sys.stderr):

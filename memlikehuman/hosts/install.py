@@ -44,8 +44,10 @@ EXTRACT_WITH_HOST = {
     "gemini": {"MEMLIKEHUMAN_EXTRACTOR": "command", "MEMLIKEHUMAN_EXTRACTOR_COMMAND": "gemini"},
     "vscode": {"MEMLIKEHUMAN_EXTRACTOR": "sampling"},
 }
-# A CLI run costs seconds and a model call: the short turns that queue up behind one go along with it.
+# A CLI run costs seconds and a model call: the short turns that queue up behind one go along with it,
+# and it gets the time a cold start and a batch take (a run killed at the timeout is paid and retried).
 EXTRACT_BATCH = "6"
+EXTRACT_TIMEOUT = "180"
 HOOK_TIMEOUT_SECONDS = 10
 # Gemini CLI versions that keep hooks behind a setting read this one (docs/hosts.md, "Gemini CLI").
 GEMINI_ENABLE = (("hooksConfig", "enabled"), True)
@@ -125,7 +127,8 @@ def extraction(host: str, extract_with: str | None) -> tuple[tuple[str, str], ..
             f"{host} has no headless CLI and its MCP client offers no sampling (docs/hosts.md): install without"
             " --extract-with; the agent can give memory_record its memories"
         )
-    batch = {"MEMLIKEHUMAN_EXTRACTION_BATCH": EXTRACT_BATCH} if env["MEMLIKEHUMAN_EXTRACTOR"] == "command" else {}
+    command = env["MEMLIKEHUMAN_EXTRACTOR"] == "command"
+    batch = {"MEMLIKEHUMAN_EXTRACTION_BATCH": EXTRACT_BATCH, "MEMLIKEHUMAN_TIMEOUT": EXTRACT_TIMEOUT} if command else {}
     return tuple({**env, **batch}.items())
 
 

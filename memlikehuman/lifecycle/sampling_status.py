@@ -26,13 +26,14 @@ def status_path(db_path: Path) -> Path:
     return db_path.with_name(db_path.name + ".sampling.json")
 
 
-def write(db_path: Path, client: str, protocol: str, sampling: bool, modern: bool) -> None:
+def write(db_path: Path, client: str, protocol: str, sampling: bool, modern: bool, wait: float = 0.0) -> None:
     """Record what the client of this server offers (best effort: a read-only directory is no failure)."""
     record = {
         "client": client,
         "protocol": protocol,
         "sampling": sampling,
         "modern": modern,
+        "wait": wait,
         "at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
     }
     path = status_path(db_path)
@@ -64,7 +65,7 @@ def advice(status: dict[str, Any] | None) -> str | None:
             f"MEMLIKEHUMAN_EXTRACTOR=sampling, but the last client, {client}, does not offer MCP sampling:"
             f" its events stay pending. Use a client with sampling (VS Code), or {INSTEAD}"
         )
-    if status.get("modern"):
+    if status.get("modern") and not status.get("wait"):
         return modern_advice(client)
     return None
 

@@ -74,6 +74,9 @@ class Worker:
         self._finished: OrderedDict[int, tuple[int, extract.Outcome]] = OrderedDict()
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
+        #: the scopes the threads may extract (None: every scope); an extractor that is one client's
+        #: session (MCP sampling) sees only the scopes that client works in
+        self.only: Callable[[], list[Scope]] | None = None
 
     @property
     def running(self) -> bool:
@@ -209,7 +212,7 @@ class Worker:
             with self._changed:
                 wakeups = self._wakeups
             try:
-                outcomes = self.step()
+                outcomes = self._step_allowed()
             except Exception as exc:  # the thread's top level: log, wait, never crash the server
                 if self._stopping.is_set():
                     return
@@ -226,6 +229,14 @@ class Worker:
                     lambda: self._wakeups != wakeups or self._stopping.is_set(),  # noqa: B023 (read at once)
                     POLL_SECONDS,
                 )
+
+    def _step_allowed(self) -> list[extract.Outcome]:
+        if self.only is None:
+            return self.step()
+        for scope in self.only():
+            if outcomes := self.step(scope):
+                return outcomes
+        return []
 
     def _attempts(self, sequence: int) -> int:
         with self._changed:

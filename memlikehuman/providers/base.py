@@ -42,6 +42,9 @@ class Extractor(ABC):
     def complete(self, system: str, user: str, schema: dict[str, Any]) -> str:
         """Return the model's raw answer text for the system and user messages."""
 
+    def close(self) -> None:  # noqa: B027 (most providers hold nothing to release)
+        """Release what a call still holds (a command's running process) when the engine closes."""
+
 
 class Answered(Extractor):
     """An answer the model already gave (a client's answer inside an MCP 2026-07-28 call)."""

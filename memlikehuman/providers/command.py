@@ -76,7 +76,8 @@ PRESETS: dict[str, Preset] = {
     ),  # fmt: skip
 }
 EXTRACTING = "MEMLIKEHUMAN_EXTRACTING"
-_OWN_SECRETS = ("OPENAI_API_KEY",)
+_OWN_SECRETS = ("OPENAI_API_KEY", "CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CODE_SSE_PORT")
+_NOT_PASSED = ("MEMLIKEHUMAN_", "PG")
 MAX_OUTPUT = 4_000_000  # bytes of stdout kept; an extraction answer is a few kB
 
 
@@ -101,10 +102,10 @@ def parse_command(value: str | None) -> tuple[Preset, str]:
 
 
 def child_environment(env: Mapping[str, str], extra: tuple[tuple[str, str], ...] = ()) -> dict[str, str]:
-    """The command's environment: ours less our providers' keys, with the preset's and the guard."""
-    kept = {
-        k: v for k, v in env.items() if k not in _OWN_SECRETS and not (k.startswith("MEMLIKEHUMAN_") and "API_KEY" in k)
-    }
+    """The command's environment: ours less our own settings and secrets (our providers' keys, the
+    archive's URL with its password, libpq's variables) and less the markers of the Claude Code session
+    we may run in (a `claude -p` that sees them refuses to nest), with the preset's and the guard."""
+    kept = {k: v for k, v in env.items() if not k.startswith(_NOT_PASSED) and k not in _OWN_SECRETS}
     return {**kept, **dict(extra), EXTRACTING: "1"}
 
 
@@ -116,6 +117,7 @@ class CommandExtractor(Extractor):
     def __init__(self, preset: Preset, label: str, timeout: float, env: Mapping[str, str]) -> None:
         self.preset, self.timeout = preset, timeout
         self.env = child_environment(env, preset.env)
+        self._running: set[subprocess.Popen[bytes]] = set()  # killed by close()
         self.model_id = f"command:{shlex.join(preset.argv)}"
         self.label = f"command:{label}"
 
@@ -131,6 +133,11 @@ class CommandExtractor(Extractor):
                 return self._run(argv, name, prompt, where)
             finally:
                 self._clean(os.path.basename(where))
+
+    def close(self) -> None:
+        """Kill the runs still going (the server stops): the CLI would go on, and cost, without us."""
+        for process in list(self._running):
+            _kill(process)
 
     def _clean(self, run_dir: str) -> None:
         home = self.env.get("HOME")
@@ -155,6 +162,7 @@ class CommandExtractor(Extractor):
                 f"the extraction command {name!r} cannot be started ({exc.strerror or exc}):"
                 " install it or fix MEMLIKEHUMAN_EXTRACTOR_COMMAND"
             ) from None
+        self._running.add(process)
         try:
             out, err = process.communicate(prompt.encode("utf-8"), timeout=self.timeout)
         except subprocess.TimeoutExpired:
@@ -163,6 +171,8 @@ class CommandExtractor(Extractor):
                 f"the extraction command {name!r} did not answer within {self.timeout:g} s"
                 " (MEMLIKEHUMAN_TIMEOUT): raise the timeout or batch fewer events"
             ) from None
+        finally:
+            self._running.discard(process)
         text = out[:MAX_OUTPUT].decode("utf-8", "replace")
         if process.returncode != 0:
             raise Transient(
@@ -186,11 +196,18 @@ def _why(stdout: str, stderr: bytes) -> str:
 
 
 def _kill(process: subprocess.Popen[bytes]) -> None:
+    """Kill the run's process group; a grandchild that left it and holds the pipes is not waited for."""
     try:
         os.killpg(process.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         process.kill()
-    process.communicate()
+    try:
+        process.communicate(timeout=5)
+    except subprocess.TimeoutExpired:
+        for pipe in (process.stdin, process.stdout, process.stderr):
+            if pipe is not None:
+                pipe.close()
+        process.wait()
 
 
 def reply_text(stdout: str) -> str:

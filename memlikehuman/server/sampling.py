@@ -23,12 +23,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import threading
 import warnings
 from typing import Any
 
 import anyio
 import anyio.from_thread
 import anyio.lowlevel
+import anyio.to_thread
 from mcp.server.session import ServerSession
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError, NoBackChannelError
 from mcp_types import (
@@ -36,6 +38,7 @@ from mcp_types import (
     CreateMessageRequest,
     CreateMessageRequestParams,
     CreateMessageResult,
+    CreateMessageResultWithTools,
     InputRequiredResult,
     ModelHint,
     ModelPreferences,
@@ -48,7 +51,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from ..config import Settings
 from ..engine import Engine, Extractor
 from ..errors import Transient
-from ..records import RecordResult
+from ..records import RecordResult, Scope
 
 log = logging.getLogger("memlikehuman.sampling")
 
@@ -61,7 +64,12 @@ SAMPLING = ClientCapabilities(sampling=SamplingCapability())
 TIMED_OUT = -32001  # the SDK's code for a request that got no answer in time
 
 
-def request(system: str, user: str, model: str | None) -> CreateMessageRequest:
+# The answer's JSON schema rides along in the request's metadata ("passed through to the LLM provider"):
+# a client whose model can be held to a schema may use it; MCP sampling has no field of its own for it.
+SCHEMA_KEY = "memlikehuman/responseSchema"
+
+
+def request(system: str, user: str, model: str | None, schema: dict[str, Any] | None = None) -> CreateMessageRequest:
     """The sampling request for one extraction prompt; the model name is only a hint."""
     hints = ModelPreferences(hints=[ModelHint(name=model)]) if model else None
     return CreateMessageRequest(
@@ -72,14 +80,16 @@ def request(system: str, user: str, model: str | None) -> CreateMessageRequest:
             temperature=0,
             include_context="none",
             model_preferences=hints,
+            metadata={SCHEMA_KEY: schema} if schema else None,
         )
     )
 
 
-def answer_text(result: CreateMessageResult) -> str:
+def answer_text(result: CreateMessageResult | CreateMessageResultWithTools) -> str:
     """The text of the client's answer ("" for an image or audio answer: extraction then fails)."""
     content = result.content
-    return content.text if isinstance(content, TextContent) else ""
+    blocks = content if isinstance(content, list) else [content]
+    return "".join(block.text for block in blocks if isinstance(block, TextContent))
 
 
 def offers_sampling(session: ServerSession) -> bool:
@@ -90,16 +100,22 @@ class SamplingExtractor(Extractor):
     """Asks the client over its connection, from any thread but the event loop's."""
 
     needs_network = False
-    label = "sampling"
 
     def __init__(self, session: ServerSession, token: Any, timeout: float, model: str | None) -> None:
         self.session, self.token, self.timeout, self.model = session, token, timeout, model
         self.model_id = "sampling"
+        self._answered = threading.local()  # the model of this thread's last answer (two worker threads)
+
+    @property
+    def label(self) -> str:  # type: ignore[override]
+        """sampling:<the model that gave this thread's last answer> (read after complete, in its thread)."""
+        model = getattr(self._answered, "model", "")
+        return f"sampling:{model[:100]}" if model else "sampling"
 
     def complete(self, system: str, user: str, schema: dict[str, Any]) -> str:
         """The client's answer; Transient when it refuses, fails or does not answer within the timeout."""
         try:
-            result = anyio.from_thread.run(self._ask, system, user, token=self.token)
+            result = anyio.from_thread.run(self._ask, system, user, schema, token=self.token)
         except NoBackChannelError:
             raise Transient("the MCP client takes no requests from the server on this connection") from None
         except MCPError as exc:
@@ -111,15 +127,17 @@ class SamplingExtractor(Extractor):
             raise Transient(
                 f"the MCP client refused the sampling request ({exc.error.code}: {exc.error.message})"
             ) from None
-        except (RuntimeError, anyio.get_cancelled_exc_class()):  # the loop is gone: the server is stopping
-            raise Transient("the server stopped before the MCP client answered") from None
-        self.label = f"sampling:{result.model}" if result.model else "sampling"
+        except Exception as exc:  # the edge's top level for this call: the loop gone, a malformed answer
+            raise Transient(f"the MCP client's answer could not be read ({type(exc).__name__}: {exc})") from None
+        self._answered.model = result.model or ""
         return answer_text(result)
 
-    async def _ask(self, system: str, user: str) -> CreateMessageResult:
+    async def _ask(self, system: str, user: str, schema: dict[str, Any]) -> CreateMessageResult:
         with anyio.fail_after(self.timeout + 1):  # the SDK's own timeout comes first; this one is a backstop
             result = await self.session.send_request(
-                request(system, user, self.model), CreateMessageResult, request_read_timeout_seconds=self.timeout
+                request(system, user, self.model, schema),
+                CreateMessageResult,
+                request_read_timeout_seconds=self.timeout,
             )
         return result
 
@@ -131,6 +149,8 @@ class Bridge:
         self.settings = settings
         self.token: Any = None
         self.engine: Engine | None = None
+        # Only the scopes this client works in go to it: the server's own, and those it records in.
+        self.scopes: list[Scope] = [Scope(settings.persona_id, settings.project_id)]
         self.modern_noted = False
 
     def opened(self, engine: Engine) -> None:
@@ -140,8 +160,14 @@ class Bridge:
     async def middleware(self, ctx: Any, call_next: Any) -> Any:
         result = await call_next(ctx)
         if ctx.method == "notifications/initialized":
-            self.initialized(ctx.session)
+            # In a thread: starting the worker takes the archive's write lock (claims of dead processes).
+            await anyio.to_thread.run_sync(self.initialized, ctx.session)
         return result
+
+    def seen(self, scope: Scope) -> None:
+        """A scope this client records in: the worker may ask the client about its events."""
+        if scope not in self.scopes:
+            self.scopes.append(scope)
 
     def initialized(self, session: ServerSession) -> None:
         engine = self.engine
@@ -153,7 +179,7 @@ class Bridge:
             log.warning("the MCP client does not offer sampling: events stay pending")
             return
         extractor = SamplingExtractor(session, self.token, self.settings.timeout, self.settings.extractor_model or None)
-        engine.use_extractor(extractor)
+        engine.use_extractor(extractor, lambda: list(self.scopes))
         log.info("extraction through the MCP client's sampling (protocol %s)", protocol)
 
     def modern_call(self, ctx: Any) -> bool:
@@ -164,6 +190,14 @@ class Bridge:
             self.modern_noted = True
             self.engine.client_seen("the MCP client", str(ctx.protocol_version), sampling, modern=True)
         return sampling and self.settings.extraction_wait > 0
+
+
+def _state(raw: str | None) -> dict[str, Any]:
+    try:
+        state = json.loads(raw or "{}")
+    except ValueError:
+        return {}
+    return state if isinstance(state, dict) else {}
 
 
 def is_modern(ctx: Any) -> bool:
@@ -190,13 +224,15 @@ def in_call(bridge: Bridge, engine: Engine, ctx: Any, result: RecordResult) -> R
     if not is_modern(ctx) or result.extraction_state == "complete" or not bridge.modern_call(ctx):
         return result
     answered = (ctx.input_responses or {}).get(KEY)
-    if not isinstance(answered, CreateMessageResult):
-        system, user = engine.extraction_prompt(result.sequence)
+    if not isinstance(answered, CreateMessageResult | CreateMessageResultWithTools):
+        if ctx.request_state is not None:
+            return result  # asked once in this call, and no answer came: the event stays pending
+        system, user, schema = engine.extraction_prompt(result.sequence)
         state = json.dumps({"sequence": result.sequence, "duplicate": result.duplicate})
         model = bridge.settings.extractor_model or None
-        return InputRequiredResult(input_requests={KEY: request(system, user, model)}, request_state=state)
-    first = json.loads(ctx.request_state or "{}")
-    label = f"sampling:{answered.model}" if answered.model else "sampling"
+        return InputRequiredResult(input_requests={KEY: request(system, user, model, schema)}, request_state=state)
+    first = _state(ctx.request_state)
+    label = f"sampling:{answered.model[:100]}" if answered.model else "sampling"
     outcome = engine.extract_answer(result.sequence, answer_text(answered), label)
     return dataclasses.replace(
         result,

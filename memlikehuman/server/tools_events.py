@@ -56,6 +56,8 @@ def register(server: MemoryMCPServer, holder: Holder) -> None:
         extractor "agent"); an item whose quote is not in text is rejected (see warnings) and
         nothing of it is kept.
         """
+        if holder.sampling is not None:  # before the record: its wait may see the worker extract it
+            holder.sampling.seen(Scope(persona_id, project_id))
         result = call(
             lambda: holder.engine.record(
                 Scope(persona_id, project_id),

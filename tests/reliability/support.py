@@ -141,7 +141,7 @@ def _sqlite_problems(db: Any) -> list[str]:
 
 
 def _postgres_problems(db: Any) -> list[str]:
-    """The full-text tables of archive/pg_fulltext.py agree with their postings and statistics.
+    """The full-text tables of archive/postgres/pg_fulltext.py agree with their postings and statistics.
 
     PostgreSQL checks its own pages and enforces every foreign key at each statement, so a killed
     client cannot leave torn pages or dangling references: what is left to check is ours.

@@ -4,7 +4,7 @@ The archive modules write one SQL dialect, SQLite's, with ``?`` and ``:name`` pa
 ``PgConnection`` passes each statement through ``translate`` (cached): parameters become psycopg's
 ``%s`` / ``%(name)s``, and the few SQLite spellings the code uses get their PostgreSQL form (listed
 in _REWRITES). Functions SQLite has and PostgreSQL lacks (``total``, ``group_concat``,
-``unixepoch``, ``json_group_array``) are created by the schema (archive/pg_schema.py).
+``unixepoch``, ``json_group_array``) are created by the schema (archive/postgres/pg_schema.py).
 
 Writers are serialized as SQLite serializes them: every write transaction first takes one
 transaction-level advisory lock of the archive. So sequences are assigned in commit order (the

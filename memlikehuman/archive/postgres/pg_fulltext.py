@@ -1,6 +1,6 @@
 """Full-text search on PostgreSQL with FTS5's tokens and FTS5's bm25().
 
-Each full-text "table" of the SQLite archive is here a pair (archive/pg_schema.py): ``T(rowid,
+Each full-text "table" of the SQLite archive is here a pair (archive/postgres/pg_schema.py): ``T(rowid,
 tokens)`` with a row per indexed record, and ``T_terms(term, rowid, col, tf)``, its postings. The
 tokens come from FTS5's own tokenizers run in process (apsw, in memory): the word tables use
 ``porter unicode61 remove_diacritics 2``, the n-gram tables ``ascii``, exactly as in SQLite. So a

@@ -4,7 +4,7 @@ The tables and columns are those of the SQLite schema after its migrations (arch
 so every query of the archive modules runs on both. What differs:
 
 - Text columns compare bytewise (COLLATE "C"), as SQLite's do: orders, exports and ranges agree.
-- The full-text indexes are plain tables (archive/pg_fulltext.py): per table a row per record with
+- The full-text indexes are plain tables (archive/postgres/pg_fulltext.py): per table a row per record with
   its token count, and its postings (term, column, count). BM25 is computed from them the way
   FTS5's bm25() does, from the same tokens (FTS5's own tokenizers, run in process).
 - The scope counters of SQLite's m003 are kept by PL/pgSQL triggers.

@@ -53,7 +53,7 @@ def scrub(db: Any, timeout_ms: int = SCRUB_TIMEOUT_MS) -> bool:
 
 
 def rewrite_stale_pages(db: Any, gone: Gone, timeout_ms: int = SCRUB_TIMEOUT_MS) -> bool:
-    """VACUUM when a live page still holds a piece of the deleted text (lifecycle/residue.py).
+    """VACUUM when a live page still holds a piece of the deleted text (archive/sqlite/residue.py).
 
     Runs after ``scrub`` truncated the WAL. The file is read inside a read transaction, so no
     checkpoint changes it meanwhile (none may overwrite pages a reader still uses). The VACUUM
