@@ -1,4 +1,4 @@
-"""The PostgreSQL backend's statements as written, before any server runs them (archive/postgres/pg.py, pg_fulltext.py)."""
+"""The PostgreSQL backend's statements as written, before any server runs them (archive/postgres/pg.py, pg_fulltext)."""
 
 from __future__ import annotations
 
