@@ -20,15 +20,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from ..records import Check
 from .sqlite.backend import SQLITE
+
+if TYPE_CHECKING:
+    from ..records import Check  # reports.py: a hook's path never loads it
 
 
 class Backend(Protocol):
     name: str  # "sqlite" or "postgres", for messages and reports
-    residue: str  # what a forget leaves readable for a while (ForgetResult.residue)
+
+    @property
+    def residue(self) -> str: ...  # what a forget leaves readable for a while (ForgetResult.residue)
 
     # -- full text ---------------------------------------------------------------------------------
     def fulltext_write(

@@ -4,16 +4,22 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ...records import Check
-from ...records.reports import NOT_SCRUBBED_POSTGRES
 from . import pg_fulltext, pg_schema, scrub
+
+if TYPE_CHECKING:
+    from ...records import Check
 
 
 class PostgresBackend:
     name = "postgres"
-    residue = NOT_SCRUBBED_POSTGRES
+
+    @property
+    def residue(self) -> str:
+        from ...records.reports import NOT_SCRUBBED_POSTGRES  # reports.py: a hook never forgets
+
+        return NOT_SCRUBBED_POSTGRES
 
     # -- full text (pg_fulltext.py: a row per record and its postings) ------------------------------
 
@@ -92,6 +98,8 @@ class PostgresBackend:
         return int(db.scalar("SELECT pg_database_size(current_database())")), 0, 0  # no WAL or free list of its own
 
     def integrity(self, db: Any) -> Check:
+        from ...records import Check
+
         return Check("integrity", "ok", "PostgreSQL keeps its own pages consistent (no file check here)")
 
     @contextmanager

@@ -5,17 +5,22 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ...records import Check
-from ...records.reports import NOT_SCRUBBED
 from .. import migrations
-from . import scrub
+
+if TYPE_CHECKING:
+    from ...records import Check
 
 
 class SqliteBackend:
     name = "sqlite"
-    residue = NOT_SCRUBBED
+
+    @property
+    def residue(self) -> str:
+        from ...records.reports import NOT_SCRUBBED  # reports.py: a hook never forgets
+
+        return NOT_SCRUBBED
 
     # -- full text (FTS5, contentless-delete tables) -------------------------------------------------
 
@@ -122,6 +127,8 @@ class SqliteBackend:
 
     def scrub(self, db: Any, gone: Any) -> bool:
         """Truncate the WAL, then rewrite live pages that still hold a stale copy (scrub.py)."""
+        from . import scrub  # with its page parser: only a forget needs it
+
         return scrub.scrub(db) and scrub.rewrite_stale_pages(db, gone)
 
     def sizes(self, db: Any) -> tuple[int, int, int]:
@@ -129,6 +136,8 @@ class SqliteBackend:
         return _size(str(db.path)), _size(f"{db.path}-wal"), free
 
     def integrity(self, db: Any) -> Check:
+        from ...records import Check  # reports.py: only the doctor asks
+
         rows = [str(next(iter(row.values()))) for row in db.query("PRAGMA integrity_check")]
         if rows == ["ok"]:
             return Check("integrity", "ok", "SQLite integrity_check found no problem")
