@@ -51,6 +51,24 @@ def require_archive(settings: config.Settings) -> None:
         )
 
 
+def require_extractor(settings: config.Settings) -> None:
+    """Exit with EXIT_PROBLEM and what to configure unless a command can extract (extract, retry)."""
+    if settings.extractor == "sampling":
+        problem = (
+            "MEMLIKEHUMAN_EXTRACTOR=sampling asks the MCP client of a running `memlikehuman serve`; a command"
+            " has no client: the server extracts pending events once a client with sampling connects"
+        )
+    elif settings.extractor == "none":
+        problem = (
+            "no extractor is configured: set MEMLIKEHUMAN_EXTRACTOR=openai (and its _MODEL, _BASE_URL, _API_KEY)"
+            " or command (and MEMLIKEHUMAN_EXTRACTOR_COMMAND) in the environment or the config file"
+        )
+    else:
+        return
+    click.echo(f"error: {problem}", err=True)
+    sys.exit(EXIT_PROBLEM)
+
+
 def fail(exc: MemLikeHumanError) -> NoReturn:
     """Print a coded error on stderr and exit 1."""
     click.echo(f"error: {exc}", err=True)

@@ -13,7 +13,16 @@ from .. import validate
 from ..engine import Engine, Outcome
 from ..errors import MemLikeHumanError
 from ..records import Scope
-from .common import EXIT_INTERRUPTED, EXIT_PROBLEM, EXIT_USAGE, db_option, fail, require_archive, settings_from
+from .common import (
+    EXIT_INTERRUPTED,
+    EXIT_PROBLEM,
+    EXIT_USAGE,
+    db_option,
+    fail,
+    require_archive,
+    require_extractor,
+    settings_from,
+)
 
 
 @click.command()
@@ -34,20 +43,7 @@ def extract(ctx: click.Context, db: str | None, persona_id: str | None, project_
     """
     settings = settings_from(ctx, db)
     require_archive(settings)
-    if settings.extractor == "sampling":
-        click.echo(
-            "error: MEMLIKEHUMAN_EXTRACTOR=sampling asks the MCP client of a running `memlikehuman serve`; a"
-            " command has no client: the server extracts pending events once a client with sampling connects",
-            err=True,
-        )
-        sys.exit(EXIT_PROBLEM)
-    if settings.extractor == "none":
-        click.echo(
-            "error: no extractor is configured: set MEMLIKEHUMAN_EXTRACTOR=openai (and its _MODEL,"
-            " _BASE_URL, _API_KEY) in the environment or the config file",
-            err=True,
-        )
-        sys.exit(EXIT_PROBLEM)
+    require_extractor(settings)
     if (persona_id is None) != (project_id is None):
         click.echo("error: give --persona and --project together (or neither, for every scope)", err=True)
         sys.exit(EXIT_USAGE)

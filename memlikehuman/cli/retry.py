@@ -11,7 +11,16 @@ from .. import validate
 from ..engine import Engine, Outcome
 from ..errors import MemLikeHumanError
 from ..records import Scope
-from .common import EXIT_PROBLEM, EXIT_USAGE, db_option, fail, progress_bar, require_archive, settings_from
+from .common import (
+    EXIT_PROBLEM,
+    EXIT_USAGE,
+    db_option,
+    fail,
+    progress_bar,
+    require_archive,
+    require_extractor,
+    settings_from,
+)
 
 # A provider that is down fails every event the same way: stop instead of waiting out N timeouts.
 GIVE_UP_AFTER = 3
@@ -34,20 +43,7 @@ def retry(ctx: click.Context, db: str | None, persona_id: str | None, project_id
         sys.exit(EXIT_USAGE)
     settings = settings_from(ctx, db)
     require_archive(settings)
-    if settings.extractor == "sampling":
-        click.echo(
-            "error: MEMLIKEHUMAN_EXTRACTOR=sampling asks the MCP client of a running `memlikehuman serve`; a"
-            " command has no client: the server extracts pending events once a client with sampling connects",
-            err=True,
-        )
-        sys.exit(EXIT_PROBLEM)
-    if settings.extractor == "none":
-        click.echo(
-            "error: no extractor is configured: set MEMLIKEHUMAN_EXTRACTOR=openai (and its _MODEL, _BASE_URL,"
-            " _API_KEY) in the environment or the config file",
-            err=True,
-        )
-        sys.exit(EXIT_PROBLEM)
+    require_extractor(settings)
     try:
         scope = None if all_scopes else validate.scope(persona_id or "default", project_id or "default")
         with Engine(settings) as engine:
