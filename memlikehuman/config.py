@@ -35,7 +35,15 @@ KEYS = (
     "MEMLIKEHUMAN_PERSONA",
     "MEMLIKEHUMAN_PROJECT",
     "MEMLIKEHUMAN_HOOK_RECORD",
+    "MEMLIKEHUMAN_INJECT_ITEMS",
+    "MEMLIKEHUMAN_INJECT_CHARS",
+    "MEMLIKEHUMAN_INJECT_COVERAGE",
+    "MEMLIKEHUMAN_INJECT_SIMILARITY",
+    "MEMLIKEHUMAN_INJECT_SEARCH",
+    "MEMLIKEHUMAN_INJECT_WAIT",
 )
+# where the prompt hook's recall runs: auto asks a running server (semantic), else searches in-process (fast)
+INJECT_SEARCHES = ("auto", "fast")
 
 
 # none: events stay pending; openai: any OpenAI-compatible chat API; sampling: the connected MCP
@@ -79,6 +87,14 @@ class Settings:
     # what the hooks record at turn end besides prompts: a comma-separated list of assistant, tools,
     # subagents (None: assistant only); parsed by hosts/tools.py
     hook_record: str | None = None
+    # the prompt hook's injection gate (retrieval/injection.py; bench/injection.py chose the defaults)
+    inject_items: int = 5
+    inject_chars: int = 2000
+    inject_coverage: float = 0.3
+    inject_similarity: float = 0.04
+    inject_search: str = "auto"
+    # seconds the prompt hook waits for a running server's answer before it searches in-process
+    inject_wait: float = 0.5
     # a PostgreSQL archive (MEMLIKEHUMAN_DB=postgresql://...); db_path then only places side files
     # (the hooks' log and state, the UI's key) in the user data directory
     db_url: str | None = None
@@ -208,7 +224,20 @@ def load(db: str | Path | None = None, env: Mapping[str, str] | None = None) -> 
         persona_id=values.get("MEMLIKEHUMAN_PERSONA") or "default",
         project_id=_project(values.get("MEMLIKEHUMAN_PROJECT")),
         hook_record=values.get("MEMLIKEHUMAN_HOOK_RECORD"),
+        inject_items=int(_number(values, "MEMLIKEHUMAN_INJECT_ITEMS", 5, 0)),
+        inject_chars=int(_number(values, "MEMLIKEHUMAN_INJECT_CHARS", 2000, 0)),
+        inject_coverage=_number(values, "MEMLIKEHUMAN_INJECT_COVERAGE", 0.3, 0),
+        inject_similarity=_number(values, "MEMLIKEHUMAN_INJECT_SIMILARITY", 0.04, -2),
+        inject_search=_choice(values, "MEMLIKEHUMAN_INJECT_SEARCH", INJECT_SEARCHES),
+        inject_wait=_number(values, "MEMLIKEHUMAN_INJECT_WAIT", 0.5, 0),
     )
+
+
+def _choice(values: Mapping[str, str], key: str, allowed: tuple[str, ...]) -> str:
+    raw = (values.get(key) or allowed[0]).strip().lower()
+    if raw not in allowed:
+        raise InvalidArgument(f"{key}={raw!r} is not one of {', '.join(allowed)}")
+    return raw
 
 
 def _project(raw: str | None) -> str:

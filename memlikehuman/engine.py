@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from .lifecycle.extract import Outcome
     from .lifecycle.worker import Worker
     from .providers.base import Embedder, Extractor
-    from .records import CorrectionResult, ForgetResult, Preview, RecallResult, Turn
+    from .records import CorrectionResult, ForgetResult, InjectedItem, Preview, RecallResult, Turn
     from .retrieval.sources import Upkeep
     from .sessions.context import ResumeResult
 
@@ -57,6 +57,7 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+Injected = list["InjectedItem"]
 QUEUED = (
     "extraction is queued in the background (MEMLIKEHUMAN_EXTRACTION_WAIT): the raw text is durable and"
     " searchable; memory_read shows the state and memories once it is done"
@@ -199,15 +200,8 @@ class Engine(Operations):
             warnings += self._after_insert(sequence, duplicate, configured)
         self.background.notify_indexer()  # embeds the event and its memories in the background, after the commit
         event = events.load(self.db, sequence)
-        return RecordResult(
-            event_id=event.event_id,
-            sequence=event.sequence,
-            duplicate=duplicate,
-            extraction_state=event.extraction_state,
-            memory_ids=event.memory_ids,
-            error=event.extraction_error,
-            warnings=warnings,
-        )
+        state, memory_ids, failure = event.extraction_state, event.memory_ids, event.extraction_error
+        return RecordResult(event.event_id, event.sequence, duplicate, state, memory_ids, failure, warnings)
 
     def _after_insert(self, sequence: int, duplicate: bool, configured: bool) -> tuple[str, ...]:
         if not configured:
@@ -338,6 +332,12 @@ class Engine(Operations):
             said, self._notices = self._notices, []
             result = dataclasses.replace(result, warnings=(*result.warnings, *said))
         return result
+
+    def inject(self, scope: Scope, query: str, *, gate: Mapping[str, float] | None = None, **options: Any) -> Injected:
+        """The prompt hook's context (injection.choose and its options); `gate` overrides configured values."""
+        from .retrieval.injection import Gate, choose
+
+        return choose(self, scope, query, gate=Gate.of(self.settings, gate), upkeep=self._upkeep, **options)
 
     def _upkeep(self, upkeep: Upkeep) -> None:
         if upkeep.stale_events:

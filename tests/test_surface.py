@@ -24,7 +24,7 @@ PINNED = {
     "memlikehuman.records": [
         "BASES", "CATEGORIES", "CUE_KINDS", "MEMORY_KINDS", "NOT_SCRUBBED", "ROLES", "Candidate", "Check",
         "CorrectionResult", "Coverage", "Cue", "Event", "ForgetResult", "HistoryMessage", "HistoryReport",
-        "ImportReport", "Kind", "Memory", "MemoryHit", "Page", "PersonaVersion", "Preview", "RawHit", "ReadResult",
+        "ImportReport", "InjectedItem", "Kind", "Memory", "MemoryHit", "Page", "PersonaVersion", "Preview", "RawHit", "ReadResult",
         "RebuildResult", "RecallResult", "RecordResult", "Scope", "SpeakerAlias", "Turn", "memory_status",
     ],
     "memlikehuman.errors": [
@@ -37,7 +37,7 @@ PINNED = {
 ENGINE_METHODS = [
     "checkpoint", "client_seen", "close", "correct", "count_records", "drain", "embed_missing", "export_lines",
     "extract_answer", "extraction_prompt", "forget",
-    "forget_preview", "import_history", "import_lines", "latest_checkpoint", "persona", "persona_history",
+    "forget_preview", "import_history", "import_lines", "inject", "latest_checkpoint", "persona", "persona_history",
     "persona_with_memories", "prepare_import", "read", "recall", "record", "reindex_fulltext", "reindex_vectors",
     "requeue", "resume", "retry_queue", "session_turns", "set_persona", "start_extraction", "stats", "use_extractor",
 ]  # fmt: skip

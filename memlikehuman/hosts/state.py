@@ -79,3 +79,50 @@ def failed(db_path: Path | None, host: str, event: str | None, exc: BaseExceptio
             log.write(line + "\n")
     except OSError:
         pass
+
+
+# -- what the prompt hook injected, per session ----------------------------------------------------
+
+SESSIONS_KEPT = 50  # sessions whose injected records are remembered (the newest)
+IDS_KEPT = 500  # records remembered per session
+
+
+def injected_path(db_path: Path) -> Path:
+    """The file of what the prompt hook injected in each recent session."""
+    return db_path.with_name(db_path.name + ".injected.json")
+
+
+def _injected_all(db_path: Path) -> dict[str, list[str]]:
+    try:
+        data = json.loads(injected_path(db_path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {k: [i for i in v if isinstance(i, str)] for k, v in data.items() if isinstance(v, list)}
+
+
+def injected(db_path: Path, session_id: str) -> list[str]:
+    """The record IDs the prompt hook injected earlier in this session ([] when none or unreadable)."""
+    return _injected_all(db_path).get(session_id, [])
+
+
+def note_injected(db_path: Path, session_id: str, record_ids: list[str]) -> None:
+    """Add record IDs to the session's injected ones (atomically replaced; never raises).
+
+    Two prompts of one session finishing at once may lose one's note: that record may then be
+    injected once more, nothing worse.
+    """
+    if not record_ids:
+        return
+    try:
+        sessions = _injected_all(db_path)
+        ids = [*sessions.pop(session_id, []), *record_ids][-IDS_KEPT:]
+        sessions[session_id] = list(dict.fromkeys(ids))  # the newest session last
+        kept = dict(list(sessions.items())[-SESSIONS_KEPT:])
+        db_path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = db_path.with_name(f".{db_path.name}.injected.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(kept), encoding="utf-8")
+        os.replace(tmp, injected_path(db_path))
+    except OSError:
+        pass

@@ -28,6 +28,7 @@ __all__ = [
     "HistoryMessage",
     "HistoryReport",
     "ImportReport",
+    "InjectedItem",
     "Kind",
     "Memory",
     "MemoryHit",
@@ -225,6 +226,16 @@ class RawHit:
     excerpt: str
     truncated: bool
     score: float
+
+
+@dataclass(frozen=True)
+class InjectedItem:
+    """One line the prompt hook injects: the record it quotes, the line itself, and why it passed the gate."""
+
+    record_id: str
+    line: str
+    coverage: float
+    similarity: float | None
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from . import coverage, gaps, gist, phrasings, ranking, search
 from .excerpts import excerpt
 from .ranking import DEFAULT_TUNING, Tuning
 from .search import Filters
-from .sources import Sources, Upkeep
+from .sources import Dense, Sources, Upkeep
 
 if TYPE_CHECKING:
     import numpy as np
@@ -61,11 +61,14 @@ def recall(
     alternatives: Sequence[str] | None = None,
     tuning: Tuning = DEFAULT_TUNING,
     upkeep: Callable[[Upkeep], None] | None = None,
+    dense: Dense | None = None,
 ) -> RecallResult:
     """Attributed memories and raw-event excerpts for a query, best first, as known at `as_of`.
 
     Recall writes nothing: what it notices about the vector index goes to `upkeep` (the facade
-    drops stale cached vectors and wakes the indexer).
+    drops stale cached vectors and wakes the indexer). `dense`, when given, receives the query's vector
+    and the best cosine of every dense candidate (the injection gate's measures, injection.py); it
+    stays empty in fast mode.
 
     `alternatives` are further phrasings of the same need (at most 8): each is searched like the
     query and the rankings are fused. Raises InvalidArgument (bad input) or LimitExceeded (query or
@@ -90,6 +93,9 @@ def recall(
     found = _Recall(sources, filters, query, limit, detail, search_mode, tuning, others, by_alias)
     found.as_of_given = as_of is not None
     result = found.run()
+    if dense is not None:
+        dense.query = found.phrasings[0].qvec if found.phrasings else None
+        dense.cosines.update(found.similarity)
     if upkeep is not None and (found.stale or found.unindexed):
         upkeep(Upkeep(scope, tuple(found.stale), found.unindexed))
     return result
@@ -125,6 +131,7 @@ class _Recall:
         # Events raw fallback left out because their memories cover what matched:
         # sequence -> (score, whether the event's own text holds a query word).
         self.covered: dict[int, tuple[float, bool]] = {}
+        self.similarity: dict[tuple[Kind, int], float] = {}
 
     def run(self) -> RecallResult:
         mode = self._prepare_dense()
@@ -252,6 +259,9 @@ class _Recall:
         if hits is None:
             return []
         pairs = list(zip(hits.ids.tolist(), hits.scores.tolist(), strict=True))
+        for i, s in pairs:
+            key = (kind, i)
+            self.similarity[key] = max(s, self.similarity.get(key, -1.0))
         ids = [i for i, _ in pairs if i not in info]
         if kind == "event":
             found = search.eligible_events(self.db, ids, self.filters)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from ..records import Scope
+from ..records import Kind, Scope
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from ..archive.db import Database
     from ..config import Settings
     from ..index.vectors import VectorCache
@@ -38,3 +40,11 @@ class Upkeep:
     scope: Scope
     stale_events: tuple[int, ...] = ()
     unindexed: bool = False
+
+
+@dataclass
+class Dense:
+    """What a recall's dense step saw: the query's vector, each candidate's best cosine by (kind, ID)."""
+
+    query: np.ndarray | None = None
+    cosines: dict[tuple[Kind, int], float] = field(default_factory=dict)

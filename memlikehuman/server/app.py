@@ -22,6 +22,7 @@ from ..errors import MemLikeHumanError, Unavailable
 from .stdio import AnsweringReadStream
 
 if TYPE_CHECKING:
+    from ..hosts.channel import Listener
     from .sampling import Bridge
 
 log = logging.getLogger("memlikehuman.server")
@@ -191,6 +192,19 @@ class MemoryMCPServer(MCPServer[Any]):
             )
 
 
+def _hook_listener(engine: Engine) -> Listener | None:
+    """The socket the prompt hooks of this archive ask for semantic context (hosts/prompt_context.py)."""
+    from ..hosts import channel, prompt_context
+
+    if engine.settings.embedder == "none":
+        return None  # the hooks' own fast search is all this server could offer
+    listener = channel.Listener(prompt_context.target(engine.settings), lambda r: prompt_context.answer(engine, r))
+    path = listener.start()
+    if path is not None:
+        log.info("answering the prompt hooks of this archive on %s", path)
+    return listener
+
+
 def make_server(settings: Settings) -> tuple[MemoryMCPServer, Holder]:
     """The MCP server for one archive, without tools yet (build_server adds them); the archive opens in
     the lifespan and closes after it."""
@@ -210,9 +224,12 @@ def make_server(settings: Settings) -> tuple[MemoryMCPServer, Holder]:
             holder.sampling.opened(engine)
         engine.start_extraction()  # events left pending by an earlier run are extracted again
         log.info("archive open: %s (schema %d)", settings.archive_label, engine.schema_version)
+        listener = _hook_listener(engine)
         try:
             yield {"engine": engine}
         finally:
+            if listener is not None:
+                listener.close()
             holder._engine = None
             engine.close()
 

@@ -1,0 +1,328 @@
+"""A local channel from `memlikehuman hook` processes to the `memlikehuman serve` processes of an archive.
+
+A server has the embedder loaded; a hook has about 100 ms and cannot load it, so it asks a running
+server (`ask`) and falls back to its own search when no trusted server answers (None).
+
+Protocol: one Unix-socket connection per request. The client sends one line of JSON (an object,
+`\\n`-terminated, at most MAX_LINE bytes); the server answers one line of JSON and closes. Error answers:
+{"error": "bad_request"} (the line is not a JSON object), {"error": "internal"} (`answer` raised or gave
+no JSON of at most MAX_LINE bytes; logged to stderr). A request line past MAX_LINE, or not complete
+within CONNECTION_SECONDS: closed unanswered.
+
+Where: in `runtime_dir()`, one socket file per listener, `<archive_key>-<pid>.sock` (further listeners
+of one process: `<archive_key>-<pid>-<n>.sock`). A socket is bound 0600 under a hidden name and renamed
+into place once listening, so a visible socket file that refuses connections is stale.
+
+Trust; whatever fails is ignored, never repaired, never deleted:
+- the directory: a directory (not a symlink) owned by os.getuid(), no group/other permission bits;
+- a socket file (lstat, before connecting): a socket owned by os.getuid(), no group/other bits;
+- the peer, both ways: its SO_PEERCRED uid is os.getuid(); the server drops others unanswered.
+Without AF_UNIX or SO_PEERCRED (not Linux) there is no channel: runtime_dir() returns None.
+The hook imports this module: no logging, threading or hashlib at import time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import os
+import stat
+import struct
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..text.digest import sha256_hex
+
+if TYPE_CHECKING:
+    import logging
+    import socket
+    import threading
+
+MAX_LINE = 256 * 1024  # bytes of one request or answer line, without its newline
+CONNECTION_SECONDS = 5.0  # the server's whole budget for one connection: read, answer, send
+_UCRED = struct.Struct("i2I")  # struct ucred: pid_t pid, uid_t uid, gid_t gid
+_SEQUENCE = itertools.count()  # tells apart the listeners of one process
+_BAD_REQUEST = b'{"error":"bad_request"}\n'
+_INTERNAL = b'{"error":"internal"}\n'
+
+Answer = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def runtime_dir() -> Path | None:
+    """The private directory for sockets, created 0700 if missing; None (never raises) when untrusted.
+
+    $XDG_RUNTIME_DIR/memlikehuman when XDG_RUNTIME_DIR is a private directory of this user, else
+    $TMPDIR (or /tmp)/memlikehuman-<uid>. The chosen directory is never repaired: untrusted means None.
+    """
+    import _socket  # the C module: `socket` itself costs a hook ~4 ms, paid only when a server is there
+
+    if not hasattr(_socket, "AF_UNIX") or not hasattr(_socket, "SO_PEERCRED"):
+        return None
+    xdg, tmp = os.environ.get("XDG_RUNTIME_DIR", ""), os.environ.get("TMPDIR", "")
+    if os.path.isabs(xdg) and _private(xdg, follow=True):
+        directory = Path(xdg) / "memlikehuman"
+    else:
+        directory = Path(tmp if os.path.isabs(tmp) else "/tmp") / f"memlikehuman-{os.getuid()}"
+    with contextlib.suppress(OSError):
+        os.mkdir(directory, 0o700)
+    return directory if _private(directory, follow=False) else None
+
+
+def _private(path: str | Path, follow: bool) -> bool:
+    try:
+        info = os.stat(path) if follow else os.lstat(path)
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISDIR(info.st_mode) and _ours(info)
+
+
+def _ours(info: os.stat_result) -> bool:
+    return info.st_uid == os.getuid() and info.st_mode & 0o077 == 0
+
+
+def archive_key(target: str) -> str:
+    """A short name for an archive (a resolved file path or a PostgreSQL URL): its SHA-256, 16 hex digits."""
+    return sha256_hex(target.encode("utf-8", "surrogateescape"))[:16]
+
+
+class Listener:
+    """Serves requests for one archive on <runtime_dir>/<archive_key>-<pid>.sock in a daemon thread.
+
+    Each connection gets its own short-lived daemon thread (a slow client blocks no other), so `answer`
+    may run in several threads at once.
+    """
+
+    def __init__(self, target: str, answer: Answer) -> None:
+        import threading
+
+        self._target, self._answer = target, answer
+        self._lock = threading.Lock()
+        self._socket: socket.socket | None = None
+        self._path: Path | None = None
+        self._inode: tuple[int, int] | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def path(self) -> Path | None:
+        """The socket file while serving, else None."""
+        return self._path
+
+    def start(self) -> Path | None:
+        """Bind, listen and serve; the socket file, or None (a warning logged) when there is no channel."""
+        import threading
+
+        with self._lock:
+            if self._socket is not None:
+                return self._path
+            directory = runtime_dir()
+            if directory is None:
+                _log().warning("channel: no private runtime directory; hooks will search by themselves")
+                return None
+            n = next(_SEQUENCE)
+            path = directory / f"{archive_key(self._target)}-{os.getpid()}{f'-{n}' if n else ''}.sock"
+            try:
+                self._socket, self._inode = _bind(path)
+            except OSError as error:
+                _log().warning("channel: cannot listen on %s: %s", path, error)
+                return None
+            self._path = path
+            self._thread = threading.Thread(target=self._serve, args=(self._socket,), name="channel", daemon=True)
+            self._thread.start()
+            return path
+
+    def close(self) -> None:
+        """Stop serving and remove the socket file if it is still the one bound; idempotent."""
+        with self._lock:
+            sock, path, inode, thread = self._socket, self._path, self._inode, self._thread
+            self._socket = self._path = self._inode = self._thread = None
+        if sock is None or path is None or thread is None:
+            return
+        import socket
+
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept()
+        thread.join(CONNECTION_SECONDS)
+        sock.close()
+        with contextlib.suppress(OSError):
+            if _identity(os.lstat(path)) == inode:
+                os.unlink(path)
+
+    def _serve(self, sock: socket.socket) -> None:
+        import threading
+
+        while True:
+            try:
+                connection, _ = sock.accept()
+            except OSError as error:
+                if self._socket is not sock:
+                    return  # closed
+                _log().warning("channel: accept failed on %s: %s", self._path, error)
+                time.sleep(0.5)  # out of file descriptors, say: pause rather than spin
+                continue
+            threading.Thread(target=self._handle, args=(connection,), name="channel-request", daemon=True).start()
+
+    def _handle(self, connection: socket.socket) -> None:
+        deadline = time.monotonic() + CONNECTION_SECONDS
+        with connection, contextlib.suppress(OSError):
+            if _peer_uid(connection) != os.getuid():
+                return
+            line = _read_line(connection, deadline)
+            if line is not None:
+                reply = self._reply(line)
+                _budget(connection, deadline)
+                connection.sendall(reply)
+
+    def _reply(self, line: bytes) -> bytes:
+        try:
+            request = json.loads(line)
+        except (ValueError, RecursionError):
+            request = None
+        if not isinstance(request, dict):
+            return _BAD_REQUEST
+        try:
+            return _encode(self._answer(request))
+        except Exception:  # the edge of a request thread: log, answer an error, keep serving
+            _log().exception("channel: answering a request failed")
+            return _INTERNAL
+
+
+def ask(target: str, request: dict[str, Any], timeout: float) -> dict[str, Any] | None:
+    """Send one request to a server of this archive and return its answer; never raises.
+
+    None when no trusted server answers within `timeout` seconds in total (servers are tried newest
+    first; an answer that is not a JSON object or has an "error" key counts as none), or when the
+    request is not JSON of at most MAX_LINE bytes (a warning is logged). A socket file that passes
+    the trust checks but refuses connections is stale (ours, no longer listening): it is deleted.
+    """
+    deadline = time.monotonic() + timeout
+    try:
+        data = _encode(request)
+    except (TypeError, ValueError) as error:
+        _log().warning("channel: request not sent: %s", error)
+        return None
+    directory = runtime_dir()
+    if directory is None:
+        return None
+    for path, info in _candidates(directory, archive_key(target)):
+        if time.monotonic() >= deadline:
+            break
+        if (answer := _ask_one(path, info, data, deadline)) is not None:
+            return answer
+    return None
+
+
+def _candidates(directory: Path, key: str) -> list[tuple[Path, os.stat_result]]:
+    """The trusted socket files of an archive, newest first."""
+    found = []
+    with contextlib.suppress(OSError), os.scandir(directory) as entries:
+        for entry in entries:
+            if entry.name.startswith(f"{key}-") and entry.name.endswith(".sock"):
+                with contextlib.suppress(OSError):
+                    info = entry.stat(follow_symlinks=False)
+                    if stat.S_ISSOCK(info.st_mode) and _ours(info):
+                        found.append((Path(entry.path), info))
+    return sorted(found, key=lambda item: item[1].st_mtime_ns, reverse=True)
+
+
+def _ask_one(path: Path, info: os.stat_result, data: bytes, deadline: float) -> dict[str, Any] | None:
+    import socket
+
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        try:
+            _budget(sock, deadline)
+            sock.connect(str(path))
+            if _peer_uid(sock) != os.getuid():
+                return None
+            _budget(sock, deadline)
+            sock.sendall(data)
+            line = _read_line(sock, deadline)
+        except ConnectionRefusedError:
+            with contextlib.suppress(OSError):
+                if _identity(os.lstat(path)) == _identity(info):  # still the file that passed the checks
+                    os.unlink(path)
+            return None
+        except OSError:
+            return None
+    try:
+        answer = json.loads(line) if line is not None else None
+    except (ValueError, RecursionError):
+        return None
+    return answer if isinstance(answer, dict) and "error" not in answer else None
+
+
+def _bind(path: Path) -> tuple[socket.socket, tuple[int, int]]:
+    """A socket listening on `path`, and the file's identity: born 0600 under a hidden name, renamed
+    into place once listening. Raises OSError."""
+    hidden = path.with_name(f".{path.name}")
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(hidden)  # left by a dead process of the same pid
+    import socket
+
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        umask = os.umask(0o177)
+        try:
+            sock.bind(str(hidden))
+        finally:
+            os.umask(umask)
+        os.chmod(hidden, 0o600)
+        identity = _identity(os.lstat(hidden))
+        sock.listen(socket.SOMAXCONN)
+        os.rename(hidden, path)
+    except OSError:
+        sock.close()
+        with contextlib.suppress(OSError):
+            os.unlink(hidden)
+        raise
+    return sock, identity
+
+
+def _identity(info: os.stat_result) -> tuple[int, int]:
+    return info.st_dev, info.st_ino
+
+
+def _peer_uid(sock: socket.socket) -> int:
+    import socket
+
+    _, uid, _ = _UCRED.unpack(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _UCRED.size))
+    return int(uid)
+
+
+def _read_line(sock: socket.socket, deadline: float) -> bytes | None:
+    """One line without its newline; None at EOF before a newline or past MAX_LINE. Raises OSError."""
+    buffer = bytearray()
+    while len(buffer) <= MAX_LINE:
+        _budget(sock, deadline)
+        chunk = sock.recv(65536)
+        if not chunk:
+            return None
+        end = chunk.find(b"\n")
+        buffer += chunk if end < 0 else chunk[:end]
+        if end >= 0:
+            return bytes(buffer) if len(buffer) <= MAX_LINE else None
+    return None
+
+
+def _budget(sock: socket.socket, deadline: float) -> None:
+    """Give the socket's next operation what is left of the time; raises TimeoutError when nothing is."""
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise TimeoutError
+    sock.settimeout(remaining)
+
+
+def _encode(message: dict[str, Any]) -> bytes:
+    """One line of JSON (ASCII). Raises TypeError (not JSON-serializable), ValueError (past MAX_LINE)."""
+    data = json.dumps(message, separators=(",", ":")).encode()
+    if len(data) > MAX_LINE:
+        raise ValueError(f"{len(data)} bytes of JSON: the channel carries at most {MAX_LINE}")
+    return data + b"\n"
+
+
+def _log() -> logging.Logger:
+    import logging  # ~10 ms of start-up: only when there is something to log
+
+    return logging.getLogger(__name__)

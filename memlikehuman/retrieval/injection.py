@@ -1,0 +1,190 @@
+"""What the prompt hook puts in front of the model: recall's best items that clear a relevance gate.
+
+An item is injected only when it is about the prompt, measured relative to the prompt itself:
+- coverage: the share of the prompt's content words (each weighted by its rarity in the archive,
+  words the archive never saw left out) that the item holds, in its text, its speaker or, for an
+  event, the turn before it in its session (an answer often holds none of the question's words);
+- similarity (semantic and deep only): the cosine between the prompt and the item's vector, less
+  the prompt's best cosine to a few content-free sentences (ANCHORS). Cosines of one embedder sit in
+  a narrow band (e5: 0.75-0.88 for related and unrelated text alike) and some prompts are near
+  everything; the margin over the anchors says how much nearer this item is than small talk.
+An item passes when coverage >= Gate.coverage or similarity >= Gate.similarity; nothing passes,
+nothing is injected. Then at most Gate.items items and Gate.chars characters, best first. This
+session's own turns (the prompt itself among them) and the record IDs in `exclude` (what the hook
+injected earlier in the session) are never offered. bench/injection.py chose the floors
+(docs/design.md, "Injected context").
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..archive import events, fulltext
+from ..records import Event, InjectedItem, Kind, RecallResult, Scope
+from ..text import overlap
+from . import search
+from .recall import Dense, recall
+from .sources import Sources, Upkeep
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ..config import Settings
+else:
+    from ..providers.lazy_numpy import np  # numpy stays unimported on the hooks' fast path
+
+# Candidates read from recall for each prompt: enough that the gate can refuse some and still fill the cap.
+POOL = 15
+ITEM_CHARS = 400
+# Words that carry no need of their own in a prompt ("please add ..."), beside search.STOPWORDS.
+FILLER = frozenset("please thanks thank hi hello hey ok okay yes yeah sure".split())
+# Sentences about nothing: a prompt's cosine to them is its floor of similarity to any text.
+ANCHORS = (
+    "Okay, sounds good.",
+    "Thanks, that helps.",
+    "Let me check and get back to you.",
+    "Yes, go ahead.",
+    "What do you think?",
+    "I see, tell me more.",
+    "Hello, how are you?",
+    "Can you help me with something?",
+)
+_ANCHORS: dict[str, Any] = {}  # embedder model -> the anchors' vectors
+
+
+@dataclass(frozen=True)
+class Gate:
+    """The injection gate's settings (MEMLIKEHUMAN_INJECT_*)."""
+
+    items: int = 5
+    chars: int = 2000
+    coverage: float = 0.3
+    similarity: float = 0.04
+
+    @classmethod
+    def of(cls, settings: Settings, given: Mapping[str, float] | None = None) -> Gate:
+        """The configured gate, with the values `given` (a hook's request) instead where present."""
+        s, g = settings, dict(given or {})
+        return cls(
+            int(g.get("items", s.inject_items)),
+            int(g.get("chars", s.inject_chars)),
+            float(g.get("coverage", s.inject_coverage)),
+            float(g.get("similarity", s.inject_similarity)),
+        )
+
+
+def choose(
+    sources: Sources,
+    scope: Scope,
+    query: str,
+    *,
+    mode: str = "fast",
+    session_id: str | None = None,
+    exclude: Collection[str] = (),
+    gate: Gate = Gate(),
+    upkeep: Callable[[Upkeep], None] | None = None,
+    query_stored: bool = False,
+) -> list[InjectedItem]:
+    """The items to inject for a prompt, best first; [] when none clears the gate.
+
+    `query_stored`: the prompt is already recorded (the hook records it first), so its own words
+    are not counted as words the archive knows.
+
+    Raises what recall raises for bad input (InvalidArgument, LimitExceeded).
+    """
+    if gate.items <= 0 or gate.chars <= 0:
+        return []
+    dense = Dense()
+    found = recall(sources, scope, query, limit=POOL, search_mode=mode, upkeep=upkeep, dense=dense)
+    weigh = _coverage(sources, query, found, 1 if query_stored else 0)
+    floor = _anchor_floor(sources, dense)
+    chosen: list[InjectedItem] = []
+    used = 0
+    for key, record_id, line, text in _candidates(sources, found, session_id, exclude):
+        covered = weigh(text)
+        cosine = dense.cosines.get(key)
+        margin = None if cosine is None or floor is None else cosine - floor
+        if covered < gate.coverage and (margin is None or margin < gate.similarity):
+            continue
+        line = _one_line(line)
+        if used + len(line) > gate.chars:
+            break
+        chosen.append(InjectedItem(record_id, line, round(covered, 3), None if margin is None else round(margin, 4)))
+        used += len(line) + 1
+        if len(chosen) == gate.items:
+            break
+    return chosen
+
+
+Candidate = tuple[tuple[Kind, int], str, str, str]  # (kind, id), record ID, line, text the coverage reads
+
+
+def _candidates(
+    sources: Sources, found: RecallResult, session_id: str | None, exclude: Collection[str]
+) -> list[Candidate]:
+    """Current memories, then raw events outside this session, with the text their coverage is read from."""
+    out: list[Candidate] = []
+    for hit in found.memories:
+        m = hit.memory
+        if hit.status != "current" or m.memory_id in exclude:
+            continue
+        line = f"- memory {m.memory_id} ({m.role} via {m.source}, {m.basis}, {m.occurred_at[:10]}): {m.content}"
+        out.append((("memory", m.rowid), m.memory_id, line, f"{m.content} {m.source}"))
+    raws = [r for r in found.raw_fallback if r.event.session_id != session_id and r.event.event_id not in exclude]
+    before = _previous(sources, [r.event for r in raws])
+    for raw in raws:
+        e = raw.event
+        line = f"- event {e.event_id} ({e.role} via {e.source}, {e.occurred_at[:10]}): {raw.excerpt}"
+        out.append((("event", e.sequence), e.event_id, line, f"{e.text} {e.source} {before.get(e.sequence, '')}"))
+    return out
+
+
+def _previous(sources: Sources, found: list[Event]) -> dict[int, str]:
+    """The text of the turn before each event in its session."""
+    links = search.neighbours(sources.db, [e.sequence for e in found])
+    return {seq: events.load(sources.db, prev).text for seq, (prev, _) in links.items() if prev is not None}
+
+
+def _coverage(sources: Sources, query: str, found: RecallResult, own: int) -> Callable[[str], float]:
+    """The coverage of the query by a text: the rarity-weighted share of its known content words held."""
+    words = [w for w in search.terms(query) if w not in search.STOPWORDS and w not in FILLER]
+    wanted = overlap.query_terms(words, query)
+    grams = set(wanted) - {overlap.stem(w) for w in words}
+    by_word = dict(zip([overlap.stem(w) for w in words], words, strict=True))
+    counts = search.row_counts(sources.db, fulltext.TABLES["event"], list(by_word.values()))
+    if grams:
+        counts.update(search.row_counts(sources.db, fulltext.NGRAM_TABLES["event"], sorted(grams)))
+    total = max(found.coverage.events_in_scope, 1)
+    weights = {}
+    for term in wanted:
+        seen = counts.get(by_word.get(term, term), 0) - own
+        if seen > 0:  # a word the archive never saw: no item can hold it, and it says nothing of relevance
+            weights[term] = math.log(1 + max(total, seen) / seen)
+    mass = sum(weights.values())
+
+    def covered(text: str) -> float:
+        if not mass:
+            return 0.0
+        held = overlap.terms(text)
+        return sum(w for term, w in weights.items() if term in held) / mass
+
+    return covered
+
+
+def _anchor_floor(sources: Sources, dense: Dense) -> float | None:
+    """The query's best cosine to the anchors; None in fast mode (no query vector)."""
+    embedder = sources.embedder if dense.query is not None else None
+    if embedder is None or dense.query is None:
+        return None
+    anchors = _ANCHORS.get(embedder.model_id)
+    if anchors is None:
+        anchors = _ANCHORS[embedder.model_id] = np.asarray(embedder.embed(list(ANCHORS), "passage"), dtype=np.float32)
+    return float((anchors @ dense.query).max())
+
+
+def _one_line(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= ITEM_CHARS else flat[: ITEM_CHARS - 1] + "…"
