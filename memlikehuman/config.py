@@ -39,6 +39,7 @@ KEYS = (
     "MEMLIKEHUMAN_INJECT_CHARS",
     "MEMLIKEHUMAN_INJECT_COVERAGE",
     "MEMLIKEHUMAN_INJECT_SIMILARITY",
+    "MEMLIKEHUMAN_INJECT_STEP",
     "MEMLIKEHUMAN_INJECT_SEARCH",
     "MEMLIKEHUMAN_INJECT_WAIT",
 )
@@ -90,8 +91,9 @@ class Settings:
     # the prompt hook's injection gate (retrieval/injection.py; bench/injection.py chose the defaults)
     inject_items: int = 5
     inject_chars: int = 2000
-    inject_coverage: float = 0.3
-    inject_similarity: float = 0.04
+    inject_coverage: float = 0.25
+    inject_similarity: float = 0.02
+    inject_step: float = 0.01
     inject_search: str = "auto"
     # seconds the prompt hook waits for a running server's answer before it searches in-process
     inject_wait: float = 0.5
@@ -226,8 +228,9 @@ def load(db: str | Path | None = None, env: Mapping[str, str] | None = None) -> 
         hook_record=values.get("MEMLIKEHUMAN_HOOK_RECORD"),
         inject_items=int(_number(values, "MEMLIKEHUMAN_INJECT_ITEMS", 5, 0)),
         inject_chars=int(_number(values, "MEMLIKEHUMAN_INJECT_CHARS", 2000, 0)),
-        inject_coverage=_number(values, "MEMLIKEHUMAN_INJECT_COVERAGE", 0.3, 0),
-        inject_similarity=_number(values, "MEMLIKEHUMAN_INJECT_SIMILARITY", 0.04, -2),
+        inject_coverage=_number(values, "MEMLIKEHUMAN_INJECT_COVERAGE", 0.25, 0),
+        inject_similarity=_number(values, "MEMLIKEHUMAN_INJECT_SIMILARITY", 0.02, -2),
+        inject_step=_number(values, "MEMLIKEHUMAN_INJECT_STEP", 0.01, 0),
         inject_search=_choice(values, "MEMLIKEHUMAN_INJECT_SEARCH", INJECT_SEARCHES),
         inject_wait=_number(values, "MEMLIKEHUMAN_INJECT_WAIT", 0.5, 0),
     )

@@ -24,8 +24,8 @@ PINNED = {
     "memlikehuman.records": [
         "BASES", "CATEGORIES", "CUE_KINDS", "MEMORY_KINDS", "NOT_SCRUBBED", "ROLES", "Candidate", "Check",
         "CorrectionResult", "Coverage", "Cue", "Event", "ForgetResult", "HistoryMessage", "HistoryReport",
-        "ImportReport", "InjectedItem", "Kind", "Memory", "MemoryHit", "Page", "PersonaVersion", "Preview", "RawHit", "ReadResult",
-        "RebuildResult", "RecallResult", "RecordResult", "Scope", "SpeakerAlias", "Turn", "memory_status",
+        "ImportReport", "InjectedItem", "Kind", "Memory", "MemoryHit", "Page", "PersonaVersion", "Preview", "RawHit",
+        "ReadResult", "RebuildResult", "RecallResult", "RecordResult", "Scope", "SpeakerAlias", "Turn", "memory_status",
     ],
     "memlikehuman.errors": [
         "CODES", "Conflict", "Forbidden", "ImportConflicts", "Internal", "InvalidArgument", "LimitExceeded",
@@ -40,6 +40,7 @@ ENGINE_METHODS = [
     "forget_preview", "import_history", "import_lines", "inject", "latest_checkpoint", "persona", "persona_history",
     "persona_with_memories", "prepare_import", "read", "recall", "record", "reindex_fulltext", "reindex_vectors",
     "requeue", "resume", "retry_queue", "session_turns", "set_persona", "start_extraction", "stats", "use_extractor",
+    "warm_injection",
 ]  # fmt: skip
 
 

@@ -178,6 +178,14 @@ class Operations:
 
         return indexing.index_pending(self.indexer, progress)
 
+    def warm_injection(self) -> None:
+        """Ready a server for the prompt hooks' semantic requests: the embedder and the injection anchors
+        built, unembedded events (hooks record without vectors) embedded in the background."""
+        from ..retrieval import injection
+
+        injection.warm(self)  # type: ignore[arg-type]  # Engine is the Sources
+        self.indexer.notify()
+
     def retry_queue(self, persona_id: str | None = None, project_id: str | None = None) -> list[int]:
         """Sequences of the pending and failed events of a scope (None: all), in recording order."""
         return events.retry_queue(self.db, persona_id, project_id)

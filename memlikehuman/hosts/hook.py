@@ -128,13 +128,19 @@ def event_id(host: str, session_id: str, role: str, text: str) -> str:
     return f"{host}:{session_id}:{role}:{digest}"
 
 
-def record(engine: Engine, scope: Scope, host: str, session_id: str, role: str, text: str) -> str | None:
-    """Record one message (injected context stripped); return its event ID, None when nothing is left."""
+def record(
+    engine: Engine, scope: Scope, host: str, session_id: str, role: str, text: str, **given: str
+) -> str | None:
+    """Record one message (injected context stripped); return its event ID, None when nothing is left.
+
+    `given` may name the `source` (default: the host) and `occurred_at` (default: now) of a message
+    recorded later than it was said (bench/injection.py replays conversations this way)."""
     clean = markers.strip(text)
     if not clean:
         return None
     eid = event_id(host, session_id, role, clean)
-    engine.record(scope, eid, clean, role, host, session_id=session_id)
+    source = given.pop("source", host)
+    engine.record(scope, eid, clean, role, source, session_id=session_id, **given)
     return eid
 
 
@@ -199,8 +205,8 @@ def _prompt(engine: Engine, scope: Scope, hook: adapters.HookInput) -> str | Non
     query = markers.strip(hook.prompt)[:MAX_QUERY_CHARS]
     if not query.strip():
         return None
-    items, _ = prompt_context.items_for(engine, scope, query, hook.session_id)
-    text = prompt_context.text_of(engine.settings, hook.session_id, items)
+    items, mode = prompt_context.items_for(engine, scope, query, hook.session_id)
+    text = prompt_context.text_of(engine.settings, hook.session_id, items, mode)
     return markers.wrap(text)[:MAX_CONTEXT_CHARS] if text else None
 
 

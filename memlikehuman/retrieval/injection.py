@@ -8,7 +8,8 @@ An item is injected only when it is about the prompt, measured relative to the p
   the prompt's best cosine to a few content-free sentences (ANCHORS). Cosines of one embedder sit in
   a narrow band (e5: 0.75-0.88 for related and unrelated text alike) and some prompts are near
   everything; the margin over the anchors says how much nearer this item is than small talk.
-An item passes when coverage >= Gate.coverage or similarity >= Gate.similarity; nothing passes,
+An item passes by its words (coverage >= Gate.coverage), or by its meaning (`passing`: the one
+nearest item, with a margin >= Gate.similarity that leads the next by Gate.step); nothing passes,
 nothing is injected. Then at most Gate.items items and Gate.chars characters, best first. This
 session's own turns (the prompt itself among them) and the record IDs in `exclude` (what the hook
 injected earlier in the session) are never offered. bench/injection.py chose the floors
@@ -18,7 +19,7 @@ injected earlier in the session) are never offered. bench/injection.py chose the
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -61,8 +62,9 @@ class Gate:
 
     items: int = 5
     chars: int = 2000
-    coverage: float = 0.3
-    similarity: float = 0.04
+    coverage: float = 0.25
+    similarity: float = 0.02
+    step: float = 0.01
 
     @classmethod
     def of(cls, settings: Settings, given: Mapping[str, float] | None = None) -> Gate:
@@ -73,6 +75,7 @@ class Gate:
             int(g.get("chars", s.inject_chars)),
             float(g.get("coverage", s.inject_coverage)),
             float(g.get("similarity", s.inject_similarity)),
+            float(g.get("step", s.inject_step)),
         )
 
 
@@ -101,19 +104,37 @@ def choose(
     found = recall(sources, scope, query, limit=POOL, search_mode=mode, upkeep=upkeep, dense=dense)
     weigh = _coverage(sources, query, found, 1 if query_stored else 0)
     floor = _anchor_floor(sources, dense)
-    chosen: list[InjectedItem] = []
-    used = 0
+    measured = []
     for key, record_id, line, text in _candidates(sources, found, session_id, exclude):
-        covered = weigh(text)
         cosine = dense.cosines.get(key)
-        margin = None if cosine is None or floor is None else cosine - floor
-        if covered < gate.coverage and (margin is None or margin < gate.similarity):
+        margin = None if cosine is None or floor is None else round(cosine - floor, 4)
+        measured.append(InjectedItem(record_id, _one_line(line), round(weigh(text), 3), margin))
+    return [measured[i] for i in passing([(m.coverage, m.similarity, len(m.line)) for m in measured], gate)]
+
+
+def passing(measured: Sequence[tuple[float, float | None, int]], gate: Gate) -> list[int]:
+    """The positions of the candidates (coverage, margin, line length; best first) the gate lets through.
+
+    A candidate passes by its words (coverage >= gate.coverage), or by its meaning when it is the one
+    nearest the prompt and clearly so: its margin >= gate.similarity and >= the next nearest
+    candidate's + gate.step. A prompt near many items at once (an unrelated coding request among
+    coding notes) has no such lead, and a prompt that shares no word with anything gets one item
+    at most.
+    """
+    margins = sorted((m for _, m, _ in measured if m is not None), reverse=True)
+    nearest = margins[0] if margins else None
+    lead = (margins[0] - margins[1]) if len(margins) > 1 else (margins[0] if margins else 0.0)
+    standing = nearest if nearest is not None and nearest >= gate.similarity and lead >= gate.step else None
+    chosen: list[int] = []
+    used = 0
+    for n, (covered, margin, length) in enumerate(measured):
+        by_meaning = standing is not None and margin == standing
+        if covered < gate.coverage and not by_meaning:
             continue
-        line = _one_line(line)
-        if used + len(line) > gate.chars:
+        if used + length > gate.chars:
             break
-        chosen.append(InjectedItem(record_id, line, round(covered, 3), None if margin is None else round(margin, 4)))
-        used += len(line) + 1
+        chosen.append(n)
+        used += length + 1
         if len(chosen) == gate.items:
             break
     return chosen
@@ -174,15 +195,20 @@ def _coverage(sources: Sources, query: str, found: RecallResult, own: int) -> Ca
     return covered
 
 
+def warm(sources: Sources) -> None:
+    """Build the embedder and embed the anchors now, so that the first prompt's answer is not late."""
+    embedder = sources.embedder
+    if embedder is not None and embedder.model_id not in _ANCHORS:
+        _ANCHORS[embedder.model_id] = np.asarray(embedder.embed(list(ANCHORS), "passage"), dtype=np.float32)
+
+
 def _anchor_floor(sources: Sources, dense: Dense) -> float | None:
     """The query's best cosine to the anchors; None in fast mode (no query vector)."""
     embedder = sources.embedder if dense.query is not None else None
     if embedder is None or dense.query is None:
         return None
-    anchors = _ANCHORS.get(embedder.model_id)
-    if anchors is None:
-        anchors = _ANCHORS[embedder.model_id] = np.asarray(embedder.embed(list(ANCHORS), "passage"), dtype=np.float32)
-    return float((anchors @ dense.query).max())
+    warm(sources)
+    return float((_ANCHORS[embedder.model_id] @ dense.query).max())
 
 
 def _one_line(text: str) -> str:

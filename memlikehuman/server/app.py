@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -202,6 +203,7 @@ def _hook_listener(engine: Engine) -> Listener | None:
     path = listener.start()
     if path is not None:
         log.info("answering the prompt hooks of this archive on %s", path)
+        threading.Thread(target=prompt_context.warm, args=(engine,), name="memlikehuman-warm", daemon=True).start()
     return listener
 
 

@@ -1,0 +1,216 @@
+"""What the prompt hook injects, over the real hook command: the relevance gate (retrieval/injection.py),
+and semantic recall from a running `memlikehuman serve` over its private socket (hosts/channel.py)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import BASE_ENV
+from hook_support import SCRIPT, Ran, run_hook, stored
+from hook_support import hook_archive as hook_archive  # noqa: F401  # the `db` fixture, both backends
+
+from memlikehuman import config
+from memlikehuman.archive.db import open_database
+from memlikehuman.hosts import channel, prompt_context
+
+EARLIER = [
+    "I prefer pnpm over npm for this repo",
+    "Please always run ruff before committing",
+    "The staging server is staging.example.internal on port 8443",
+]
+PARAPHRASE = "which package manager should I use to add lodash?"
+UNRELATED = "what's the weather like in Paris tomorrow?"
+
+
+def prompt(session: str, text: str, project: Path) -> dict[str, Any]:
+    return {"session_id": session, "cwd": str(project), "hook_event_name": "UserPromptSubmit", "prompt": text}
+
+
+def seed(db: Path | str, project: Path, **env: str) -> None:
+    for n, text in enumerate(EARLIER):
+        assert run_hook("claude-code", prompt(f"earlier-{n}", text, project), db, project, **env).returncode == 0
+
+
+def injected(ran: Ran) -> list[str]:
+    """The quoted texts of the injected lines; [] when the hook injected nothing."""
+    if not ran.stdout.strip():
+        return []
+    context = ran.json()["hookSpecificOutput"]["additionalContext"]
+    return [line.split("): ", 1)[1] for line in context.splitlines() if line.startswith("- ")]
+
+
+def search_of(ran: Ran) -> str:
+    context = ran.json()["hookSpecificOutput"]["additionalContext"] if ran.stdout.strip() else ""
+    return "semantic" if "by semantic search" in context else "fast" if "by fast (lexical) search" in context else "-"
+
+
+@pytest.fixture(name="runtime")
+def private_runtime_dir() -> Iterator[Path]:
+    """An XDG_RUNTIME_DIR of this test alone, short enough for socket paths (at most 107 bytes)."""
+    path = Path(tempfile.mkdtemp(prefix="mlh-", dir="/tmp"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+# -- the gate, in the hook (no server) -----------------------------------------------------------
+
+
+def test_a_prompt_gets_the_earlier_prompt_it_shares_a_need_with_and_not_the_unrelated_ones(
+    db: Path | str, project: Path
+) -> None:
+    seed(db, project)
+    ran = run_hook("claude-code", prompt("now", "add lodash with npm please", project), db, project)
+    assert injected(ran) == [EARLIER[0]]
+    assert search_of(ran) == "fast"
+
+
+def test_an_unrelated_prompt_gets_nothing_injected(db: Path | str, project: Path) -> None:
+    seed(db, project)
+    ran = run_hook("claude-code", prompt("now", UNRELATED, project), db, project)
+    assert (ran.returncode, ran.stdout) == (0, "")
+    assert stored(db)[-1]["text"] == UNRELATED  # recorded all the same
+
+
+def test_what_was_injected_in_a_session_is_not_injected_again_in_it(db: Path | str, project: Path) -> None:
+    seed(db, project)
+    first = run_hook("claude-code", prompt("now", "add lodash with npm please", project), db, project)
+    again = run_hook("claude-code", prompt("now", "npm cannot find lodash", project), db, project)
+    other = run_hook("claude-code", prompt("later", "npm", project), db, project)
+    assert injected(first) == [EARLIER[0]]
+    assert EARLIER[0] not in injected(again)
+    assert EARLIER[0] in injected(other)  # another session gets it
+
+
+def test_the_items_setting_caps_what_is_injected(db: Path | str, project: Path) -> None:
+    seed(db, project)
+    both = run_hook("claude-code", prompt("a", "run ruff on the staging server", project), db, project)
+    ask = "run ruff on the staging server"
+    one = run_hook("claude-code", prompt("b", ask, project), db, project, MEMLIKEHUMAN_INJECT_ITEMS="1")
+    none = run_hook("claude-code", prompt("c", ask, project), db, project, MEMLIKEHUMAN_INJECT_ITEMS="0")
+    assert sorted(injected(both)) == sorted(EARLIER[1:])
+    assert len(injected(one)) == 1
+    assert none.stdout == ""
+
+
+def test_without_a_server_the_hook_does_not_wait_for_one_and_injects_from_fast(
+    db: Path | str, project: Path, runtime: Path
+) -> None:
+    env = {"XDG_RUNTIME_DIR": str(runtime), "MEMLIKEHUMAN_INJECT_WAIT": "600"}  # run_hook gives up after 60 s
+    seed(db, project, **env)
+    ran = run_hook("claude-code", prompt("now", "add lodash with npm please", project), db, project, **env)
+    assert (injected(ran), search_of(ran)) == ([EARLIER[0]], "fast")
+
+
+# -- sockets that must not be trusted --------------------------------------------------------------
+
+
+def socket_dir(runtime: Path) -> Path:
+    path = runtime / "memlikehuman"
+    path.mkdir(mode=0o700, exist_ok=True)
+    return path
+
+
+def target_of(db: Path | str) -> str:
+    return prompt_context.target(config.load(db, env=BASE_ENV))
+
+
+def test_a_stale_socket_file_of_the_archive_is_ignored(db: Path | str, project: Path, runtime: Path) -> None:
+    env = {"XDG_RUNTIME_DIR": str(runtime), "MEMLIKEHUMAN_INJECT_WAIT": "600"}
+    seed(db, project, **env)
+    stale = socket_dir(runtime) / f"{channel.archive_key(target_of(db))}-99999.sock"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.bind(str(stale))  # bound, never listening, closed: the file stays behind
+    os.chmod(stale, 0o600)
+    ran = run_hook("claude-code", prompt("now", "add lodash with npm please", project), db, project, **env)
+    assert (injected(ran), search_of(ran)) == ([EARLIER[0]], "fast")
+
+
+POISON_LINE = "- event x (user via x, 2026-01-01): POISON"
+POISON = {"items": [{"record_id": "x", "line": POISON_LINE}], "search_mode": "semantic"}
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a socket file to another user needs root")
+def test_a_socket_file_of_another_user_is_never_trusted(
+    db: Path | str, project: Path, runtime: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env = {"XDG_RUNTIME_DIR": str(runtime)}
+    seed(db, project, **env)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    listener = channel.Listener(target_of(db), lambda request: POISON)
+    path = listener.start()
+    assert path is not None
+    try:
+        trusted = run_hook("claude-code", prompt("a", "deploy it", project), db, project, **env)
+        assert injected(trusted) == ["POISON"]  # the same socket, still ours: answered (the test can fail)
+        os.chown(path, 65534, 65534)
+        ran = run_hook("claude-code", prompt("b", "add lodash with npm please", project), db, project, **env)
+    finally:
+        listener.close()
+        path.unlink(missing_ok=True)
+    assert (injected(ran), search_of(ran)) == ([EARLIER[0]], "fast")
+
+
+# -- semantic recall from a running server ---------------------------------------------------------
+
+
+def missing_vectors(db: Path) -> int:
+    opened = open_database(db)
+    try:
+        sql = "SELECT count(*) FROM events e LEFT JOIN event_vectors v ON v.event_sequence = e.sequence"
+        return int(opened.scalar(sql + " WHERE v.event_sequence IS NULL") or 0)
+    finally:
+        opened.close()
+
+
+def serve(db: Path, runtime: Path) -> subprocess.Popen[bytes]:
+    env = {**BASE_ENV, "MEMLIKEHUMAN_EMBEDDER": "local", "MEMLIKEHUMAN_DB": str(db), "XDG_RUNTIME_DIR": str(runtime)}
+    env.update(PATH=os.environ.get("PATH", ""), HOME=str(db.parent / "home"))
+    return subprocess.Popen([str(SCRIPT), "serve"], stdin=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+
+
+def ready(db: Path, project: Path, runtime: Path, process: subprocess.Popen[bytes]) -> None:
+    """Until the server answers a probe (another persona) semantically and every event has its vector."""
+    env = {"XDG_RUNTIME_DIR": str(runtime), "MEMLIKEHUMAN_INJECT_WAIT": "10"}
+    deadline = time.monotonic() + 120
+    for n in range(1000):
+        probe = run_hook("claude-code", prompt(f"p{n}", "ruff", project), db, project, "--persona", "probe", **env)
+        if search_of(probe) == "semantic" and missing_vectors(db) == 0:
+            return
+        assert process.poll() is None, process.stderr.read().decode() if process.stderr else ""
+        assert time.monotonic() < deadline, "the server never answered semantically"
+        time.sleep(0.2)
+
+
+def test_with_the_server_running_a_paraphrase_gets_its_memory_and_an_unrelated_prompt_nothing(
+    tmp_path: Path, project: Path, runtime: Path
+) -> None:
+    db, elsewhere = tmp_path / "memory.sqlite3", tmp_path / "other.sqlite3"
+    env = {"XDG_RUNTIME_DIR": str(runtime)}
+    seed(db, project, **env)
+    seed(elsewhere, project, **env)
+    process = serve(db, runtime)
+    try:
+        ready(db, project, runtime, process)
+        paraphrase = run_hook("claude-code", prompt("now", PARAPHRASE, project), db, project, **env)
+        unrelated = run_hook("claude-code", prompt("now", UNRELATED, project), db, project, **env)
+        # Another archive beside it has no server: its hook is not answered by this one.
+        other = run_hook("claude-code", prompt("now", "add lodash with npm please", project), elsewhere, project, **env)
+    finally:
+        assert process.stdin is not None
+        process.stdin.close()  # what a host does when it is done with a server
+        process.wait(30)
+    assert (injected(paraphrase), search_of(paraphrase)) == ([EARLIER[0]], "semantic")
+    assert unrelated.stdout == ""
+    assert (injected(other), search_of(other)) == ([EARLIER[0]], "fast")
+    assert not list(socket_dir(runtime).glob("*.sock"))  # the server removed its socket on the way out
