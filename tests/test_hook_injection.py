@@ -168,7 +168,7 @@ def missing_vectors(db: Path) -> int:
     opened = open_database(db)
     try:
         sql = "SELECT count(*) FROM events e LEFT JOIN event_vectors v ON v.event_sequence = e.sequence"
-        return int(opened.scalar(sql + " WHERE v.event_sequence IS NULL") or 0)
+        return int(opened.scalar(sql + " WHERE v.event_sequence IS NULL AND e.persona_id = 'default'") or 0)
     finally:
         opened.close()
 
@@ -176,18 +176,22 @@ def missing_vectors(db: Path) -> int:
 def serve(db: Path, runtime: Path) -> subprocess.Popen[bytes]:
     env = {**BASE_ENV, "MEMLIKEHUMAN_EMBEDDER": "local", "MEMLIKEHUMAN_DB": str(db), "XDG_RUNTIME_DIR": str(runtime)}
     env.update(PATH=os.environ.get("PATH", ""), HOME=str(db.parent / "home"))
-    return subprocess.Popen([str(SCRIPT), "serve"], stdin=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    log = (db.parent / "serve.log").open("wb")
+    try:
+        return subprocess.Popen([str(SCRIPT), "serve"], stdin=subprocess.PIPE, stderr=log, env=env)
+    finally:
+        log.close()  # the child has its own copy
 
 
 def ready(db: Path, project: Path, runtime: Path, process: subprocess.Popen[bytes]) -> None:
-    """Until the server answers a probe (another persona) semantically and every event has its vector."""
+    """Until the server answers a probe (another persona) semantically and the seeded events have vectors."""
     env = {"XDG_RUNTIME_DIR": str(runtime), "MEMLIKEHUMAN_INJECT_WAIT": "10"}
     deadline = time.monotonic() + 120
     for n in range(1000):
         probe = run_hook("claude-code", prompt(f"p{n}", "ruff", project), db, project, "--persona", "probe", **env)
         if search_of(probe) == "semantic" and missing_vectors(db) == 0:
             return
-        assert process.poll() is None, process.stderr.read().decode() if process.stderr else ""
+        assert process.poll() is None, (db.parent / "serve.log").read_text()
         assert time.monotonic() < deadline, "the server never answered semantically"
         time.sleep(0.2)
 
