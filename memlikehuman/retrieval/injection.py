@@ -175,9 +175,10 @@ def _coverage(sources: Sources, query: str, found: RecallResult, own: int) -> Ca
     wanted = overlap.query_terms(words, query)
     grams = set(wanted) - {overlap.stem(w) for w in words}
     by_word = dict(zip([overlap.stem(w) for w in words], words, strict=True))
-    counts = search.row_counts(sources.db, fulltext.TABLES["event"], list(by_word.values()))
+    # Counted now, not from the planner's cache: `own` subtracts the prompt recorded a moment ago.
+    counts = search.row_counts(sources.db, fulltext.TABLES["event"], list(by_word.values()), fresh=True)
     if grams:
-        counts.update(search.row_counts(sources.db, fulltext.NGRAM_TABLES["event"], sorted(grams)))
+        counts.update(search.row_counts(sources.db, fulltext.NGRAM_TABLES["event"], sorted(grams), fresh=True))
     total = max(found.coverage.events_in_scope, 1)
     weights = {}
     for term in wanted:

@@ -263,8 +263,10 @@ def without_words(text: str, words: frozenset[str]) -> str:
     return kept if terms(kept) and set(terms(kept)) - STOPWORDS else text
 
 
-def row_counts(db: Database, table: str, words: Sequence[str]) -> dict[str, int]:
-    """How many rows of a full-text table contain each word (cached for a minute: used only to plan)."""
+def row_counts(db: Database, table: str, words: Sequence[str], fresh: bool = False) -> dict[str, int]:
+    """How many rows of a full-text table contain each word (cached for a minute to plan; `fresh`: counted now)."""
+    if fresh:
+        return {word: _count(db, table, word) for word in words}
     now = time.monotonic()
     if len(_COUNTS) > 100_000:
         _COUNTS.clear()
