@@ -20,7 +20,8 @@ def serve(ctx: click.Context, db: str | None) -> None:
     """Run the MCP server on stdin/stdout (the command an MCP host starts).
 
     Standard output carries JSON-RPC only; the archive path and all logs go to stderr.
-    It opens no network listener.
+    It opens no network port; with an embedder it answers the prompt hooks of the same archive on a
+    private Unix socket (docs/hosts.md, "What the prompt hook injects").
     """
     settings = settings_from(ctx, db)
     if settings.extracting:
