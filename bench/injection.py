@@ -41,7 +41,7 @@ from bench.conversation_recall import DATA, _evidence, load  # noqa: E402
 from bench.report import percentile, table, write_section  # noqa: E402
 from memlikehuman import config  # noqa: E402
 from memlikehuman.engine import Engine  # noqa: E402
-from memlikehuman.hosts import channel, prompt_context  # noqa: E402
+from memlikehuman.hosts import channel, prompt_context, state  # noqa: E402
 from memlikehuman.hosts.hook import event_id, record  # noqa: E402
 from memlikehuman.records import Scope  # noqa: E402
 from memlikehuman.retrieval.injection import Gate, passing  # noqa: E402
@@ -169,9 +169,8 @@ def _share(values: list[bool]) -> float:
 # -- the report: the real hook command ----------------------------------------------------------------
 
 
-def ask_hook(db: Path, question: Question, n: int, extra: dict[str, str]) -> tuple[list[str], int, str, float]:
+def ask_hook(db: Path, question: Question, session: str, extra: dict[str, str]) -> tuple[list[str], int, str, float]:
     """One UserPromptSubmit through the hook command: injected IDs, characters, search label, wall ms."""
-    session = f"bench-{n}"
     payload = {"session_id": session, "cwd": "/", "hook_event_name": "UserPromptSubmit", "prompt": question.text}
     argv = [str(SCRIPT), "hook", HOST, "--persona", question.scope.persona_id, "--project", question.scope.project_id]
     env = {**ENV, "MEMLIKEHUMAN_DB": str(db), "MEMLIKEHUMAN_EMBEDDER": "none", "PATH": "/usr/bin:/bin", **extra}
@@ -189,17 +188,20 @@ def floor_ms() -> float:
     return (time.perf_counter() - started) * 1000
 
 
-def report(engine: Engine, db: Path, questions: list[Question], extra: dict[str, str]) -> dict[str, object]:
+def report(engine: Engine, db: Path, questions: list[Question], extra: dict[str, str], run: str) -> dict[str, object]:
+    """Every question through the hook, each in a session of its own that no other run reuses."""
     by: dict[str, Tally] = defaultdict(Tally)
     walls, floors, labels = [], [], defaultdict(int)
+    state.injected_path(db).unlink(missing_ok=True)  # what earlier runs injected is no session's of this one
     for n, q in enumerate(questions):
-        injected, chars, label, wall = ask_hook(db, q, n, extra)
+        session = f"bench-{run}-{n}"
+        injected, chars, label, wall = ask_hook(db, q, session, extra)
         by[q.group].add(q, injected, chars)
         walls.append(wall)
         labels[label] += 1
         if n % 10 == 0:
             floors.append(floor_ms())
-        engine.forget(q.scope, event_id(HOST, f"bench-{n}", "user", q.text))  # no question answers the next
+        engine.forget(q.scope, event_id(HOST, session, "user", q.text))  # no question answers the next
     return {"by": by, "walls": walls, "floors": floors, "labels": dict(labels)}
 
 
@@ -262,10 +264,10 @@ def main() -> None:
             if args.tune_only:
                 return
             results = {
-                "fast (no server)": report(engine, db, shown, {"MEMLIKEHUMAN_INJECT_SEARCH": "fast"}),
+                "fast (no server)": report(engine, db, shown, {"MEMLIKEHUMAN_INJECT_SEARCH": "fast"}, "fast"),
             }
             with server(db):
-                results["semantic (through serve)"] = report(engine, db, shown, {})
+                results["semantic (through serve)"] = report(engine, db, shown, {}, "semantic")
     shown_report = render(results, settings)
     print(shown_report)
     body += "\n\n" + shown_report
