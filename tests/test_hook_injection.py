@@ -110,6 +110,7 @@ def test_without_a_server_the_hook_does_not_wait_for_one_and_injects_from_fast(
     seed(db, project, **env)
     ran = run_hook("claude-code", prompt("now", "add lodash with npm please", project), db, project, **env)
     assert (injected(ran), search_of(ran)) == ([EARLIER[0]], "fast")
+    assert not (runtime / "memlikehuman").exists()  # asking made no socket directory
 
 
 # -- sockets that must not be trusted --------------------------------------------------------------

@@ -51,8 +51,9 @@ _INTERNAL = b'{"error":"internal"}\n'
 Answer = Callable[[dict[str, Any]], dict[str, Any]]
 
 
-def runtime_dir() -> Path | None:
-    """The private directory for sockets, created 0700 if missing; None (never raises) when untrusted.
+def runtime_dir(create: bool = True) -> Path | None:
+    """The private directory for sockets, created 0700 if missing (`create`: a listener's call; a client
+    only looks); None (never raises) when missing or untrusted.
 
     $XDG_RUNTIME_DIR/memlikehuman when XDG_RUNTIME_DIR is a private directory of this user, else
     $TMPDIR (or /tmp)/memlikehuman-<uid>. The chosen directory is never repaired: untrusted means None.
@@ -66,8 +67,9 @@ def runtime_dir() -> Path | None:
         directory = Path(xdg) / "memlikehuman"
     else:
         directory = Path(tmp if os.path.isabs(tmp) else "/tmp") / f"memlikehuman-{os.getuid()}"
-    with contextlib.suppress(OSError):
-        os.mkdir(directory, 0o700)
+    if create:
+        with contextlib.suppress(OSError):
+            os.mkdir(directory, 0o700)
     return directory if _private(directory, follow=False) else None
 
 
@@ -203,7 +205,7 @@ def ask(target: str, request: dict[str, Any], timeout: float) -> dict[str, Any] 
     except (TypeError, ValueError) as error:
         _log().warning("channel: request not sent: %s", error)
         return None
-    directory = runtime_dir()
+    directory = runtime_dir(create=False)  # a hook without a server leaves no directory behind
     if directory is None:
         return None
     for path, info in _candidates(directory, archive_key(target)):

@@ -17,6 +17,7 @@ from collections.abc import Collection
 from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
 
 from ..text.digest import sha256_hex
+from ..text.lines import one_line
 from ..text.projects import resolve_project
 from . import adapters, markers, state, tools
 
@@ -27,7 +28,6 @@ if TYPE_CHECKING:
 
 MAX_CONTEXT_CHARS = 10_000  # what Claude Code delivers whole (docs/hosts.md)
 MIN_RESUME_CHARS = 500  # less room than this after the instructions and a checkpoint: no resume context
-ITEM_CHARS = 400
 # Seconds of an upgrade's backfills (n-gram index, alias evidence) one hook may write before it works:
 # hosts kill a hook after install.HOOK_TIMEOUT_SECONDS (10), and the next hook or server goes on.
 BACKFILL_SECONDS = 2.0
@@ -128,9 +128,7 @@ def event_id(host: str, session_id: str, role: str, text: str) -> str:
     return f"{host}:{session_id}:{role}:{digest}"
 
 
-def record(
-    engine: Engine, scope: Scope, host: str, session_id: str, role: str, text: str, **given: str
-) -> str | None:
+def record(engine: Engine, scope: Scope, host: str, session_id: str, role: str, text: str, **given: str) -> str | None:
     """Record one message (injected context stripped); return its event ID, None when nothing is left.
 
     `given` may name the `source` (default: the host) and `occurred_at` (default: now) of a message
@@ -210,11 +208,6 @@ def _prompt(engine: Engine, scope: Scope, hook: adapters.HookInput) -> str | Non
     return markers.wrap(text)[:MAX_CONTEXT_CHARS] if text else None
 
 
-def _one_line(text: str) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= ITEM_CHARS else flat[: ITEM_CHARS - 1] + "…"
-
-
 def _reply(engine: Engine, scope: Scope, hook: adapters.HookInput, parts: Collection[str]) -> None:
     from . import transcript as transcripts
 
@@ -262,13 +255,13 @@ def extractive_state(messages: list[tuple[str, str]], event: str) -> dict[str, A
     users = [text for role, text in messages if role == "user"]
     replies = [text for role, text in messages if role == "assistant"]
     label = f"[written by the MemLikeHuman hook adapter at {event} from the transcript; not the agent's own state]"
-    goal = f"{label} First request of the session: {_one_line(users[0]) if users else '(none recorded)'}"
+    goal = f"{label} First request of the session: {one_line(users[0]) if users else '(none recorded)'}"
     return {
         "goal": goal,
-        "completed": [f"assistant replied: {_one_line(text)}" for text in replies[-5:]],
+        "completed": [f"assistant replied: {one_line(text)}" for text in replies[-5:]],
         "pending": [],
         "constraints": [],
-        "next_step": f"Last user request: {_one_line(users[-1])}" if users else "",
+        "next_step": f"Last user request: {one_line(users[-1])}" if users else "",
     }
 
 

@@ -87,7 +87,8 @@ def answer(engine: Engine, request: dict[str, Any]) -> dict[str, Any]:
         found = _inject(engine, request, exclude, gate)
     except MemLikeHumanError:
         return {"error": "bad_request"}
-    mode = "fast" if engine.settings.embedder == "none" else "semantic"
+    # A similarity was measured only where the recall was semantic (an embedder failure degrades it to fast).
+    mode = "semantic" if any(item.similarity is not None for item in found) else "fast"
     return {"items": [asdict(item) for item in found], "search_mode": mode}
 
 

@@ -83,8 +83,9 @@ def failed(db_path: Path | None, host: str, event: str | None, exc: BaseExceptio
 
 # -- what the prompt hook injected, per session ----------------------------------------------------
 
-SESSIONS_KEPT = 50  # sessions whose injected records are remembered (the newest)
-IDS_KEPT = 500  # records remembered per session
+# Read on every prompt: at most ~20 x 200 IDs of ~90 bytes.
+SESSIONS_KEPT = 20  # sessions whose injected records are remembered (the newest)
+IDS_KEPT = 200  # records remembered per session
 
 
 def injected_path(db_path: Path) -> Path:

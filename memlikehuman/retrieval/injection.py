@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from ..archive import events, fulltext
 from ..records import Event, InjectedItem, Kind, RecallResult, Scope
 from ..text import overlap
+from ..text.lines import one_line
 from . import search
 from .recall import Dense, recall
 from .sources import Sources, Upkeep
@@ -39,7 +40,6 @@ else:
 
 # Candidates read from recall for each prompt: enough that the gate can refuse some and still fill the cap.
 POOL = 15
-ITEM_CHARS = 400
 # Words that carry no need of their own in a prompt ("please add ..."), beside search.STOPWORDS.
 FILLER = frozenset("please thanks thank hi hello hey ok okay yes yeah sure".split())
 # Sentences about nothing: a prompt's cosine to them is its floor of similarity to any text.
@@ -108,7 +108,7 @@ def choose(
     for key, record_id, line, text in _candidates(sources, found, session_id, exclude):
         cosine = dense.cosines.get(key)
         margin = None if cosine is None or floor is None else round(cosine - floor, 4)
-        measured.append(InjectedItem(record_id, _one_line(line), round(weigh(text), 3), margin))
+        measured.append(InjectedItem(record_id, one_line(line), round(weigh(text), 3), margin))
     return [measured[i] for i in passing([(m.coverage, m.similarity, len(m.line)) for m in measured], gate)]
 
 
@@ -210,8 +210,3 @@ def _anchor_floor(sources: Sources, dense: Dense) -> float | None:
         return None
     warm(sources)
     return float((_ANCHORS[embedder.model_id] @ dense.query).max())
-
-
-def _one_line(text: str) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= ITEM_CHARS else flat[: ITEM_CHARS - 1] + "…"
