@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import sys
+import threading
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +15,7 @@ from conftest import make_settings
 from openai_stub import Reply, ScriptedOpenAI, closed_port_url, fake_vector
 
 from memlikehuman.errors import InvalidArgument, Unavailable
+from memlikehuman.providers import priority
 from memlikehuman.providers.embedders import build_embedder
 from memlikehuman.providers.local import MODELS, LocalEmbedder
 from memlikehuman.providers.openai_embed import OpenAIEmbedder
@@ -26,6 +31,30 @@ def test_the_local_embedder_is_the_default_and_names_its_model(tmp_path: Path) -
     embedder = build_embedder(settings)
     assert isinstance(embedder, LocalEmbedder)
     assert embedder.model_id == "onnx:multilingual-e5-small-fp32" and not embedder.needs_network
+
+
+def _nice_values() -> dict[int, int]:
+    """The nice value of each thread of this process (Linux: /proc, field 19 of stat)."""
+    found = {}
+    for tid in os.listdir("/proc/self/task"):
+        with suppress(FileNotFoundError):  # a thread that ended meanwhile
+            stat = Path(f"/proc/self/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()
+            found[int(tid)] = int(stat[16])
+    return found
+
+
+@pytest.mark.skipif(
+    sys.platform != "linux" or (os.cpu_count() or 1) < 2, reason="per-thread nice needs Linux, workers 2 cores"
+)
+def test_the_onnx_engines_workers_run_at_background_priority_and_the_caller_at_its_own() -> None:
+    ours = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    before = set(_nice_values())
+    embedder = LocalEmbedder("multilingual-e5-small-fp32")
+    embedder.embed(["The cat sat on the mat."], "query")  # loads the engine from this thread
+    started = {tid: nice for tid, nice in _nice_values().items() if tid not in before}
+    assert started, "onnxruntime started no worker thread"
+    assert set(started.values()) == {min(19, ours + priority.BACKGROUND_NICE)}, started
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == ours
 
 
 @pytest.mark.parametrize("model", sorted(MODELS))

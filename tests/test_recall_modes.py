@@ -16,6 +16,7 @@ from openai_stub import Reply, ScriptedOpenAI, closed_port_url, embeddings_reply
 from memlikehuman.engine import Engine
 from memlikehuman.index import indexer
 from memlikehuman.lifecycle import forget
+from memlikehuman.providers import priority
 from memlikehuman.records import Scope
 from memlikehuman.retrieval.recall import recall
 
@@ -359,4 +360,4 @@ def test_the_background_indexer_embeds_at_a_lower_cpu_priority_than_the_callers(
         (thread,) = [t for t in threading.enumerate() if t.name == "memlikehuman-indexer"]
         assert thread.native_id is not None
         ours = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
-        assert os.getpriority(os.PRIO_PROCESS, thread.native_id) == min(19, ours + indexer.BACKGROUND_NICE)
+        assert os.getpriority(os.PRIO_PROCESS, thread.native_id) == min(19, ours + priority.BACKGROUND_NICE)

@@ -9,8 +9,6 @@ re-embedding a whole archive is a deliberate, long job. Recall counts both as mi
 from __future__ import annotations
 
 import logging
-import os
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -20,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ..archive.db import Row
 from ..errors import InvalidArgument, MemLikeHumanError
 from ..providers.base import Embedder
+from ..providers.priority import lower_thread_priority
 from ..records import Kind, Scope
 from . import vectors
 
@@ -45,10 +44,6 @@ RETRY_SECONDS = 60.0
 # How often the background thread looks below its floors again (vectors deleted by other code,
 # e.g. when forgetting changes a neighbour's context, are then re-made).
 RESCAN_SECONDS = 600.0
-# The background thread's nice value (Linux: per thread, inherited by the OpenMP workers it starts).
-# Embedding then takes only CPU that nothing else wants: with it at the same priority, memory_record
-# over stdio took 13 ms p50 instead of 5 while the indexer embedded on 2 shared cores.
-BACKGROUND_NICE = 10
 Progress = Callable[[int, int], None]
 
 _EVENTS_SQL = """
@@ -179,18 +174,6 @@ def index_pending(indexer: Indexer, progress: Progress | None = None) -> int:
     return done
 
 
-def _lower_priority() -> None:
-    """Lower the calling thread's CPU priority by BACKGROUND_NICE (Linux only: elsewhere the call
-    would address a process, not a thread); a refusal only costs latency, so it is logged and ignored."""
-    if sys.platform != "linux":
-        return
-    try:
-        tid = threading.get_native_id()
-        os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + BACKGROUND_NICE))
-    except OSError as exc:
-        log.info("could not lower the indexer thread's priority: %s", exc)
-
-
 class Indexer:
     """The background thread that embeds new events and memories after their commit.
 
@@ -240,7 +223,7 @@ class Indexer:
             self._thread.join(timeout=self.settings.timeout + 5)
 
     def _run(self) -> None:
-        _lower_priority()
+        lower_thread_priority()  # and its engine's threads were started at that priority (local.py)
         while not self._stopping:
             self._wake.wait(timeout=RETRY_SECONDS if self._failing else None)
             self._wake.clear()

@@ -25,6 +25,7 @@ import numpy as np
 
 from ..errors import InvalidArgument, Unavailable
 from .base import Embedder
+from .priority import in_background_thread
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,12 @@ class LocalEmbedder(Embedder):
             # indexer thread, other processes): one query took 1.2 s instead of 34 ms under load.
             # It must be set before the engine (and libgomp) loads; the user's own setting wins.
             os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-            self._model = _load(self._spec)
+            # onnxruntime starts its worker threads when the session is built, at the priority of
+            # the thread building it: built at background priority, the workers take only CPU that
+            # nothing else wants, whether the indexer or a query embeds (a query's own thread keeps
+            # its priority). Built at normal priority, the indexer embedding alongside halved
+            # memory_record's throughput (bench.scale --models, docs/design.md issue 31).
+            self._model = in_background_thread(lambda: _load(self._spec))
         return self._model
 
     def embed(self, texts: Sequence[str], kind: Literal["query", "passage"]) -> np.ndarray:
