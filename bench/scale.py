@@ -57,13 +57,14 @@ def _timed(fn: Any, runs: int) -> list[float]:
     return samples
 
 
-def one(size: int) -> dict[str, Any]:
-    """Build one archive of `size` events and measure it (runs in a child process)."""
+def one(size: int, model: str | None) -> dict[str, Any]:
+    """Build one archive of `size` events and measure it with `model` (None: the default local model;
+    runs in a child process)."""
     rng = random.Random(size)
     tmp = Path(tempfile.mkdtemp(prefix=f"scale-{size}-"))
     env = {"MEMLIKEHUMAN_EMBEDDER": "local", "MEMLIKEHUMAN_EXTRACTOR": "none", "MEMLIKEHUMAN_CONFIG": "/nonexistent"}
-    if os.environ.get("MEMLIKEHUMAN_EMBEDDER_MODEL"):  # set by main() for --models
-        env["MEMLIKEHUMAN_EMBEDDER_MODEL"] = os.environ["MEMLIKEHUMAN_EMBEDDER_MODEL"]
+    if model:
+        env["MEMLIKEHUMAN_EMBEDDER_MODEL"] = model
     out: dict[str, Any] = {"size": size}
     with Engine(config.load(tmp / "a.sqlite3", env=env)) as engine:
         embedder = engine.embedder
@@ -134,19 +135,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--million", action="store_true", help="also run 1,000,000 events")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--model", help=argparse.SUPPRESS)  # the child's model
     parser.add_argument("--sizes", type=int, nargs="*", default=[10_000, 100_000])
     parser.add_argument("--models", nargs="*", help="local embedder models side by side (own doc section)")
     args = parser.parse_args()
     if args.one:
-        print(json.dumps(one(args.one)))
+        print(json.dumps(one(args.one, args.model)))
         return
     sizes = args.sizes + ([1_000_000] if args.million else [])
     rows = []
     for size in sizes:
         for model in args.models or [None]:
-            env = {**os.environ, **({"MEMLIKEHUMAN_EMBEDDER_MODEL": model} if model else {})}
-            command = [sys.executable, "-m", "bench.scale", "--one", str(size)]
-            child = subprocess.run(command, capture_output=True, text=True, check=True, env=env)
+            command = [sys.executable, "-m", "bench.scale", "--one", str(size), *(["--model", model] if model else [])]
+            child = subprocess.run(command, capture_output=True, text=True, check=True)
             result = json.loads(child.stdout.strip().splitlines()[-1])
             print(f"{size:,} {model or ''}: {result}", file=sys.stderr)
             rows += table_rows(result, f"{size:,}" + (f", {model}" if model else ""))

@@ -223,7 +223,7 @@ class Indexer:
             self._thread.join(timeout=self.settings.timeout + 5)
 
     def _run(self) -> None:
-        lower_thread_priority()  # and its engine's threads were started at that priority (local.py)
+        lower_thread_priority()  # local.py starts the engine's own workers at this priority too
         while not self._stopping:
             self._wake.wait(timeout=RETRY_SECONDS if self._failing else None)
             self._wake.clear()

@@ -8,6 +8,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 log = logging.getLogger(__name__)
@@ -34,20 +35,6 @@ def lower_thread_priority(step: int = BACKGROUND_NICE) -> None:
 
 def in_background_thread(build: Callable[[], T]) -> T:
     """`build()` run in a new thread at background priority, so the worker threads it starts inherit
-    that priority (the caller's own thread keeps its own); its result or its exception."""
-    done: list[T] = []
-    failed: list[BaseException] = []
-
-    def run() -> None:
-        lower_thread_priority()
-        try:
-            done.append(build())
-        except BaseException as exc:  # handed to the caller, raised there
-            failed.append(exc)
-
-    thread = threading.Thread(target=run, name="memlikehuman-load", daemon=True)
-    thread.start()
-    thread.join()
-    if failed:
-        raise failed[0]
-    return done[0]
+    that priority (the caller's own thread keeps its own); its result, or its exception raised here."""
+    with ThreadPoolExecutor(1, "memlikehuman-load", initializer=lower_thread_priority) as pool:
+        return pool.submit(build).result()
