@@ -55,6 +55,14 @@ def tensor(name: str, value: np.ndarray) -> bytes:
     return dims + _int(2, kind) + named + _bytes(9, array.astype(array.dtype.newbyteorder("<"), copy=False).tobytes())
 
 
+def external_tensor(name: str, value: np.ndarray) -> bytes:
+    """A TensorProto that names its data but does not hold it (its values come from the session's
+    external initializers: onnxruntime reads them from the caller's array, no copy in the model)."""
+    dims = b"".join(_int(1, d) for d in value.shape)
+    location = _text(1, "location") + _text(2, "session external initializer")
+    return dims + _int(2, _TYPES[value.dtype]) + _text(8, name) + _bytes(13, location) + _int(14, 1)
+
+
 def _attribute(name: str, value: Attribute) -> bytes:
     if isinstance(value, np.ndarray):
         return _text(1, name) + _bytes(5, tensor("", value)) + _int(20, _ATTR_TENSOR)
