@@ -180,7 +180,7 @@ def table_rows(r: dict[str, Any], label: str) -> list[list[str]]:
         [label, "memory_record, background embedding alongside, events/s", f"{r['record_per_s']:,.0f}", "", ""],
         ["", "memory_record, background indexer stopped, events/s", f"{r['record_quiet_per_s']:,.0f}", "", ""],
         ["", "baseline: bare stdlib sqlite3 insert, events/s", f"{r['baseline_record_per_s']:,.0f}", "", ""],
-        ["", "local model load before recording (serve loads it at start), s", f"{r['load_s']:.1f}", "", ""],
+        ["", "local model load and a first embedding (serve does both at start), s", f"{r['load_s']:.1f}", "", ""],
     ]
     for mode in ("fast", "semantic", "deep"):
         rows.append(["", f"memory_recall {mode}", "", f"{r[mode][0]:.1f}", f"{r[mode][1]:.1f}"])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import sys
 from collections.abc import Sequence
 
 import numpy as np
@@ -100,5 +101,6 @@ class Engine:
 def _return_freed_memory() -> None:
     """Give the heap the load freed back to the system (glibc keeps it otherwise: ~25-45 MB of the
     build's temporary arrays stayed resident in a server that idles for hours); a no-op elsewhere."""
-    with contextlib.suppress(AttributeError, OSError):
-        ctypes.CDLL(None).malloc_trim(0)
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(AttributeError, OSError):  # musl has no malloc_trim
+            ctypes.CDLL(None).malloc_trim(0)

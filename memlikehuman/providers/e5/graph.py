@@ -37,19 +37,22 @@ class _Builder:
         self.file, self.precision = model, precision
         self.nodes: list[bytes] = []
         self.initializers: list[bytes] = []
-        self.constants: set[str] = set()  # the names of the initializers
+        self.constants: dict[str, np.ndarray] = {}  # the initializers by name
         self.weights: dict[str, np.ndarray] = {}  # the large ones, handed to the session apart
         self.quantized: dict[str, tuple[str, str]] = {}  # input -> (its uint8 rows, their scales)
         self.shapes: dict[int, str] = {}  # columns -> the shape [batch, tokens, columns]
 
     def constant(self, name: str, value: np.ndarray) -> str:
-        if name not in self.constants:
-            self.constants.add(name)
-            if value.nbytes < EXTERNAL_BYTES:
-                self.initializers.append(proto.tensor(name, value))
-            else:
-                self.weights[name] = np.ascontiguousarray(value)
-                self.initializers.append(proto.external_tensor(name, value))
+        if name in self.constants:  # a shape constant asked for again: it must be the same
+            if not np.array_equal(self.constants[name], value):
+                raise ValueError(f"two different constants named {name!r}")
+            return name
+        value = self.constants[name] = np.ascontiguousarray(value)
+        if value.nbytes < EXTERNAL_BYTES:
+            self.initializers.append(proto.tensor(name, value))
+        else:
+            self.weights[name] = value
+            self.initializers.append(proto.external_tensor(name, value))
         return name
 
     def node(self, op: str, inputs: list[str], output: str, microsoft: bool = False, **attributes: Any) -> str:

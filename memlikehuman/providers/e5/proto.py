@@ -10,6 +10,7 @@ for these messages (tests/test_embedder_engines.py compares the bytes with onnx'
 
 from __future__ import annotations
 
+import numbers
 import struct
 from collections.abc import Sequence
 
@@ -66,11 +67,13 @@ def external_tensor(name: str, value: np.ndarray) -> bytes:
 def _attribute(name: str, value: Attribute) -> bytes:
     if isinstance(value, np.ndarray):
         return _text(1, name) + _bytes(5, tensor("", value)) + _int(20, _ATTR_TENSOR)
-    if isinstance(value, float):
-        return _text(1, name) + _varint(2 << 3 | 5) + struct.pack("<f", value) + _int(20, _ATTR_FLOAT)
-    if isinstance(value, int):
-        return _text(1, name) + _int(3, value) + _int(20, _ATTR_INT)
-    return _text(1, name) + b"".join(_int(8, v) for v in value) + _int(20, _ATTR_INTS)
+    if isinstance(value, numbers.Integral):
+        return _text(1, name) + _int(3, int(value)) + _int(20, _ATTR_INT)
+    if isinstance(value, numbers.Real):
+        return _text(1, name) + _varint(2 << 3 | 5) + struct.pack("<f", float(value)) + _int(20, _ATTR_FLOAT)
+    if isinstance(value, Sequence) and all(isinstance(v, numbers.Integral) for v in value):
+        return _text(1, name) + b"".join(_int(8, int(v)) for v in value) + _int(20, _ATTR_INTS)
+    raise TypeError(f"attribute {name}: {type(value).__name__} is not written (int, float, ints or an array)")
 
 
 def node(op: str, inputs: Sequence[str], outputs: Sequence[str], domain: str = "", **attributes: Attribute) -> bytes:
