@@ -54,6 +54,23 @@ def test_semantic_recall_finds_by_meaning_what_fast_recall_cannot(local: Engine)
         assert not any("vector" in w for w in result.warnings)
 
 
+def test_a_passage_carries_the_turn_before_only_when_another_speaker_said_it(local: Engine) -> None:
+    notes = ["I prefer pnpm over npm for this repo", "Please always run ruff before committing"]
+    notes.append("The staging server is staging.example.internal on port 8443")
+    for i, text in enumerate(notes):
+        local.record(HOME, f"n{i}", text, "user", "Ana", session_id="s")
+    local.record(HOME, "q", "Where did you go on holiday?", "user", "Bob", session_id="t")
+    local.record(HOME, "a", "Lisbon, it was lovely.", "user", "Ana", session_id="t")
+    rows = indexer._select(local.db, "event", "", 0, 10**9, 10, any_model=False).rows  # every event, any vector
+    previous = {row["text"]: row["previous"] for row in rows}
+    assert previous["Lisbon, it was lovely."] == "Bob: Where did you go on holiday?"
+    assert previous[notes[1]] is None and previous[notes[2]] is None
+    local.embed_missing()
+    # With the pnpm note's text in its passage, the ruff note outranked it for this question.
+    result = recall(local, HOME, "which package manager should I use to add lodash?", search_mode="semantic")
+    assert raw_ids(result)[0] == "n0"
+
+
 def test_semantic_scans_only_the_most_recent_window_and_deep_scans_everything(tmp_path: Path) -> None:
     settings = make_settings(tmp_path / "a.db", MEMLIKEHUMAN_EMBEDDER="local", MEMLIKEHUMAN_SEMANTIC_WINDOW="2")
     with Engine(settings) as engine:

@@ -38,7 +38,9 @@ SYNC_BATCH = 64
 SCAN_CHUNK = 5_000
 SLICE_PAUSE = 0.001
 # The tail of the previous event of the session that goes into an event's passage: replies
-# ("Yes, last Friday!") carry their subject in the turn before.
+# ("Yes, last Friday!") carry their subject in the turn before. Only another speaker's turn: notes of
+# one speaker in a row are statements of their own, and a neighbour's tail pulled one toward the
+# other's meaning (docs/design.md, issue 31; LoCoMo's turns always alternate, its recall is the same).
 PASSAGE_CONTEXT_CHARS = 150
 RETRY_SECONDS = 60.0
 # How often the background thread looks below its floors again (vectors deleted by other code,
@@ -49,7 +51,7 @@ Progress = Callable[[int, int], None]
 _EVENTS_SQL = """
 SELECT e.sequence AS id, e.persona_id, e.project_id, e.source, e.text,
        (SELECT group_concat(c.label, '; ') FROM cues c WHERE c.event_sequence = e.sequence) AS labels,
-       (SELECT p.source || ': ' || substr(p.text, -{context}) FROM events p
+       (SELECT CASE WHEN p.source != e.source THEN p.source || ': ' || substr(p.text, -{context}) END FROM events p
          WHERE p.persona_id = e.persona_id AND p.project_id = e.project_id AND p.session_id = e.session_id
            AND p.sequence < e.sequence AND p.kind = 'record' ORDER BY p.sequence DESC LIMIT 1) AS previous
 FROM events e LEFT JOIN event_vectors v ON v.event_sequence = e.sequence
