@@ -41,13 +41,15 @@ LAYERS, HIDDEN, FFN = 12, 384, 1536
 
 
 def passages(count: int) -> list[str]:
-    """`count` LoCoMo turns spread over all conversations, as the indexer's passages."""
+    """`count` LoCoMo turns spread over all conversations, as the indexer's passages (the turn before
+    only when another speaker said it)."""
     out = []
     for conv in load(DATA, None):
-        previous = None
-        for turn in conv.turns:
+        for before, turn in zip([None, *conv.turns], conv.turns, strict=False):
+            previous = None
+            if before is not None and before.speaker != turn.speaker:
+                previous = f"{before.speaker}: {before.text}"[-PASSAGE_CONTEXT_CHARS:]
             out.append(event_passage(turn.speaker, turn.text, turn.caption, previous))
-            previous = f"{turn.speaker}: {turn.text}"[-PASSAGE_CONTEXT_CHARS:]
     return out[:: max(1, len(out) // count)][:count]
 
 

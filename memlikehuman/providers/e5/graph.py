@@ -38,7 +38,6 @@ class _Builder:
         self.nodes: list[bytes] = []
         self.initializers: list[bytes] = []
         self.constants: dict[str, np.ndarray] = {}  # the initializers by name
-        self.weights: dict[str, np.ndarray] = {}  # the large ones, handed to the session apart
         self.quantized: dict[str, tuple[str, str]] = {}  # input -> (its uint8 rows, their scales)
         self.shapes: dict[int, str] = {}  # columns -> the shape [batch, tokens, columns]
 
@@ -48,12 +47,13 @@ class _Builder:
                 raise ValueError(f"two different constants named {name!r}")
             return name
         value = self.constants[name] = np.ascontiguousarray(value)
-        if value.nbytes < EXTERNAL_BYTES:
-            self.initializers.append(proto.tensor(name, value))
-        else:
-            self.weights[name] = value
-            self.initializers.append(proto.external_tensor(name, value))
+        external = value.nbytes >= EXTERNAL_BYTES
+        self.initializers.append((proto.external_tensor if external else proto.tensor)(name, value))
         return name
+
+    def weights(self) -> dict[str, np.ndarray]:
+        """The constants the graph only names: the session takes them as external initializers."""
+        return {name: value for name, value in self.constants.items() if value.nbytes >= EXTERNAL_BYTES}
 
     def node(self, op: str, inputs: list[str], output: str, microsoft: bool = False, **attributes: Any) -> str:
         domain = "com.microsoft" if microsoft else ""
@@ -158,4 +158,4 @@ def build(model: ModelFile, precision: str) -> tuple[bytes, dict[str, np.ndarray
     if precision not in ("fp32", "int8"):
         raise ValueError(f"precision {precision!r}: use fp32 or int8")
     builder = _Builder(model, precision)
-    return builder.graph(), builder.weights
+    return builder.graph(), builder.weights()
