@@ -19,10 +19,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bench import report
-from bench.conversation_recall import DATA, Scores, ask, ingest, load, render
+from bench.conversation_recall import DATA, Conversation, Scores, ask, ingest, load, render
 from memlikehuman import config
 from memlikehuman.engine import Engine
 from memlikehuman.index import reindex
+from memlikehuman.retrieval.ranking import DEFAULT_TUNING, Tuning
 
 MODELS = ("multilingual-e5-small-q4", "multilingual-e5-small-fp32", "multilingual-e5-small-int8")
 
@@ -42,32 +43,50 @@ def merge(into: Scores, scores: Scores) -> None:
     into.seconds += scores.seconds
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def by_halves(
+    engine: Engine, conversations: Sequence[Conversation], mode: str, tuning: Tuning = DEFAULT_TUNING
+) -> dict[str, Scores]:
+    """Every question asked in `mode`: scores of conversations 1-5, 6-10 and all (empty halves left out)."""
+    halves = {"1-5": Scores(), "6-10": Scores(), "all": Scores()}
+    for number, conv in enumerate(conversations, 1):
+        scores = Scores()
+        ask(engine, conv, mode, scores, tuning)
+        for half in ("1-5" if number <= 5 else "6-10", "all"):
+            merge(halves[half], scores)
+    return {half: scores for half, scores in halves.items() if scores.seconds}
+
+
+def arguments(argv: Sequence[str] | None, doc: str) -> argparse.Namespace:
+    """--conversations (all 10 write docs/benchmarks.md) and --data."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("--conversations", type=int, default=10)
     parser.add_argument("--data", type=Path, default=DATA)
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def recorded(directory: str, conversations: Sequence[Conversation]) -> Path:
+    """A new archive in `directory` holding every turn, recorded without an embedder (no vectors yet)."""
+    db = Path(directory) / "locomo.sqlite3"
+    with Engine(settings(db, None)) as engine:
+        ingest(engine, conversations)
+    return db
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = arguments(argv, __doc__)
     conversations = load(args.data, args.conversations)
     results: dict[str, Scores] = {}
     notes = []
     with tempfile.TemporaryDirectory(prefix="mlh-embedder-recall-") as tmp:
-        db = Path(tmp) / "locomo.sqlite3"
-        with Engine(settings(db, None)) as engine:
-            ingest(engine, conversations)
+        db = recorded(tmp, conversations)
         for model in MODELS:
             with Engine(settings(db, model)) as engine:
                 started = time.perf_counter()
                 embedded = reindex.rebuild_vectors(engine.indexer, missing_only=False)
                 seconds = time.perf_counter() - started
-                halves = {"1-5": Scores(), "6-10": Scores(), "all": Scores()}
-                for number, conv in enumerate(conversations, 1):
-                    scores = Scores()
-                    ask(engine, conv, "semantic", scores)
-                    for half in ("1-5" if number <= 5 else "6-10", "all"):
-                        merge(halves[half], scores)
+                halves = by_halves(engine, conversations, "semantic")
             for half, scores in halves.items():
-                if scores.seconds:
-                    results[f"semantic, {model}, conversations {half}"] = scores
+                results[f"semantic, {model}, conversations {half}"] = scores
             notes.append(f"{model}: {embedded:,} turns embedded in {seconds:.0f} s ({embedded / seconds:.1f} texts/s)")
     turns = sum(len(c.turns) for c in conversations)
     questions = sum(len(c.questions) for c in conversations)

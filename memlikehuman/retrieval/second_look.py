@@ -1,0 +1,108 @@
+"""A second look at recall's best events in `semantic`/`deep` mode: a small linear model re-orders them.
+
+The fused ranking scores each event by itself. This step looks again at the `Tuning.second_look` best
+events with what that score does not hold: whether the conversation stays on the subject after each
+one (the cosine of the turn after it; an event that opens a subject is followed by more of it, a reply
+that leaves it is not), how long the event is and whether it only asks a question (the turns that hold
+facts are statements, seldom one-liners). The weights are a logistic regression over these features,
+fitted on LoCoMo conversations 1-5 and checked on 6-10 (docs/design.md, "A second look at the
+candidates"); the model is these seven numbers, nothing is downloaded.
+
+Only the order inside the pool changes: its events take the pool's own scores in their new order, so
+nothing outside the pool moves and every event shown passed recall's filters before this step.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..archive.db import Database
+from ..records import Scope
+from . import ranking, search
+from .search import Filters
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ..index.vectors import VectorCache
+
+# Characters past this add nothing to an event's length feature (a pasted log is not more relevant).
+LENGTH_CAP = 1000
+
+
+@dataclass(frozen=True)
+class Look:
+    """What the second look reads of one event: cosines to the query (its own, the event before and
+    after it in its session, each its own where missing), its length in characters, and whether it
+    ends with a question mark."""
+
+    cosine: float
+    before: float
+    after: float
+    length: int
+    asks: bool
+
+
+def reordered(
+    scores: Mapping[int, float], pool: Sequence[int], looks: Mapping[int, Look], weights: Sequence[float]
+) -> ranking.Scores:
+    """`scores` with the events of `pool` (best first) re-ordered by the model; their score values are
+    the pool's own, handed out again in the new order."""
+    if len(pool) < 2 or scores[pool[0]] <= 0:
+        return dict(scores)
+    top = scores[pool[0]]
+    w_rank, w_score, w_cosine, w_before, w_after, w_length, w_asks = weights
+
+    def model(rank: int) -> float:
+        seq = pool[rank]
+        look = looks[seq]
+        return (
+            w_rank / (1 + rank)
+            + w_score * scores[seq] / top
+            + w_cosine * look.cosine
+            + w_before * look.before
+            + w_after * look.after
+            + w_length * math.log1p(min(look.length, LENGTH_CAP))
+            + (w_asks if look.asks else 0.0)
+        )
+
+    order = sorted(range(len(pool)), key=lambda rank: -model(rank))
+    out = dict(scores)
+    for rank, chosen in enumerate(order):
+        out[pool[chosen]] = scores[pool[rank]]
+    return out
+
+
+def gather(
+    db: Database,
+    vectors: VectorCache,
+    model: str,
+    scope: Scope,
+    filters: Filters,
+    query: np.ndarray,
+    pool: Sequence[int],
+    neighbours: Callable[[Sequence[int]], Mapping[int, tuple[int | None, int | None]]],
+) -> dict[int, Look]:
+    """The Look of each pool event. A neighbour counts only if this recall may see it (its filters)."""
+    links = neighbours(pool)
+    around = sorted({n for pair in links.values() for n in pair if n is not None} - set(pool))
+    seen = set(pool) | set(search.eligible_events(db, around, filters))
+    cosines = vectors.cosines(db, "event", model, scope, query, sorted(seen))
+    floor = min(cosines.values(), default=0.0)
+    shapes = search.text_shapes(db, pool)
+    looks = {}
+    for seq in pool:
+        own = cosines.get(seq, floor)
+        before, after = links.get(seq, (None, None))
+        length, asks = shapes.get(seq, (0, False))
+        looks[seq] = Look(own, _cosine(cosines, before, seen, own), _cosine(cosines, after, seen, own), length, asks)
+    return looks
+
+
+def _cosine(cosines: Mapping[int, float], seq: int | None, seen: set[int], fallback: float) -> float:
+    if seq is None or seq not in seen:
+        return fallback
+    return cosines.get(seq, fallback)

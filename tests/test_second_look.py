@@ -1,0 +1,106 @@
+"""The second look at recall's best events (retrieval/second_look.py): its model, and its inputs kept
+inside the recall's scope and filters, with the real local embedder."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from functools import partial
+from pathlib import Path
+
+import pytest
+from conftest import make_settings
+
+from memlikehuman.engine import Engine
+from memlikehuman.records import Scope
+from memlikehuman.retrieval import search, second_look
+from memlikehuman.retrieval.ranking import DEFAULT_TUNING
+from memlikehuman.retrieval.recall import recall
+from memlikehuman.retrieval.search import Filters
+
+HOME = Scope("ana", "home")
+WORK = Scope("ana", "work")
+DAY = "2026-06-01T10:0{}:00Z"
+LATER = "2026-06-03T10:00:00Z"
+OFF = dataclasses.replace(DEFAULT_TUNING, second_look=0)
+# A question about a car whose reply turns to the weather, then the car bought, and a reply about it.
+TURNS = [
+    ("Ana", "Have you ever thought about buying a car?"),
+    ("Ben", "Not really, the weather was lovely today."),
+    ("Ana", "The soup at lunch was far too salty."),
+    ("Ben", "My sister is learning the violin."),
+    ("Ana", "I bought a used car on Saturday, a blue estate."),
+    ("Ben", "Congratulations on the new wheels! Is it comfortable to drive?"),
+]
+
+
+@pytest.fixture
+def local(db_path: Path | str) -> Iterator[Engine]:
+    with Engine(make_settings(db_path, MEMLIKEHUMAN_EMBEDDER="local")) as engine:
+        yield engine
+
+
+def fill(engine: Engine, scope: Scope = HOME, last_at: str | None = None) -> None:
+    for i, (who, text) in enumerate(TURNS):
+        at = last_at if last_at and i == len(TURNS) - 1 else DAY.format(i)
+        role = "user" if who == "Ana" else "assistant"
+        engine.record(scope, f"{scope.project_id}-t{i}", text, role, who, session_id="s1", occurred_at=at)
+
+
+def ranked(engine: Engine, query: str, mode: str = "semantic", **options: object) -> list[tuple[str, float]]:
+    result = recall(engine, HOME, query, limit=6, search_mode=mode, **options)  # type: ignore[arg-type]
+    assert result.search_mode == mode
+    return [(hit.event.event_id, hit.score) for hit in result.raw_fallback]
+
+
+def test_the_model_reorders_only_the_pool_and_hands_out_its_own_scores() -> None:
+    plain = second_look.Look(0.8, 0.8, 0.8, 40, False)
+    looks = {1: second_look.Look(0.8, 0.8, 0.8, 10, True), 2: plain, 3: dataclasses.replace(plain, after=0.9)}
+    scores = {1: 3.0, 2: 2.95, 3: 2.9, 4: 1.0}
+    out = second_look.reordered(scores, [1, 2, 3], looks, DEFAULT_TUNING.second_look_weights)
+    # 3 is followed by a turn closer to the query; 1 only asks a short question.
+    assert out == {3: 3.0, 2: 2.95, 1: 2.9, 4: 1.0}
+    assert second_look.reordered(scores, [1], looks, DEFAULT_TUNING.second_look_weights) == scores
+
+
+def test_a_reply_that_leaves_the_subject_yields_to_the_statement_and_the_reply_on_it(local: Engine) -> None:
+    fill(local)
+    assert local.indexer.wait_idle(60)
+    before = ranked(local, "car purchase", tuning=OFF)
+    after = ranked(local, "car purchase")
+    order_before = [event_id for event_id, _ in before]
+    order_after = [event_id for event_id, _ in after]
+    # Without the second look the weather reply ranks second, carried by the question before it.
+    assert order_before[:2] == ["home-t0", "home-t1"]
+    assert order_after.index("home-t4") < order_after.index("home-t1")
+    assert order_after.index("home-t5") < order_after.index("home-t1")
+    assert sorted(score for _, score in after) == sorted(score for _, score in before)
+    assert ranked(local, "car purchase", "fast") == ranked(local, "car purchase", "fast", tuning=OFF)
+
+
+def test_a_neighbour_the_recall_may_not_see_is_not_read(local: Engine) -> None:
+    fill(local, last_at=LATER)
+    fill(local, WORK)
+    assert local.indexer.wait_idle(60)
+    embedder = local.embedder
+    assert embedder is not None
+    query = embedder.embed(["car purchase"], "query")[0]
+    pool = [int(local.db.scalar("SELECT sequence FROM events WHERE event_id = ?", ("home-t4",)))]
+
+    def look(as_of: str) -> second_look.Look:
+        filters = Filters(HOME, as_of)
+        found = second_look.gather(
+            local.db, local.vectors, embedder.model_id, HOME, filters, query, pool, partial(search.neighbours, local.db)
+        )
+        return found[pool[0]]
+
+    seen = look("2026-06-04T00:00:00Z")
+    assert seen.after != pytest.approx(seen.cosine)
+    assert seen.length == len(TURNS[4][1]) and not seen.asks
+    # Before the reply occurred, its cosine is not read: the event's own stands in.
+    hidden = look("2026-06-02T00:00:00Z")
+    assert hidden.after == pytest.approx(hidden.cosine)
+    assert hidden.before == pytest.approx(seen.before)
+    # The recall itself, as of then, shows nothing of the later reply nor of the other scope.
+    shown = [event_id for event_id, _ in ranked(local, "car purchase", as_of="2026-06-02T00:00:00Z")]
+    assert "home-t5" not in shown and all(event_id.startswith("home-") for event_id in shown)
