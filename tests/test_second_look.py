@@ -61,6 +61,10 @@ def test_the_model_reorders_only_the_pool_and_hands_out_its_own_scores() -> None
     # 3 is followed by a turn closer to the query; 1 only asks a short question.
     assert out == {3: 3.0, 2: 2.95, 1: 2.9, 4: 1.0}
     assert second_look.reordered(scores, [1], looks, DEFAULT_TUNING.second_look_weights) == scores
+    # An event without a Look leaves the order alone; tied scores come out strictly in the model's order.
+    assert second_look.reordered(scores, [1, 2, 4], looks, DEFAULT_TUNING.second_look_weights) == scores
+    tied = second_look.reordered({1: 2.0, 2: 2.0, 3: 2.0}, [1, 2, 3], looks, DEFAULT_TUNING.second_look_weights)
+    assert tied[3] > tied[2] > tied[1]
 
 
 def test_a_reply_that_leaves_the_subject_yields_to_the_statement_and_the_reply_on_it(local: Engine) -> None:
@@ -79,28 +83,48 @@ def test_a_reply_that_leaves_the_subject_yields_to_the_statement_and_the_reply_o
 
 
 def test_a_neighbour_the_recall_may_not_see_is_not_read(local: Engine) -> None:
-    fill(local, last_at=LATER)
-    fill(local, WORK)
+    # Home's reply to the car comes later (LATER); between them, by sequence, another scope's event in
+    # a session of the same name, on the very subject of the query.
+    for i, (who, text) in enumerate(TURNS[:5]):
+        local.record(HOME, f"home-t{i}", text, "user", who, session_id="s1", occurred_at=DAY.format(i))
+    local.record(
+        WORK, "work-car", "Car purchase: we bought a car.", "user", "Ana", session_id="s1", occurred_at=DAY.format(6)
+    )
+    local.record(HOME, "home-t5", TURNS[5][1], "assistant", "Ben", session_id="s1", occurred_at=LATER)
     assert local.indexer.wait_idle(60)
     embedder = local.embedder
     assert embedder is not None
     query = embedder.embed(["car purchase"], "query")[0]
     pool = [int(local.db.scalar("SELECT sequence FROM events WHERE event_id = ?", ("home-t4",)))]
 
-    def look(as_of: str) -> second_look.Look:
-        filters = Filters(HOME, as_of)
-        found = second_look.gather(
-            local.db, local.vectors, embedder.model_id, HOME, filters, query, pool, partial(search.neighbours, local.db)
-        )
-        return found[pool[0]]
+    def look(as_of: str, model: str = embedder.model_id) -> dict[int, second_look.Look]:
+        neighbours = partial(search.neighbours, local.db)
+        return second_look.gather(local.db, local.vectors, model, HOME, Filters(HOME, as_of), query, pool, neighbours)
 
-    seen = look("2026-06-04T00:00:00Z")
+    seen = look("2026-06-04T00:00:00Z")[pool[0]]
     assert seen.after != pytest.approx(seen.cosine)
     assert seen.length == len(TURNS[4][1]) and not seen.asks
-    # Before the reply occurred, its cosine is not read: the event's own stands in.
-    hidden = look("2026-06-02T00:00:00Z")
+    # Before the reply occurred, its cosine is not read: the event's own stands in (nor is the other
+    # scope's event, though it sits between them in a session of the same name).
+    hidden = look("2026-06-02T00:00:00Z")[pool[0]]
     assert hidden.after == pytest.approx(hidden.cosine)
     assert hidden.before == pytest.approx(seen.before)
-    # The recall itself, as of then, shows nothing of the later reply nor of the other scope.
+    # Without vectors of the query's model there is nothing to look at: the order stays.
+    assert look("2026-06-04T00:00:00Z", "no-such-model") == {}
     shown = [event_id for event_id, _ in ranked(local, "car purchase", as_of="2026-06-02T00:00:00Z")]
     assert "home-t5" not in shown and all(event_id.startswith("home-") for event_id in shown)
+
+
+def test_a_question_mark_before_a_line_break_still_asks_and_several_phrasings_skip_the_look(local: Engine) -> None:
+    fill(local)
+    local.record(HOME, "ask", "Is the blue estate comfortable to drive?\n\n", "user", "Ana", session_id="s2")
+    assert local.indexer.wait_idle(60)
+    rows = local.db.query("SELECT sequence, event_id FROM events")
+    shapes = search.text_shapes(local.db, [row["sequence"] for row in rows])
+    asks = {row["event_id"] for row in rows if shapes[row["sequence"]][1]}
+    assert asks == {"ask", "home-t0", "home-t5"}
+    # With alternatives the fused rankings place each phrasing's best on purpose: no second look.
+    also = ["buying a vehicle"]
+    assert ranked(local, "car purchase", alternatives=also) == ranked(
+        local, "car purchase", alternatives=also, tuning=OFF
+    )

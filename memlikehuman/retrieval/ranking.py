@@ -48,7 +48,7 @@ class Tuning:
     alternative_neighbours: int = 30
     # a query that calls a speaker by a learned alias also searches with the speaker's label (phrasings.by_alias)
     speaker_aliases: bool = True
-    # semantic/deep: the best events this many at a time are re-ordered by second_look's model (0: off)
+    # semantic/deep with one phrasing: this many best events are re-ordered by second_look's model (0: off)
     second_look: int = 30
     # its weights: rank 1/(1 + r), score / best, cosines of the event, the one before and after it,
     # log(1 + length), ends with "?" (fitted on LoCoMo conversations 1-5; design.md)

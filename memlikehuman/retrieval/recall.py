@@ -234,8 +234,12 @@ class _Recall:
         return scores
 
     def _second_look(self, scores: dict[int, float]) -> dict[int, float]:
-        """The best events re-ordered by second_look's model (semantic/deep, the query embedded)."""
-        query = next((p.qvec for p in self.phrasings if not p.further), None)
+        """The best events re-ordered by second_look's model (semantic/deep, the query embedded).
+
+        Not with several phrasings: their fusion places each one's best on purpose (lift_winners), and
+        the model was fitted on single queries."""
+        searched = [p for p in self.phrasings if p.words]
+        query = searched[0].qvec if len(searched) == 1 else None
         if not self.tuning.second_look or query is None or self.model is None or len(scores) < 2:
             return scores
         pool = ranking.top(scores, self.tuning.second_look)

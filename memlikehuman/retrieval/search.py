@@ -389,8 +389,6 @@ def text_shapes(db: Database, sequences: Sequence[int]) -> dict[int, tuple[int, 
     if not sequences:
         return {}
     marks = ",".join("?" * len(sequences))
-    sql = (
-        "SELECT sequence AS id, length(text) AS n, substr(rtrim(text), length(rtrim(text)), 1) AS last"
-        f" FROM events WHERE sequence IN ({marks})"
-    )
-    return {row["id"]: (int(row["n"]), row["last"] == "?") for row in db.query(sql, tuple(sequences))}
+    sql = f"SELECT sequence AS id, length(text) AS n, substr(text, -64) AS tail FROM events WHERE sequence IN ({marks})"
+    rows = db.query(sql, tuple(sequences))
+    return {row["id"]: (int(row["n"]), row["tail"].rstrip().endswith("?")) for row in rows}

@@ -5,8 +5,8 @@ events with what that score does not hold: whether the conversation stays on the
 one (the cosine of the turn after it; an event that opens a subject is followed by more of it, a reply
 that leaves it is not), how long the event is and whether it only asks a question (the turns that hold
 facts are statements, seldom one-liners). The weights are a logistic regression over these features,
-fitted on LoCoMo conversations 1-5 and checked on 6-10 (docs/design.md, "A second look at the
-candidates"); the model is these seven numbers, nothing is downloaded.
+fitted on LoCoMo conversations 1-5 and checked on 6-10 (docs/design.md, "The second look that
+shipped"); the model is these seven numbers, nothing is downloaded.
 
 Only the order inside the pool changes: its events take the pool's own scores in their new order, so
 nothing outside the pool moves and every event shown passed recall's filters before this step.
@@ -50,8 +50,9 @@ def reordered(
     scores: Mapping[int, float], pool: Sequence[int], looks: Mapping[int, Look], weights: Sequence[float]
 ) -> ranking.Scores:
     """`scores` with the events of `pool` (best first) re-ordered by the model; their score values are
-    the pool's own, handed out again in the new order."""
-    if len(pool) < 2 or scores[pool[0]] <= 0:
+    the pool's own, handed out again in the new order (ties split by the least step). Unchanged when
+    an event of the pool has no Look."""
+    if len(pool) < 2 or scores[pool[0]] <= 0 or any(seq not in looks for seq in pool):
         return dict(scores)
     top = scores[pool[0]]
     w_rank, w_score, w_cosine, w_before, w_after, w_length, w_asks = weights
@@ -71,8 +72,11 @@ def reordered(
 
     order = sorted(range(len(pool)), key=lambda rank: -model(rank))
     out = dict(scores)
+    value = math.inf
     for rank, chosen in enumerate(order):
-        out[pool[chosen]] = scores[pool[rank]]
+        # Strictly decreasing, so tied scores cannot hand the order back to the record IDs.
+        value = min(scores[pool[rank]], math.nextafter(value, -math.inf))
+        out[pool[chosen]] = value
     return out
 
 
@@ -86,11 +90,15 @@ def gather(
     pool: Sequence[int],
     neighbours: Callable[[Sequence[int]], Mapping[int, tuple[int | None, int | None]]],
 ) -> dict[int, Look]:
-    """The Look of each pool event. A neighbour counts only if this recall may see it (its filters)."""
+    """The Look of each pool event; none when fewer than half of them have a vector of `model` (the
+    indexer behind, another model's vectors): length and question marks alone re-order worse (design.md).
+    A neighbour counts only if this recall may see it (its filters)."""
     links = neighbours(pool)
     around = sorted({n for pair in links.values() for n in pair if n is not None} - set(pool))
     seen = set(pool) | set(search.eligible_events(db, around, filters))
     cosines = vectors.cosines(db, "event", model, scope, query, sorted(seen))
+    if 2 * sum(seq in cosines for seq in pool) < len(pool):
+        return {}
     floor = min(cosines.values(), default=0.0)
     shapes = search.text_shapes(db, pool)
     looks = {}
