@@ -291,7 +291,7 @@ def render(conv: Conversation, runs: list[Run], recalls: dict[str, dict[str, Sco
         " after the first --extract turns in both phases; the rest stays raw)",
         "memories + raw: a memory counts for the turn it was extracted from; memories and raw hits"
         " are merged by score; an event leaves raw_fallback where its memories cover what matched, and its"
-        " best current memory then takes the event's score (recall.py `_covered_rank`)",
+        " best current memory then takes the event's score (`retrieval/covered.py`)",
     )
     return (
         report.table(["extraction answers", "count", "share"], quality)

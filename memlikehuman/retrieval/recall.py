@@ -28,7 +28,7 @@ from ..errors import InvalidArgument, MemLikeHumanError
 from ..records import Coverage, Kind, Memory, MemoryHit, RawHit, RecallResult, Scope
 from ..text import ngrams
 from ..text.dates import date_windows, in_windows, spans_meet
-from . import coverage, gaps, gist, phrasings, ranking, search, second_look
+from . import coverage, covered, gaps, gist, phrasings, ranking, search, second_look
 from .excerpts import excerpt
 from .ranking import DEFAULT_TUNING, Tuning
 from .search import Filters
@@ -147,7 +147,7 @@ class _Recall:
             memory_scores = self._rank("memory")
             event_scores = self._second_look(self._rank("event"))
             raw_hits = self._raw_hits(event_scores)
-            memory_hits = self._memory_hits(self._covered_rank(memory_scores))
+            memory_hits = self._memory_hits(covered.ranked(self.db, self.filters, memory_scores, self.covered))
         self._coverage_warnings(coverage, mode)
         if any(hit.detail == "overview" for hit in memory_hits):
             self.warnings.append(
@@ -382,28 +382,6 @@ class _Recall:
                 if len(hits) == self.limit:
                     return hits
         return hits
-
-    def _covered_rank(self, scores: dict[int, float]) -> dict[int, float]:
-        """Memory scores where each event raw fallback left out as covered passes its score to its best memory.
-
-        Events and memories are scored on their own scales, so without this a covered event's memory
-        could rank far below the raw event it replaces (issue 15: memories + raw scored lower than raw).
-        The best memory is the best-scoring current one; one that matched no query word stands in for
-        its event only when the event's own text holds a query word (not when only context ranked it).
-        """
-        if not self.covered:
-            return scores
-        marks = ",".join("?" * len(self.covered))
-        rows = self.db.query(
-            f"SELECT id, event_sequence FROM memories WHERE event_sequence IN ({marks})", tuple(self.covered)
-        )
-        ids = [row["id"] for row in rows]
-        # Current ones only: with include_history, a superseded version keeps its own (lower) rank.
-        eligible = search.eligible_memories(self.db, ids, self.filters) - search.closed_by_as_of(
-            self.db, ids, self.filters.as_of
-        )
-        pairs = [(row["id"], row["event_sequence"]) for row in rows]
-        return ranking.with_covered(scores, self.covered, pairs, eligible)
 
     # -- coverage ----------------------------------------------------------------------------------
 
