@@ -101,3 +101,22 @@ def test_streamed_rows_are_plain_tuples_and_queries_still_give_dicts(engine: Eng
     assert engine.db.query("SELECT text, event_id FROM events ORDER BY sequence LIMIT 1") == [
         {"text": "text 0", "event_id": "e0"}
     ]
+
+
+def test_cosines_of_chosen_rows_are_those_of_the_scope_and_model_and_skip_rows_without_one(engine: Engine) -> None:
+    near = store(engine, HOME, "near", unit(1, 0.1, 0))
+    far = store(engine, HOME, "far", unit(0, 1, 0))
+    other_scope = store(engine, WORK, "other-scope", unit(1, 0, 0))
+    other_model = store(engine, HOME, "other-model", unit(1, 0, 0), model="another")
+    cache = vectors.VectorCache()
+    found = cache.cosines(engine.db, "event", MODEL, HOME, unit(1, 0, 0), [far, other_scope, near, other_model, 10**9])
+    assert set(found) == {near, far}
+    assert found[near] == pytest.approx(float(unit(1, 0.1, 0)[0]), rel=1e-6)
+    assert found[far] == pytest.approx(0.0, abs=1e-6)
+
+
+def test_a_matrix_built_from_unsorted_ids_is_sorted_so_the_newest_stay_last() -> None:
+    matrix = vectors._Matrix(np.asarray([5, 2, 9], dtype=np.int64), np.eye(3, dtype=np.float32))
+    ids, rows = matrix.view(2)
+    assert ids.tolist() == [5, 9]
+    assert rows.tolist() == [[1, 0, 0], [0, 0, 1]]

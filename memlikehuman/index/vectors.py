@@ -68,6 +68,8 @@ class _Matrix:
         self.rows = rows.astype(np.float32, copy=False)
         self.n = len(self.ids)
         self.sorted = bool(self.n < 2 or (np.diff(self.ids) > 0).all())
+        if not self.sorted:  # view() takes the newest as the last rows, cosines() searches the IDs
+            self._sort()
 
     def add(self, ids: np.ndarray, rows: np.ndarray) -> None:
         known = np.isin(ids, self.ids[: self.n])
