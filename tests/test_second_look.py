@@ -99,7 +99,7 @@ def test_a_neighbour_the_recall_may_not_see_is_not_read(local: Engine) -> None:
 
     def look(as_of: str, model: str = embedder.model_id) -> dict[int, second_look.Look]:
         neighbours = partial(search.neighbours, local.db)
-        return second_look.gather(local.db, local.vectors, model, HOME, Filters(HOME, as_of), query, pool, neighbours)
+        return second_look.gather(local.db, local.vectors, model, Filters(HOME, as_of), query, pool, neighbours)
 
     seen = look("2026-06-04T00:00:00Z")[pool[0]]
     assert seen.after != pytest.approx(seen.cosine)

@@ -10,8 +10,9 @@ Ranking, per kind of record (memories; raw events not covered by memories):
    to its question), and a speaker or a date named in the query lifts matching events;
 4. with `alternatives` (and a phrasing with the label for a speaker the query calls by an alias),
    steps 1-3 run for every phrasing (all embedded in one embedder call); the rankings are fused.
-5. in `semantic`/`deep` mode, the best events get a second look (second_look.py): a small linear
-   model re-orders them with the cosine of the turn after each, their length and their question marks.
+5. in `semantic`/`deep` mode with one phrasing, the best events get a second look (second_look.py): a
+   small linear model re-orders them with the cosine of the turn after each, their length and their
+   question marks.
 docs/design.md ("Embedder and retrieval in detail") has the measurements behind each step.
 """
 
@@ -244,7 +245,7 @@ class _Recall:
             return scores
         pool = ranking.top(scores, self.tuning.second_look)
         looks = second_look.gather(
-            self.db, self.sources.vectors, self.model, self.filters.scope, self.filters, query, pool, self._neighbours
+            self.db, self.sources.vectors, self.model, self.filters, query, pool, self._neighbours
         )
         return second_look.reordered(scores, pool, looks, self.tuning.second_look_weights)
 

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..archive.db import Database
-from ..records import Scope
 from . import ranking, search
 from .search import Filters
 
@@ -84,7 +83,6 @@ def gather(
     db: Database,
     vectors: VectorCache,
     model: str,
-    scope: Scope,
     filters: Filters,
     query: np.ndarray,
     pool: Sequence[int],
@@ -94,9 +92,9 @@ def gather(
     indexer behind, another model's vectors): length and question marks alone re-order worse (design.md).
     A neighbour counts only if this recall may see it (its filters)."""
     links = neighbours(pool)
-    around = sorted({n for pair in links.values() for n in pair if n is not None} - set(pool))
-    seen = set(pool) | set(search.eligible_events(db, around, filters))
-    cosines = vectors.cosines(db, "event", model, scope, query, sorted(seen))
+    around = {n for pair in links.values() for n in pair if n is not None} - set(pool)
+    seen = [*pool, *search.eligible_events(db, sorted(around), filters)]
+    cosines = vectors.cosines(db, "event", model, filters.scope, query, seen)
     if 2 * sum(seq in cosines for seq in pool) < len(pool):
         return {}
     floor = min(cosines.values(), default=0.0)
@@ -104,13 +102,8 @@ def gather(
     looks = {}
     for seq in pool:
         own = cosines.get(seq, floor)
-        before, after = links.get(seq, (None, None))
         length, asks = shapes.get(seq, (0, False))
-        looks[seq] = Look(own, _cosine(cosines, before, seen, own), _cosine(cosines, after, seen, own), length, asks)
+        # Only neighbours the recall may see have a cosine here; the event's own stands in for the rest.
+        near = [own if n is None else cosines.get(n, own) for n in links.get(seq, (None, None))]
+        looks[seq] = Look(own, near[0], near[1], length, asks)
     return looks
-
-
-def _cosine(cosines: Mapping[int, float], seq: int | None, seen: set[int], fallback: float) -> float:
-    if seq is None or seq not in seen:
-        return fallback
-    return cosines.get(seq, fallback)
