@@ -3,8 +3,11 @@
 Every turn is recorded once and embedded with the default local model through the reindex path;
 then every question of categories 1-4 is asked in `fast`, `semantic` and `deep` mode with the
 default tuning, and in `semantic` and `deep` again with `Tuning(second_look=0)` (recall as it was
-before the step). The model's weights were fitted on conversations 1-5 (scratch, design.md), so the
-rows are given for conversations 1-5 (tuning), 6-10 (held out) and all 10.
+before the step), and in `semantic` with the length feature counted up to 1,000 characters (as
+before it stopped at LoCoMo's longest turn). A second table asks bench/second_look_coding.py's
+coding archive, where file reads are far longer than any LoCoMo turn. The model's weights were
+fitted on conversations 1-5 (scratch, design.md), so the rows are given for conversations 1-5
+(tuning), 6-10 (held out) and all 10.
 
     python -m bench.second_look                      # all 10 conversations, writes docs/benchmarks.md
     python -m bench.second_look --conversations 2    # a quick look, no doc update
@@ -16,7 +19,7 @@ import dataclasses
 import tempfile
 from collections.abc import Sequence
 
-from bench import report
+from bench import report, second_look_coding
 from bench.conversation_recall import Scores, load, render
 from bench.embedder_recall import arguments, by_halves, recorded, settings
 from memlikehuman.engine import Engine
@@ -25,9 +28,11 @@ from memlikehuman.providers.local import DEFAULT_MODEL
 from memlikehuman.retrieval.ranking import DEFAULT_TUNING, Tuning
 
 WITHOUT = dataclasses.replace(DEFAULT_TUNING, second_look=0)
+OLD_CAP = dataclasses.replace(DEFAULT_TUNING, second_look_length_cap=1000)
 VARIANTS: list[tuple[str, str, Tuning]] = [
     ("fast", "fast", DEFAULT_TUNING),
     ("semantic, no second look (before)", "semantic", WITHOUT),
+    ("semantic, length counted up to 1,000 characters (before)", "semantic", OLD_CAP),
     ("semantic", "semantic", DEFAULT_TUNING),
     ("deep, no second look (before)", "deep", WITHOUT),
     ("deep", "deep", DEFAULT_TUNING),
@@ -45,6 +50,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             for name, mode, tuning in VARIANTS:
                 for half, scores in by_halves(engine, conversations, mode, tuning).items():
                     results[f"{name}, conversations {half}"] = scores
+        coding = second_look_coding.rows(tmp, DEFAULT_MODEL, second_look_coding.variants(DEFAULT_TUNING))
     turns = sum(len(c.turns) for c in conversations)
     questions = sum(len(c.questions) for c in conversations)
     notes = [
@@ -57,6 +63,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     ]
     order = sorted(results, key=lambda name: ("1-5" not in name, "6-10" not in name))
     body = render({name: results[name] for name in order}, notes)
+    headers = ["coding archive (24 notes, 400 file reads)", "R@1", "R@5", "MRR", "note not in top 10"]
+    body += "\n\n" + report.table(headers, coding) + "\n\n" + second_look_coding.NOTE
     print(body)
     if args.conversations == 10:
         title = "LoCoMo recall with the second look (issue 31)"

@@ -23,6 +23,7 @@ WORK = Scope("ana", "work")
 DAY = "2026-06-01T10:0{}:00Z"
 LATER = "2026-06-03T10:00:00Z"
 OFF = dataclasses.replace(DEFAULT_TUNING, second_look=0)
+MODEL = (DEFAULT_TUNING.second_look_weights, DEFAULT_TUNING.second_look_length_cap)
 # A question about a car whose reply turns to the weather, then the car bought, and a reply about it.
 TURNS = [
     ("Ana", "Have you ever thought about buying a car?"),
@@ -57,14 +58,22 @@ def test_the_model_reorders_only_the_pool_and_hands_out_its_own_scores() -> None
     plain = second_look.Look(0.8, 0.8, 0.8, 40, False)
     looks = {1: second_look.Look(0.8, 0.8, 0.8, 10, True), 2: plain, 3: dataclasses.replace(plain, after=0.9)}
     scores = {1: 3.0, 2: 2.95, 3: 2.9, 4: 1.0}
-    out = second_look.reordered(scores, [1, 2, 3], looks, DEFAULT_TUNING.second_look_weights)
+    out = second_look.reordered(scores, [1, 2, 3], looks, *MODEL)
     # 3 is followed by a turn closer to the query; 1 only asks a short question.
     assert out == {3: 3.0, 2: 2.95, 1: 2.9, 4: 1.0}
-    assert second_look.reordered(scores, [1], looks, DEFAULT_TUNING.second_look_weights) == scores
+    assert second_look.reordered(scores, [1], looks, *MODEL) == scores
     # An event without a Look leaves the order alone; tied scores come out strictly in the model's order.
-    assert second_look.reordered(scores, [1, 2, 4], looks, DEFAULT_TUNING.second_look_weights) == scores
-    tied = second_look.reordered({1: 2.0, 2: 2.0, 3: 2.0}, [1, 2, 3], looks, DEFAULT_TUNING.second_look_weights)
+    assert second_look.reordered(scores, [1, 2, 4], looks, *MODEL) == scores
+    tied = second_look.reordered({1: 2.0, 2: 2.0, 3: 2.0}, [1, 2, 3], looks, *MODEL)
     assert tied[3] > tied[2] > tied[1]
+
+
+def test_length_counts_only_up_to_the_longest_turn_the_weights_were_fitted_on() -> None:
+    # LoCoMo's longest turn is 454 characters; a file read of 5,000 must gain nothing over it.
+    turn = second_look.Look(0.8, 0.8, 0.8, 454, False)
+    looks = {seq: turn for seq in range(12)} | {11: dataclasses.replace(turn, length=5000)}
+    scores = {seq: 3.0 - seq / 100 for seq in range(12)}
+    assert second_look.reordered(scores, list(range(12)), looks, *MODEL) == scores
 
 
 def test_a_reply_that_leaves_the_subject_yields_to_the_statement_and_the_reply_on_it(local: Engine) -> None:

@@ -53,6 +53,10 @@ class Tuning:
     # its weights: rank 1/(1 + r), score / best, cosines of the event, the one before and after it,
     # log(1 + length), ends with "?" (fitted on LoCoMo conversations 1-5; design.md)
     second_look_weights: tuple[float, ...] = (0.44, 1.0, -0.27, -0.35, 2.91, 0.15, -0.15)
+    # characters past this add nothing to an event's length: the longest LoCoMo turn the weights saw (454).
+    # Beyond it the model would extrapolate, and a file read or a pasted log would climb over a short note
+    # on its subject (design.md, "Long events and the length feature")
+    second_look_length_cap: int = 450
 
 
 DEFAULT_TUNING = Tuning()

@@ -247,7 +247,8 @@ class _Recall:
         looks = second_look.gather(
             self.db, self.sources.vectors, self.model, self.filters, query, pool, self._neighbours
         )
-        return second_look.reordered(scores, pool, looks, self.tuning.second_look_weights)
+        t = self.tuning
+        return second_look.reordered(scores, pool, looks, t.second_look_weights, t.second_look_length_cap)
 
     def _scan(self, kind: Kind, searched: Sequence[phrasings.Phrasing]) -> list[Hits | None]:
         """Each phrasing's cosine top (its pool) among this kind's vectors, on one snapshot and filter

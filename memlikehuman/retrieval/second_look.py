@@ -28,10 +28,6 @@ if TYPE_CHECKING:
 
     from ..index.vectors import VectorCache
 
-# Characters past this add nothing to an event's length feature (a pasted log is not more relevant).
-LENGTH_CAP = 1000
-
-
 @dataclass(frozen=True)
 class Look:
     """What the second look reads of one event: cosines to the query (its own, the event before and
@@ -46,11 +42,15 @@ class Look:
 
 
 def reordered(
-    scores: Mapping[int, float], pool: Sequence[int], looks: Mapping[int, Look], weights: Sequence[float]
+    scores: Mapping[int, float],
+    pool: Sequence[int],
+    looks: Mapping[int, Look],
+    weights: Sequence[float],
+    length_cap: int,
 ) -> ranking.Scores:
     """`scores` with the events of `pool` (best first) re-ordered by the model; their score values are
-    the pool's own, handed out again in the new order (ties split by the least step). Unchanged when
-    an event of the pool has no Look."""
+    the pool's own, handed out again in the new order (ties split by the least step). Characters past
+    `length_cap` add nothing to an event's length. Unchanged when an event of the pool has no Look."""
     if len(pool) < 2 or scores[pool[0]] <= 0 or any(seq not in looks for seq in pool):
         return dict(scores)
     top = scores[pool[0]]
@@ -65,7 +65,7 @@ def reordered(
             + w_cosine * look.cosine
             + w_before * look.before
             + w_after * look.after
-            + w_length * math.log1p(min(look.length, LENGTH_CAP))
+            + w_length * math.log1p(min(look.length, length_cap))
             + (w_asks if look.asks else 0.0)
         )
 
