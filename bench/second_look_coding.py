@@ -4,7 +4,8 @@ LoCoMo's turns are at most 454 characters; a coding agent's archive also holds t
 characters long. The notes and their follow-up questions are bench/injection_set.py's (written for it);
 the file reads are this repository's own source (`memlikehuman/**/*.py`, up to four reads of 1,500
 characters a file, 400 in all), recorded as `tool` events spread over the notes' sessions. Each
-follow-up is asked in `semantic` mode; the rank of the note that answers it gives R@1, R@5 and MRR.
+follow-up is asked in `semantic` mode; the rank of the note that answers it gives R@1, R@5 and MRR
+(over the top 10: a note outside it counts 0).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from memlikehuman.retrieval.recall import recall
 SCOPE = Scope("coder", "repo")
 ROOT = Path(__file__).resolve().parent.parent
 READ, READS_PER_FILE, READS = 1500, 4, 400
-MISSED = 99  # the rank given to a note outside the top 10
+MISSED = 99  # stands for the rank of a note outside the top 10
 NOTE = (
     "Coding archive: bench/injection_set.py's 24 notes (each with a short acknowledgement) and 400 reads of"
     " 1,500 characters of this repository's memlikehuman/ source recorded as tool events; each of the 24"
@@ -74,7 +75,7 @@ def row(name: str, found: Sequence[int]) -> list[object]:
         name,
         f"{sum(r == 1 for r in found) / n:.3f}",
         f"{sum(r <= 5 for r in found) / n:.3f}",
-        f"{sum(1 / r for r in found) / n:.3f}",
+        f"{sum(1 / r for r in found if r != MISSED) / n:.3f}",
         sum(r == MISSED for r in found),
     ]
 
