@@ -92,6 +92,17 @@ def test_what_was_injected_in_a_session_is_not_injected_again_in_it(db: Path | s
     assert EARLIER[0] in injected(other)  # another session gets it
 
 
+def test_a_long_session_on_the_subject_does_not_crowd_out_the_earlier_prompt(db: Path | str, project: Path) -> None:
+    seed(db, project)
+    # Twenty turns of this session share the prompt's words and its session's score; they are already in
+    # the model's context, and must not take the places of the earlier sessions' candidates.
+    for n in range(20):
+        step = f"the lodash import still fails, attempt {n}"
+        assert run_hook("claude-code", prompt("long", step, project), db, project).returncode == 0
+    ran = run_hook("claude-code", prompt("long", "add lodash with npm please", project), db, project)
+    assert injected(ran) == [EARLIER[0]]
+
+
 def test_the_items_setting_caps_what_is_injected(db: Path | str, project: Path) -> None:
     seed(db, project)
     both = run_hook("claude-code", prompt("a", "run ruff on the staging server", project), db, project)

@@ -40,6 +40,7 @@ else:
 
 # Candidates read from recall for each prompt: enough that the gate can refuse some and still fill the cap.
 POOL = 15
+MAX_POOL = 100  # recall's own limit
 # Words that carry no need of their own in a prompt ("please add ..."), beside search.STOPWORDS.
 FILLER = frozenset("please thanks thank hi hello hey ok okay yes yeah sure".split())
 # Sentences about nothing: a prompt's cosine to them is its floor of similarity to any text.
@@ -101,7 +102,13 @@ def choose(
     if gate.items <= 0 or gate.chars <= 0:
         return []
     dense = Dense()
-    found = recall(sources, scope, query, limit=POOL, search_mode=mode, upkeep=upkeep, dense=dense)
+    # This session's own turns are left out inside recall, not after it: the prompt just recorded and the
+    # turns around it share its words and its session's score, and would fill the pool (design.md).
+    # What was injected earlier is dropped after it, so the pool grows by as many.
+    limit = min(POOL + len(exclude), MAX_POOL)
+    found = recall(
+        sources, scope, query, limit=limit, search_mode=mode, upkeep=upkeep, dense=dense, outside_session=session_id
+    )
     weigh = _coverage(sources, query, found, 1 if query_stored else 0)
     floor = _anchor_floor(sources, dense)
     measured = []

@@ -65,13 +65,14 @@ def recall(
     tuning: Tuning = DEFAULT_TUNING,
     upkeep: Callable[[Upkeep], None] | None = None,
     dense: Dense | None = None,
+    outside_session: str | None = None,
 ) -> RecallResult:
     """Attributed memories and raw-event excerpts for a query, best first, as known at `as_of`.
 
     Recall writes nothing: what it notices about the vector index goes to `upkeep` (the facade
     drops stale cached vectors and wakes the indexer). `dense`, when given, receives the query's vector
     and the best cosine of every dense candidate (the injection gate's measures, injection.py); it
-    stays empty in fast mode.
+    stays empty in fast mode. `outside_session` leaves that session's raw events out (the prompt hook).
 
     `alternatives` are further phrasings of the same need (at most 8): each is searched like the
     query and the rankings are fused. Raises InvalidArgument (bad input) or LimitExceeded (query or
@@ -92,7 +93,7 @@ def recall(
     if not query.strip() and cue_key is None:
         raise InvalidArgument("query is empty: give words to search for, or a cue_key to look up")
     stamp = clock.now_stamp() if as_of is None else clock.stamp(as_of, "as_of")
-    filters = Filters(scope, stamp, session_id, cue_key, include_history)
+    filters = Filters(scope, stamp, session_id, cue_key, include_history, outside_session)
     found = _Recall(sources, filters, query, limit, detail, search_mode, tuning, others, by_alias)
     found.as_of_given = as_of is not None
     result = found.run()

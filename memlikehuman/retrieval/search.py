@@ -49,6 +49,8 @@ class Filters:
     session_id: str | None = None
     cue_key: str | None = None
     include_history: bool = False
+    # raw events of this session are left out (the prompt hook: the session is already in the model's context)
+    outside_session: str | None = None
 
     def params(self) -> dict[str, Any]:
         return {
@@ -57,6 +59,7 @@ class Filters:
             "as_of": self.as_of,
             "session": self.session_id,
             "cue": self.cue_key,
+            "outside": self.outside_session,
         }
 
 
@@ -80,6 +83,8 @@ def _event_rules(filters: Filters) -> str:
     ]
     if filters.session_id is not None:
         rules.append("e.session_id = :session")
+    if filters.outside_session is not None:
+        rules.append("e.session_id <> :outside")
     if filters.cue_key is not None:
         rules.append("e.sequence IN (SELECT c.event_sequence FROM cues c WHERE c.key = :cue)")
     return " AND ".join(rules)
