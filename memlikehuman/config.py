@@ -7,6 +7,7 @@ The config file is TOML with the same keys as the environment variables, e.g.
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from collections.abc import Mapping
@@ -182,6 +183,8 @@ def _number(values: Mapping[str, str], key: str, default: float, low: float) -> 
         number = float(raw)
     except ValueError:
         raise InvalidArgument(f"{key}={raw!r} is not a number") from None
+    if not math.isfinite(number):
+        raise InvalidArgument(f"{key}={raw!r} is not a finite number: give a plain number such as {default}")
     if number < low:
         raise InvalidArgument(f"{key} must be at least {low}")
     return number

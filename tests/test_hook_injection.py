@@ -114,6 +114,19 @@ def test_the_items_setting_caps_what_is_injected(db: Path | str, project: Path) 
     assert none.stdout == ""
 
 
+@pytest.mark.parametrize("value", ["nan", "inf", "1e999"])
+def test_a_setting_that_is_not_a_finite_number_is_refused_and_the_hook_still_exits_cleanly(
+    db: Path | str, project: Path, value: str
+) -> None:
+    # NaN passed every floor: a coverage of "nan" let every candidate through, a wait of "inf" broke settimeout.
+    with pytest.raises(config.InvalidArgument, match="MEMLIKEHUMAN_INJECT_COVERAGE.*not a finite number"):
+        config.load(db, env={**BASE_ENV, "MEMLIKEHUMAN_INJECT_COVERAGE": value})
+    seed(db, project)
+    ask = "add lodash with npm please"
+    ran = run_hook("claude-code", prompt("now", ask, project), db, project, MEMLIKEHUMAN_INJECT_COVERAGE=value)
+    assert ran.returncode == 0 and ran.stdout == ""  # the host goes on; nothing is injected on a broken setting
+
+
 def test_without_a_server_the_hook_does_not_wait_for_one_and_injects_from_fast(
     db: Path | str, project: Path, runtime: Path
 ) -> None:

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 
 MAX_LINE = 256 * 1024  # bytes of one request or answer line, without its newline
 CONNECTION_SECONDS = 5.0  # the server's whole budget for one connection: read, answer, send
+LONGEST_WAIT = 60.0  # seconds of one socket operation at most (a hook host gives up by then; settimeout has a ceiling)
 _UCRED = struct.Struct("i2I")  # struct ucred: pid_t pid, uid_t uid, gid_t gid
 _SEQUENCE = itertools.count()  # tells apart the listeners of one process
 _BAD_REQUEST = b'{"error":"bad_request"}\n'
@@ -256,7 +257,7 @@ def _ask_one(path: Path, info: os.stat_result, data: bytes, deadline: float) -> 
 
 
 def _bind(path: Path) -> tuple[socket.socket, tuple[int, int]]:
-    """A socket listening on `path`, and the file's identity: born 0600 under a hidden name, renamed
+    """A socket listening on `path`, and the file's identity: made 0600 under a hidden name, renamed
     into place once listening. Raises OSError."""
     hidden = path.with_name(f".{path.name}")
     with contextlib.suppress(FileNotFoundError):
@@ -265,11 +266,9 @@ def _bind(path: Path) -> tuple[socket.socket, tuple[int, int]]:
 
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        umask = os.umask(0o177)
-        try:
-            sock.bind(str(hidden))
-        finally:
-            os.umask(umask)
+        # No umask change: it is process-wide, and the server's other threads may be creating files. The
+        # directory is the user's alone (0700), so nobody else can reach the file before the chmod.
+        sock.bind(str(hidden))
         os.chmod(hidden, 0o600)
         identity = _identity(os.lstat(hidden))
         sock.listen(socket.SOMAXCONN)
@@ -313,7 +312,7 @@ def _budget(sock: socket.socket, deadline: float) -> None:
     remaining = deadline - time.monotonic()
     if remaining <= 0:
         raise TimeoutError
-    sock.settimeout(remaining)
+    sock.settimeout(min(remaining, LONGEST_WAIT))
 
 
 def _encode(message: dict[str, Any]) -> bytes:
