@@ -120,3 +120,81 @@ def test_a_matrix_built_from_unsorted_ids_is_sorted_so_the_newest_stay_last() ->
     ids, rows = matrix.view(2)
     assert ids.tolist() == [5, 9]
     assert rows.tolist() == [[1, 0, 0], [0, 0, 1]]
+
+
+# -- commits of another connection (a hook recording a prompt, a CLI forget) ----------------------------
+
+
+@pytest.fixture
+def other(tmp_path: Path, engine: Engine) -> Iterator[Engine]:
+    """A second connection to the same archive file: its commits are another process's to `engine`."""
+    with Engine(make_settings(tmp_path / "a.db")) as second:
+        yield second
+
+
+def cached(cache: vectors.VectorCache, engine: Engine) -> dict[int, list[float]]:
+    hits = cache.search(engine.db, "event", MODEL, HOME, unit(1, 0, 0), 100)
+    ids, rows, _ = cache._snapshot(engine.db, "event", MODEL, HOME, None)
+    assert sorted(hits.ids.tolist()) == ids.tolist()
+    return {int(i): [round(float(v), 6) for v in row] for i, row in zip(ids, rows, strict=True)}
+
+
+def stored_rows(engine: Engine) -> dict[int, list[float]]:
+    rows = engine.db.query(
+        "SELECT v.event_sequence AS id, v.vector FROM event_vectors v JOIN events e ON e.sequence = v.event_sequence"
+        " WHERE e.persona_id = ? AND e.project_id = ? AND v.model = ?",
+        (HOME.persona_id, HOME.project_id, MODEL),
+    )
+    return {r["id"]: [round(float(v), 6) for v in vectors.decode(r["vector"], 3)] for r in rows}
+
+
+def test_another_connections_new_events_are_appended_without_reloading(engine: Engine, other: Engine) -> None:
+    store(engine, HOME, "first", unit(1, 0, 0))
+    cache = vectors.VectorCache()
+    cached(cache, engine)
+    loaded = cache._matrices[("event", MODEL, HOME)]
+    other.record(HOME, "prompt", "a prompt the hook recorded, no vector yet", "user", "Ana", session_id="s2")
+    later = store(other, HOME, "second", unit(0, 1, 0))
+    assert cached(cache, engine) == stored_rows(engine)
+    assert later in cached(cache, engine)
+    assert cache._matrices[("event", MODEL, HOME)] is loaded  # brought up to date, not read again
+
+
+def test_after_another_connection_forgets_the_matrix_is_read_again(engine: Engine, other: Engine) -> None:
+    keep = store(engine, HOME, "keep", unit(1, 0, 0))
+    engine.record(HOME, "backlog", "embedded later by another process", "user", "Ana", session_id="s1")
+    store(engine, HOME, "gone", unit(0, 1, 0))
+    cache = vectors.VectorCache()
+    cached(cache, engine)
+    loaded = cache._matrices[("event", MODEL, HOME)]
+    backlog = int(engine.db.scalar("SELECT sequence FROM events WHERE event_id = 'backlog'"))
+    # The other connection forgets one event, writes another vector under an ID the matrix holds (as
+    # the indexer does for the turns that carried a forgotten turn's text) and embeds an older event:
+    # the vector counts alone agree, and nothing new is past the matrix's last row.
+    other.forget(HOME, "gone")
+    with other.db.write() as conn:
+        rewritten = vectors.encode(unit(0, 0, 1))
+        conn.execute("UPDATE event_vectors SET vector = ? WHERE event_sequence = ?", (rewritten, keep))
+        conn.execute(
+            "INSERT INTO event_vectors (event_sequence, model, dim, vector) VALUES (?, ?, 3, ?)",
+            (backlog, MODEL, vectors.encode(unit(1, 1, 1))),
+        )
+    assert cached(cache, engine) == stored_rows(engine)
+    assert cached(cache, engine)[keep] == [0.0, 0.0, 1.0]
+    assert cache._matrices[("event", MODEL, HOME)] is not loaded
+
+
+def test_vectors_of_older_events_written_elsewhere_are_not_missed(engine: Engine, other: Engine) -> None:
+    store(engine, HOME, "first", unit(1, 0, 0))
+    engine.record(HOME, "backlog", "embedded later by another process", "user", "Ana", session_id="s1")
+    store(engine, HOME, "third", unit(0, 1, 0))
+    cache = vectors.VectorCache()
+    cached(cache, engine)
+    backlog = int(engine.db.scalar("SELECT sequence FROM events WHERE event_id = 'backlog'"))
+    with other.db.write() as conn:
+        conn.execute(
+            "INSERT INTO event_vectors (event_sequence, model, dim, vector) VALUES (?, ?, 3, ?)",
+            (backlog, MODEL, vectors.encode(unit(1, 1, 1))),
+        )
+    assert cached(cache, engine) == stored_rows(engine)
+    assert backlog in cached(cache, engine)

@@ -4,7 +4,9 @@ Brute-force cosine over a numpy matrix is exact and fast far beyond a personal a
 (100k x 384 in a few milliseconds), so there is no approximate index to keep consistent.
 One matrix per (table, model, scope) is loaded from SQLite on first use and then kept current
 in place: the indexer adds what it writes, forgotten rows are dropped when recall meets them,
-and a commit by another process (seen through ``Database.data_version``) empties the cache.
+and after a commit by another process (seen through ``Database.data_version``) an event matrix is
+brought up to date by the rows added since, when the scope lost no event and the counts agree,
+and reloaded otherwise (a hook's recorded prompt must not cost the server a full reload).
 Vectors of another model are never loaded: they count as missing.
 """
 
@@ -63,7 +65,11 @@ class Hits:
 class _Matrix:
     """The vectors of one (kind, model, scope): IDs ascending, rows in a growable buffer."""
 
-    def __init__(self, ids: np.ndarray, rows: np.ndarray) -> None:
+    def __init__(self, ids: np.ndarray, rows: np.ndarray, events: tuple[int, int] = (0, 0)) -> None:
+        # The scope's newest event sequence and event count when the rows were read: an event at or
+        # below that sequence gone since means something was forgotten (rows changed in place).
+        self.events = events
+        self.version: int | None = None  # the data_version the rows were last read or checked at
         self.ids = ids.astype(np.int64)
         self.rows = rows.astype(np.float32, copy=False)
         self.n = len(self.ids)
@@ -127,7 +133,6 @@ class VectorCache:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._matrices: dict[tuple[Kind, str, Scope], _Matrix] = {}
-        self._outside_version: int | None = None
 
     def search(
         self,
@@ -211,23 +216,19 @@ class VectorCache:
         self, db: Database, kind: Kind, model: str, scope: Scope, window: int | None
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The (ids, rows) inside the window, and the IDs of the older rows outside it."""
-        self._check_outside_writes(db)
+        version = db.data_version()  # changes only when another connection commits (or writes vectors)
         key = (kind, model, scope)
         with self._lock:
             matrix = self._matrices.get(key)
+            if matrix is not None and matrix.version != version:
+                matrix = _refreshed(db, kind, model, scope, matrix)
             if matrix is None:
-                matrix = self._matrices[key] = _load(db, kind, model, scope)
+                matrix = _load(db, kind, model, scope)
+            matrix.version = version
+            self._matrices[key] = matrix
             # Views stay valid: add() writes past n or into rows already scored (same values then).
             ids, rows = matrix.view(window)
             return ids, rows, matrix.ids[: matrix.n - len(ids)]
-
-    def _check_outside_writes(self, db: Database) -> None:
-        # Changes only when another connection commits (SQLite) or writes vectors (PostgreSQL).
-        version = db.data_version()
-        with self._lock:
-            if self._outside_version is not None and version != self._outside_version:
-                self._matrices.clear()
-            self._outside_version = version
 
 
 def _top(ids: np.ndarray, scores: np.ndarray, k: int, skipped: int) -> Hits:
@@ -258,7 +259,52 @@ def _load(db: Database, kind: Kind, model: str, scope: Scope) -> _Matrix:
         for count, (row_id, blob) in enumerate(db.stream(sql, (*key, dim)), start=1):
             ids[count - 1] = row_id
             rows[count - 1] = np.frombuffer(blob, dtype="<f4")
-    return _Matrix(ids[:count], rows[:count])
+        events = _scope_events(db, scope) if kind == "event" else (0, 0)
+    return _Matrix(ids[:count], rows[:count], events)
+
+
+def _refreshed(db: Database, kind: Kind, model: str, scope: Scope, matrix: _Matrix) -> _Matrix | None:
+    """An event matrix brought up to date after another connection's commit: the rows added since
+    appended. None (reload it) when the scope lost an event it had (forgetting also deletes the
+    vectors of the turns that carried its text, and the indexer writes them again under the same
+    IDs), when the scope's vector count disagrees (older events embedded since, another model's
+    vectors replaced), and for memory matrices (small, and edited in place)."""
+    if kind != "event" or not matrix.rows.shape[1]:
+        return None
+    newest, count = matrix.events
+    key = (scope.persona_id, scope.project_id)
+    with db.read():
+        added = db.scalar(
+            "SELECT count(*) FROM events WHERE persona_id = ? AND project_id = ? AND sequence > ?", (*key, newest)
+        )
+        if _scope_count(db, "scope_counts", "events", key) - int(added or 0) != count:
+            return None
+        top = int(matrix.ids[matrix.n - 1]) if matrix.n else 0
+        rest = "AND v.dim = ? AND e.sequence > ? " + _LOAD_ORDER[kind]
+        sql = _LOAD_SQL[kind].format(what=_LOAD_ROWS[kind], rest=rest)
+        fresh = list(db.stream(sql, (*key, model, matrix.rows.shape[1], top)))
+        stored = _scope_count(db, "scope_vector_counts", "events", (*key, model))
+        events = _scope_events(db, scope)
+    if fresh:
+        ids = np.fromiter((row_id for row_id, _ in fresh), dtype=np.int64, count=len(fresh))
+        matrix.add(ids, np.stack([np.frombuffer(blob, dtype="<f4") for _, blob in fresh]))
+    if matrix.n != stored:
+        return None
+    matrix.events = events
+    return matrix
+
+
+def _scope_events(db: Database, scope: Scope) -> tuple[int, int]:
+    """The scope's newest event sequence and its number of events (read inside the caller's transaction)."""
+    key = (scope.persona_id, scope.project_id)
+    newest = db.scalar("SELECT max(sequence) FROM events WHERE persona_id = ? AND project_id = ?", key)
+    return int(newest or 0), _scope_count(db, "scope_counts", "events", key)
+
+
+def _scope_count(db: Database, table: str, column: str, key: tuple[str, ...]) -> int:
+    """A count kept exact by the archive's triggers (migration m003): 0 when the scope has no row."""
+    where = " AND ".join(f"{name} = ?" for name in ("persona_id", "project_id", "model")[: len(key)])
+    return int(db.scalar(f"SELECT {column} FROM {table} WHERE {where}", key) or 0)
 
 
 def delete_event_vectors(conn: Any, sequences: Sequence[int]) -> None:
