@@ -13,7 +13,7 @@ from conftest import make_settings
 
 from memlikehuman.engine import Engine
 from memlikehuman.records import Scope
-from memlikehuman.retrieval import search, second_look
+from memlikehuman.retrieval import ranking, search, second_look
 from memlikehuman.retrieval.ranking import DEFAULT_TUNING
 from memlikehuman.retrieval.recall import recall
 from memlikehuman.retrieval.search import Filters
@@ -66,6 +66,20 @@ def test_the_model_reorders_only_the_pool_and_hands_out_its_own_scores() -> None
     assert second_look.reordered(scores, [1, 2, 4], looks, *MODEL) == scores
     tied = second_look.reordered({1: 2.0, 2: 2.0, 3: 2.0}, [1, 2, 3], looks, *MODEL)
     assert tied[3] > tied[2] > tied[1]
+
+
+def test_a_reordered_pool_stays_above_the_events_outside_it_that_tie_with_its_last() -> None:
+    plain = second_look.Look(0.8, 0.8, 0.8, 40, False)
+    looks = {1: dataclasses.replace(plain, after=0.5), 4: dataclasses.replace(plain, after=0.9)}
+    scores = {1: 0.55, 2: 0.5, 3: 0.5, 4: 0.5}
+    pool = ranking.top(scores, 2)
+    assert pool == [1, 4]  # ties go to the newer event
+    out = second_look.reordered(scores, pool, looks, *MODEL)
+    # 4 moves up; 1 takes the last slot, still above 2 and 3 (a tie would sort it below them by ID).
+    assert ranking.top(out, 4) == [4, 1, 3, 2]
+    assert out[4] == 0.55 and out[1] > 0.5 and out[1] == pytest.approx(0.5) and out[2] == out[3] == 0.5
+    zeros = second_look.reordered({1: 1.0, 2: 0.0, 3: 0.0}, [1, 2, 3], {k: plain for k in (1, 2, 3)}, *MODEL)
+    assert min(zeros.values()) == 0.0  # no score is pushed below zero (shown as -0.0)
 
 
 def test_length_counts_only_up_to_the_longest_turn_the_weights_were_fitted_on() -> None:

@@ -49,8 +49,9 @@ def reordered(
     length_cap: int,
 ) -> ranking.Scores:
     """`scores` with the events of `pool` (best first) re-ordered by the model; their score values are
-    the pool's own, handed out again in the new order (ties split by the least step). Characters past
-    `length_cap` add nothing to an event's length. Unchanged when an event of the pool has no Look."""
+    the pool's own, handed out again in the new order (ties split by the least step upwards).
+    Characters past `length_cap` add nothing to an event's length. Unchanged when an event of the
+    pool has no Look."""
     if len(pool) < 2 or scores[pool[0]] <= 0 or any(seq not in looks for seq in pool):
         return dict(scores)
     top = scores[pool[0]]
@@ -70,12 +71,17 @@ def reordered(
         )
 
     order = sorted(range(len(pool)), key=lambda rank: -model(rank))
+    inside = set(pool)
+    outside = max((value for seq, value in scores.items() if seq not in inside), default=None)
+    # From the last slot up: each slot keeps its own score unless that ties the slot below it or the
+    # best event outside the pool, where it takes the next float above. Strictly decreasing, so tied
+    # scores cannot hand the order back to the record IDs, and no pool event sinks below an outside one.
+    value = scores[pool[-1]] if outside is None else max(scores[pool[-1]], math.nextafter(outside, math.inf))
     out = dict(scores)
-    value = math.inf
-    for rank, chosen in enumerate(order):
-        # Strictly decreasing, so tied scores cannot hand the order back to the record IDs.
-        value = min(scores[pool[rank]], math.nextafter(value, -math.inf))
-        out[pool[chosen]] = value
+    for rank in reversed(range(len(pool))):
+        value = max(scores[pool[rank]], value)
+        out[pool[order[rank]]] = value
+        value = math.nextafter(value, math.inf)
     return out
 
 
