@@ -47,3 +47,14 @@ def test_two_folders_with_one_name_get_different_projects(tmp_path: Path) -> Non
     second.mkdir(parents=True)
     assert project_name(first) != project_name(second)
     assert project_name(first) == project_name(first)
+
+
+def test_a_null_scope_is_the_installed_one_as_an_absent_one_is(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path / "m.sqlite3", MEMLIKEHUMAN_PERSONA="ada", MEMLIKEHUMAN_PROJECT="billing")
+    with connected(build_server(settings)) as client:
+        nulls = {"persona_id": None, "project_id": None}
+        client.ok("memory_record", event_id="n-1", text="Tax is 21%", role="user", source="ada", **nulls)
+        here = client.ok("memory_read", record_id="n-1")  # no scope named: the installed one
+        elsewhere = client.ok("memory_recall", query="tax", persona_id="default", project_id="default")
+    assert here["event"]["event_id"] == "n-1"
+    assert elsewhere["raw_fallback"] == []  # hosts send null for "not given": not default/default

@@ -149,9 +149,10 @@ class MemoryMCPServer(MCPServer[Any]):
         unknown = sorted(set(arguments or {}) - set(tool.parameters.get("properties", {})))
         if unknown:
             raise ToolError(f"invalid_argument: unknown argument(s) {', '.join(unknown)}: remove them and call again")
-        # A scope the call does not name is the installed one (MEMLIKEHUMAN_PERSONA/PROJECT), as the hooks use.
+        # A scope the call does not name is the installed one (MEMLIKEHUMAN_PERSONA/PROJECT), as the hooks use;
+        # a null names none either (hosts send null for "not given").
         defaults = {k: v for k, v in self.default_scope.items() if k in tool.parameters.get("properties", {})}
-        arguments = {**defaults, **(arguments or {})}
+        arguments = {**defaults, **without_nulls(arguments or {})}
         try:
             return await super().call_tool(name, without_nulls(arguments or {}), context)
         except UnexpectedToolError as exc:
