@@ -66,3 +66,23 @@ def test_the_memory_of_a_covered_event_scores_what_its_event_scores_in_raw_fallb
         with_memory = recall(engine, HOME, query)
         assert [hit.score for hit in with_memory.memories] == [alone["e2"]], query
         assert [event_id for _, event_id in merged(with_memory)] == list(alone), query
+
+
+def test_a_memory_not_yet_valid_does_not_hide_its_event_and_a_corrected_one_still_does(tmp_path: Any) -> None:
+    from conftest import connected, make_settings
+
+    from memlikehuman.server import build_server
+
+    plan = "I start my new job at Acme on 1 March 2099."
+    given = {"content": "The user works at Acme", "quote": "I start my new job at Acme", "subject": "user.employer"}
+    with connected(build_server(make_settings(tmp_path / "m.sqlite3"))) as client:
+        future = [{**given, "valid_from": "2099-03-01T00:00:00Z"}]
+        made = client.ok("memory_record", event_id="j1", text=plan, role="user", source="ana", memories=future)
+        before = client.ok("memory_recall", query="Acme job")
+        withdrawn = "The user is not joining Acme"
+        client.ok("memory_correct", memory_id=made["memory_ids"][0], content=withdrawn, reason="offer withdrawn")
+        after = client.ok("memory_recall", query="Acme job")
+    # Not valid before 2099, so not shown; its event is, or the plan would be nowhere in recall.
+    assert before["memories"] == [] and [hit["excerpt"] for hit in before["raw_fallback"]] == [plan]
+    # Corrected away: the revoked memory's quote still keeps the statement from coming back raw.
+    assert plan not in [hit["excerpt"] for hit in after["raw_fallback"]]

@@ -370,7 +370,7 @@ class _Recall:
         ranked = ranking.top(scores, len(scores))
         for start in range(0, len(ranked), RAW_PAGE):
             page = ranked[start : start + RAW_PAGE]
-            quotes = search.memory_quotes(self.db, page)
+            quotes = search.memory_quotes(self.db, page, self.filters.as_of)
             for sequence in page:
                 event = events.load(self.db, sequence)
                 text, whole = event.text, True

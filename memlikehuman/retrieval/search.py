@@ -118,13 +118,19 @@ def _memory_rules(filters: Filters) -> str:
     return " AND ".join(rules)
 
 
-def memory_quotes(db: Database, sequences: Sequence[int]) -> dict[int, list[str]]:
-    """The quotes of every memory (revoked and superseded ones too) of those events that have any."""
+def memory_quotes(db: Database, sequences: Sequence[int], as_of: str) -> dict[int, list[str]]:
+    """The quotes of the memories of those events that have any: revoked and superseded ones too (a
+    statement corrected away must not come back through its event), but not a memory neither revoked
+    nor yet valid or known at `as_of` (a plan for next year is not shown, so its event must be)."""
     found: dict[int, list[str]] = {}
     for start in range(0, len(sequences), 500):
         chunk = tuple(sequences[start : start + 500])
         marks = ",".join("?" * len(chunk))
-        for row in db.query(f"SELECT event_sequence, quote FROM memories WHERE event_sequence IN ({marks})", chunk):
+        sql = (
+            f"SELECT event_sequence, quote FROM memories WHERE event_sequence IN ({marks})"
+            " AND (revoked_at IS NOT NULL OR (valid_from <= ? AND known_from <= ?))"
+        )
+        for row in db.query(sql, (*chunk, as_of, as_of)):
             found.setdefault(row["event_sequence"], []).append(row["quote"])
     return found
 
