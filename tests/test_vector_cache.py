@@ -122,6 +122,19 @@ def test_a_matrix_built_from_unsorted_ids_is_sorted_so_the_newest_stay_last() ->
     assert rows.tolist() == [[1, 0, 0], [0, 0, 1]]
 
 
+def test_a_batch_added_newest_first_keeps_the_matrix_sorted(engine: Engine) -> None:
+    first = store(engine, HOME, "first", unit(1, 0, 0))
+    cache = vectors.VectorCache()
+    cache.search(engine.db, "event", MODEL, HOME, unit(1, 0, 0), 10)
+    # The indexer embeds a prompt and its reply together and hands them over newest first.
+    later = [store(engine, HOME, f"later-{i}", unit(0, 1, i)) for i in range(3)]
+    cache.add("event", MODEL, HOME, later[::-1], np.stack([unit(0, 1, i) for i in range(3)][::-1]))
+    wanted = [first, *later]
+    assert sorted(cache.cosines(engine.db, "event", MODEL, HOME, unit(0, 1, 0), wanted)) == wanted
+    ids, _, _ = cache._snapshot(engine.db, "event", MODEL, HOME, 1)
+    assert ids.tolist() == [later[-1]]  # the window holds the newest
+
+
 # -- commits of another connection (a hook recording a prompt, a CLI forget) ----------------------------
 
 

@@ -86,7 +86,9 @@ class _Matrix:
             return
         if self.n + len(ids) > len(self.ids) or rows.shape[1] != self.rows.shape[1]:
             self._grow(self.n + len(ids), rows.shape[1])
-        if self.n and ids.min() <= self.ids[self.n - 1]:
+        # Unsorted when the batch starts at or below the last row, or is not ascending itself (the indexer
+        # hands its batches newest first).
+        if (self.n and ids.min() <= self.ids[self.n - 1]) or (len(ids) > 1 and (np.diff(ids) <= 0).any()):
             self.sorted = False
         self.ids[self.n : self.n + len(ids)] = ids
         self.rows[self.n : self.n + len(ids)] = rows
