@@ -48,15 +48,25 @@ RETRY_SECONDS = 60.0
 RESCAN_SECONDS = 600.0
 Progress = Callable[[int, int], None]
 
-_EVENTS_SQL = """
+_EVENT_COLUMNS = """
 SELECT e.sequence AS id, e.persona_id, e.project_id, e.source, e.text,
        (SELECT group_concat(c.label, '; ') FROM cues c WHERE c.event_sequence = e.sequence) AS labels,
        (SELECT CASE WHEN p.source != e.source THEN p.source || ': ' || substr(p.text, -{context}) END FROM events p
          WHERE p.persona_id = e.persona_id AND p.project_id = e.project_id AND p.session_id = e.session_id
            AND p.sequence < e.sequence AND p.kind = 'record' ORDER BY p.sequence DESC LIMIT 1) AS previous
-FROM events e LEFT JOIN event_vectors v ON v.event_sequence = e.sequence
-WHERE {missing} AND e.sequence > ? AND e.sequence <= ? ORDER BY e.sequence DESC LIMIT ?
 """.replace("{context}", str(PASSAGE_CONTEXT_CHARS))
+_EVENTS_SQL = (
+    _EVENT_COLUMNS
+    + """FROM events e LEFT JOIN event_vectors v ON v.event_sequence = e.sequence
+WHERE {missing} AND e.sequence > ? AND e.sequence <= ? ORDER BY e.sequence DESC LIMIT ?
+"""
+)
+# What each passage would be now, read inside the write: the embedding ran outside any transaction.
+_CURRENT_SQL = {
+    "event": _EVENT_COLUMNS + "FROM events e WHERE e.sequence IN ({ids})",
+    "memory": "SELECT m.id AS id, NULL AS source, m.content AS text, NULL AS labels, NULL AS previous"
+    " FROM memories m WHERE m.id IN ({ids})",
+}
 
 _MEMORIES_SQL = """
 SELECT m.id AS id, m.persona_id, m.project_id, e.source, m.content AS text, NULL AS labels, NULL AS previous
@@ -116,21 +126,30 @@ def _select(db: Database, kind: Kind, model: str, floor: int, ceiling: int, limi
 
 
 def _store(db: Database, cache: VectorCache, embedder: Embedder, batch: _Batch) -> int:
-    """Embed a batch (outside any transaction), write it, and tell the vector cache."""
-    rows = embedder.embed([_passage(batch.kind, row) for row in batch.rows], "passage")
+    """Embed a batch (outside any transaction), write what is still current, and tell the vector cache.
+
+    A forget may commit while the batch is embedded (this process's or another's): an item gone, or
+    an event whose passage carried the forgotten turn's tail, is not written (the walk makes the
+    passage again later). Returns how many vectors were written."""
+    passages = [_passage(batch.kind, row) for row in batch.rows]
+    rows = embedder.embed(passages, "passage")
     if rows.shape[0] != len(batch.rows):
         raise MemLikeHumanError(f"the embedder returned {rows.shape[0]} vectors for {len(batch.rows)} texts")
     model, dim = embedder.model_id, int(rows.shape[1])
+    ids = [row["id"] for row in batch.rows]
     with db.write() as conn:
-        for row, vector in zip(batch.rows, rows, strict=True):
-            conn.execute(_WRITE_SQL[batch.kind], (row["id"], model, dim, vectors.encode(vector), row["id"]))
+        sql = _CURRENT_SQL[batch.kind].replace("{ids}", ",".join("?" * len(ids)))
+        now = {row["id"]: _passage(batch.kind, row) for row in conn.execute(sql, ids).fetchall()}
+        written = [i for i, row in enumerate(batch.rows) if now.get(row["id"]) == passages[i]]
+        for i in written:
+            conn.execute(_WRITE_SQL[batch.kind], (ids[i], model, dim, vectors.encode(rows[i]), ids[i]))
     by_scope: dict[Scope, list[int]] = {}
-    for i, row in enumerate(batch.rows):
+    for i in written:
+        row = batch.rows[i]
         by_scope.setdefault(Scope(row["persona_id"], row["project_id"]), []).append(i)
     for scope, positions in by_scope.items():
-        ids = [batch.rows[i]["id"] for i in positions]
-        cache.add(batch.kind, model, scope, ids, rows[np.asarray(positions)])
-    return len(batch.rows)
+        cache.add(batch.kind, model, scope, [ids[i] for i in positions], rows[np.asarray(positions)])
+    return len(written)
 
 
 def _top(db: Database, kind: Kind) -> int:
