@@ -79,6 +79,17 @@ def test_cursor_failure_still_lets_the_prompt_through(tmp_path: Path, project: P
     assert (ran.returncode, ran.json()) == (0, {"continue": True})
 
 
+def test_cursor_failure_lets_the_prompt_through_as_installed_without_an_event_option(
+    tmp_path: Path, project: Path
+) -> None:
+    # `install` writes no --event: the payload's own event name picks the failure answer.
+    broken = {"MEMLIKEHUMAN_INJECT_COVERAGE": "nan"}
+    ran = run_hook(
+        "cursor", payload("cursor", "beforeSubmitPrompt", project), tmp_path / "m.sqlite3", project, **broken
+    )
+    assert (ran.returncode, ran.json()) == (0, {"continue": True})
+
+
 def test_gemini_before_agent_injects_context_in_hook_specific_output(db: Archive, project: Path) -> None:
     seed(db, project)
     answer = run_hook("gemini", payload("gemini", "BeforeAgent", project), db, project).json()

@@ -47,9 +47,18 @@ class Options(NamedTuple):
 def run(options: Options, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
     """Handle one hook call; return the exit status (always 0)."""
     settings = None
+    event = options.event  # the installer names no --event: the payload's name picks the failure answer
     try:
+        try:
+            payload: Any = json.loads(stdin.read() or "{}")
+        except ValueError as error:
+            payload = error
+        if isinstance(payload, dict) and not event:
+            named = payload.get("hook_event_name") or payload.get("hookEventName")
+            event = named if isinstance(named, str) else None
         settings = _settings(options.db)
-        payload = json.loads(stdin.read() or "{}")
+        if isinstance(payload, ValueError):
+            raise payload
         if not isinstance(payload, dict):
             raise ValueError("the hook input is not a JSON object")
         if options.host not in adapters.HOSTS:
@@ -59,8 +68,8 @@ def run(options: Options, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
         answer = adapters.output(hook, context)
         state.ran(settings.db_path, options.host, hook.event or "?")
     except Exception as exc:  # the hook's top level: never break the host
-        state.failed(settings.db_path if settings else None, options.host, options.event, exc, stderr)
-        answer = adapters.fallback_output(options.host, options.event)
+        state.failed(settings.db_path if settings else None, options.host, event, exc, stderr)
+        answer = adapters.fallback_output(options.host, event)
     if answer:
         with contextlib.suppress(OSError, ValueError):  # a host that stopped reading must not turn this into a crash
             stdout.write(answer + "\n")
