@@ -193,7 +193,7 @@ class Engine(Operations):
             # One transaction: no worker can claim the event between its commit and its memories.
             with self.db.write():
                 sequence, duplicate = events.insert(self.db, payload, error=error)
-                warnings += giving.store(self.db, sequence, given).warnings
+                warnings += giving.store(self.db, sequence, given, retry=duplicate).warnings
         else:
             sequence, duplicate = events.insert(self.db, payload, error=error)
             # The event is committed: everything below may fail or time out without losing it.

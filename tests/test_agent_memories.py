@@ -55,6 +55,19 @@ def test_a_retry_with_the_same_event_id_stores_nothing_twice_and_never_brings_ba
     assert contents == ["The user prefers bun"] and fixed["revoked_ids"] == first["memory_ids"]
 
 
+def test_a_retry_with_other_memories_is_a_conflict_and_stores_nothing(stdio_client):
+    call = {"event_id": "a-7", "text": PNPM + " and I like tea", "role": "user", "source": "user"}
+    first = stdio_client.ok("memory_record", **call, memories=[PNPM_MEMORY])
+    tea = {"content": "The user likes tea", "quote": "I like tea"}
+    message = stdio_client.error("memory_record", **call, memories=[tea])
+    assert message.startswith("conflict: ") and "other memories" in message
+    read = stdio_client.ok("memory_read", record_id="a-7")
+    assert read["event"]["memory_ids"] == first["memory_ids"]  # "nothing new is stored"
+    assert stdio_client.ok("memory_recall", query="tea")["memories"] == []
+    same = stdio_client.ok("memory_record", **call, memories=[PNPM_MEMORY])
+    assert same["duplicate"] is True and same["memory_ids"] == first["memory_ids"]
+
+
 def test_a_later_memory_with_the_same_subject_supersedes_the_earlier_one(stdio_client):
     stdio_client.ok("memory_record", event_id="a-4", text=PNPM, role="user", source="user", memories=[PNPM_MEMORY])
     moved = {**PNPM_MEMORY, "content": "The user now prefers bun for this repo", "quote": "switch to bun"}

@@ -19,7 +19,7 @@ from typing import Any
 from .. import clock
 from ..archive import events, memories
 from ..archive.db import Database
-from ..errors import InvalidArgument, LimitExceeded
+from ..errors import Conflict, InvalidArgument, LimitExceeded
 from .extract import MAX_ITEMS, Outcome, check
 
 AGENT = "agent"
@@ -52,9 +52,11 @@ def validated(items: Any) -> list[dict[str, Any]]:
     return checked
 
 
-def store(db: Database, sequence: int, items: Sequence[dict[str, Any]]) -> Outcome:
+def store(db: Database, sequence: int, items: Sequence[dict[str, Any]], *, retry: bool = False) -> Outcome:
     """Check the items against the event's text, store the accepted ones and complete the event.
 
+    `retry`: the event was already recorded (a duplicate). A retry stores nothing new: an item that
+    would be stored now was not in the first call, so the payload differs (Conflict, nothing written).
     Returns the event's outcome with one warning per rejected item ("memories[i] rejected: ...").
     Raises NotFound when the event was deleted meanwhile.
     """
@@ -67,7 +69,12 @@ def store(db: Database, sequence: int, items: Sequence[dict[str, Any]]) -> Outco
         candidates, targets, notes = check([item for _, item in fresh], event, {})
         notes = _renumbered(notes, [i for i, _ in fresh])
         if candidates:
-            _, skipped = memories.store(db, event, candidates, clock.now_stamp(), targets, extractor=AGENT)
+            made, skipped = memories.store(db, event, candidates, clock.now_stamp(), targets, extractor=AGENT)
+            if made and retry:  # raised inside the transaction: nothing of this call is kept
+                raise Conflict(
+                    f"event_id {event.event_id!r} was already recorded with other memories: a retry must send"
+                    " the same ones; record what else to remember with a new event"
+                )
             if skipped:
                 notes.append(f"memories: {skipped} item(s) repeat a current memory of this scope; not stored again")
         if event.extraction_state != "complete":
