@@ -49,8 +49,7 @@ class Filters:
     session_id: str | None = None
     cue_key: str | None = None
     include_history: bool = False
-    # raw events of this session are left out (the prompt hook: the session is already in the model's context)
-    outside_session: str | None = None
+    outside_session: str | None = None  # its raw events are left out (the prompt hook: already in context)
 
     def params(self) -> dict[str, Any]:
         return {
@@ -119,17 +118,13 @@ def _memory_rules(filters: Filters) -> str:
 
 
 def memory_quotes(db: Database, sequences: Sequence[int], as_of: str) -> dict[int, list[str]]:
-    """The quotes of the memories of those events that have any: revoked and superseded ones too (a
-    statement corrected away must not come back through its event), but not a memory neither revoked
-    nor yet valid or known at `as_of` (a plan for next year is not shown, so its event must be)."""
+    """The quotes of those events' memories, revoked and superseded ones too (a statement corrected away must
+    not come back through its event); not one neither revoked nor yet valid or known at `as_of`."""
     found: dict[int, list[str]] = {}
     for start in range(0, len(sequences), 500):
         chunk = tuple(sequences[start : start + 500])
-        marks = ",".join("?" * len(chunk))
-        sql = (
-            f"SELECT event_sequence, quote FROM memories WHERE event_sequence IN ({marks})"
-            " AND (revoked_at IS NOT NULL OR (valid_from <= ? AND known_from <= ?))"
-        )
+        sql = f"SELECT event_sequence, quote FROM memories WHERE event_sequence IN ({','.join('?' * len(chunk))})"
+        sql += " AND (revoked_at IS NOT NULL OR (valid_from <= ? AND known_from <= ?))"
         for row in db.query(sql, (*chunk, as_of, as_of)):
             found.setdefault(row["event_sequence"], []).append(row["quote"])
     return found
