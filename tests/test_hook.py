@@ -153,6 +153,27 @@ def test_session_end_records_a_missed_final_reply_and_checkpoints(db: Archive, p
     assert len(checkpoints_of(db)) == 1
 
 
+def test_a_checkpoint_at_session_end_holds_nothing_the_user_had_forgotten(db: Archive, project: Path) -> None:
+    from conftest import BASE_ENV
+
+    from memlikehuman import config
+    from memlikehuman.engine import Engine
+    from memlikehuman.records import Scope
+
+    secret, after = "my bank PIN is 4711", "actually forget that"
+    transcript = write_transcript(project / "t.jsonl", "s3", [("user", secret), ("user", after)])
+    run_hook("claude-code", payload("UserPromptSubmit", project, session_id="s3", prompt=secret), db, project)
+    [event] = stored(db)
+    with Engine(config.load(db, env=BASE_ENV)) as engine:
+        engine.forget(Scope(event["persona_id"], event["project_id"]), event["event_id"])
+    run_hook("claude-code", payload("UserPromptSubmit", project, session_id="s3", prompt=after), db, project)
+    end = payload("SessionEnd", project, session_id="s3", transcript_path=str(transcript))
+    assert run_hook("claude-code", end, db, project).returncode == 0
+    [checkpoint] = checkpoints_of(db)
+    # The host's transcript still holds the PIN; the checkpoint is cut from what the archive keeps.
+    assert "4711" not in json.dumps(checkpoint["state"]) and after in json.dumps(checkpoint["state"])
+
+
 def test_a_broken_payload_exits_0_prints_nothing_and_logs_one_line(db: Archive, project: Path) -> None:
     ran = run_hook("claude-code", "{not json", db, project)
     assert (ran.returncode, ran.stdout) == (0, "")

@@ -249,13 +249,13 @@ def _subagent(engine: Engine, scope: Scope, hook: adapters.HookInput) -> None:
 
 
 def _checkpoint(engine: Engine, scope: Scope, hook: adapters.HookInput) -> None:
-    from . import transcript as transcripts
-
+    """An extractive checkpoint cut from the session's recorded events, not from the host's transcript:
+    the transcript still holds what the user had forgotten, and what they chose not to record."""
     turns = engine.session_turns(scope, hook.session_id)
     covered = turns[-1].event_id if turns else None
     if covered is None:
         raise ValueError(f"no event of session {hook.session_id!r} is recorded yet: no checkpoint was written")
-    messages = [(m.role, m.text) for m in transcripts.read(hook.transcript_path)] or [(t.role, t.text) for t in turns]
+    messages = [(t.role, t.text) for t in turns]
     engine.checkpoint(scope, extractive_state(messages, hook.event), covered, hook.session_id)
 
 
