@@ -276,17 +276,17 @@ def _refreshed(db: Database, kind: Kind, model: str, scope: Scope, matrix: _Matr
     newest, count = matrix.events
     key = (scope.persona_id, scope.project_id)
     with db.read():
+        events = _scope_events(db, scope)
         added = db.scalar(
             "SELECT count(*) FROM events WHERE persona_id = ? AND project_id = ? AND sequence > ?", (*key, newest)
         )
-        if _scope_count(db, "scope_counts", "events", key) - int(added or 0) != count:
+        if events[1] - int(added or 0) != count:
             return None
         top = int(matrix.ids[matrix.n - 1]) if matrix.n else 0
         rest = "AND v.dim = ? AND e.sequence > ? " + _LOAD_ORDER[kind]
         sql = _LOAD_SQL[kind].format(what=_LOAD_ROWS[kind], rest=rest)
         fresh = list(db.stream(sql, (*key, model, matrix.rows.shape[1], top)))
-        stored = _scope_count(db, "scope_vector_counts", "events", (*key, model))
-        events = _scope_events(db, scope)
+        stored = _scope_count(db, "scope_vector_counts", (*key, model))
     if fresh:
         ids = np.fromiter((row_id for row_id, _ in fresh), dtype=np.int64, count=len(fresh))
         matrix.add(ids, np.stack([np.frombuffer(blob, dtype="<f4") for _, blob in fresh]))
@@ -300,13 +300,13 @@ def _scope_events(db: Database, scope: Scope) -> tuple[int, int]:
     """The scope's newest event sequence and its number of events (read inside the caller's transaction)."""
     key = (scope.persona_id, scope.project_id)
     newest = db.scalar("SELECT max(sequence) FROM events WHERE persona_id = ? AND project_id = ?", key)
-    return int(newest or 0), _scope_count(db, "scope_counts", "events", key)
+    return int(newest or 0), _scope_count(db, "scope_counts", key)
 
 
-def _scope_count(db: Database, table: str, column: str, key: tuple[str, ...]) -> int:
-    """A count kept exact by the archive's triggers (migration m003): 0 when the scope has no row."""
+def _scope_count(db: Database, table: str, key: tuple[str, ...]) -> int:
+    """The `events` count of a scope (and model) kept exact by triggers (migration m003); 0 without a row."""
     where = " AND ".join(f"{name} = ?" for name in ("persona_id", "project_id", "model")[: len(key)])
-    return int(db.scalar(f"SELECT {column} FROM {table} WHERE {where}", key) or 0)
+    return int(db.scalar(f"SELECT events FROM {table} WHERE {where}", key) or 0)
 
 
 def delete_event_vectors(conn: Any, sequences: Sequence[int]) -> None:

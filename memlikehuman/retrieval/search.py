@@ -119,7 +119,7 @@ def _memory_rules(filters: Filters) -> str:
 
 def memory_quotes(db: Database, sequences: Sequence[int], as_of: str) -> dict[int, list[str]]:
     """The quotes of those events' memories, revoked and superseded ones too (a statement corrected away must
-    not come back through its event); not one neither revoked nor yet valid or known at `as_of`."""
+    not come back through its event), but not of one still unrevoked and not yet valid or known at `as_of`."""
     found: dict[int, list[str]] = {}
     for start in range(0, len(sequences), 500):
         chunk = tuple(sequences[start : start + 500])

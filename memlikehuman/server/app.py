@@ -154,7 +154,7 @@ class MemoryMCPServer(MCPServer[Any]):
         defaults = {k: v for k, v in self.default_scope.items() if k in tool.parameters.get("properties", {})}
         arguments = {**defaults, **without_nulls(arguments or {})}
         try:
-            return await super().call_tool(name, without_nulls(arguments or {}), context)
+            return await super().call_tool(name, arguments, context)
         except UnexpectedToolError as exc:
             log.error("tool %s crashed", name, exc_info=exc.__cause__)
             raise ToolError(f"internal: the tool {name} failed unexpectedly: {MAY_HAVE_CHANGED}") from exc
