@@ -153,6 +153,48 @@ def test_session_end_records_a_missed_final_reply_and_checkpoints(db: Archive, p
     assert len(checkpoints_of(db)) == 1
 
 
+@pytest.mark.parametrize("event", ["SessionEnd", "PreCompact"])
+def test_a_final_reply_the_user_forgot_after_stop_recorded_it_is_not_recorded_again(
+    db: Archive, project: Path, event: str
+) -> None:
+    from conftest import BASE_ENV
+
+    from memlikehuman import config
+    from memlikehuman.engine import Engine
+    from memlikehuman.records import Scope
+
+    prompt, reply = "Which PIN did I set?", "You set the PIN 4711."
+    transcript = write_transcript(project / "t.jsonl", "s4", [("user", prompt), ("assistant", reply)])
+    run_hook("claude-code", payload("UserPromptSubmit", project, session_id="s4", prompt=prompt), db, project)
+    stop = payload("Stop", project, session_id="s4", transcript_path=str(transcript))
+    run_hook("claude-code", stop, db, project)
+    [answer] = [e for e in stored(db) if e["role"] == "assistant"]
+    assert answer["text"] == reply
+    with Engine(config.load(db, env=BASE_ENV)) as engine:
+        engine.forget(Scope(answer["persona_id"], answer["project_id"]), answer["event_id"])
+    ran = run_hook(
+        "claude-code", payload(event, project, session_id="s4", transcript_path=str(transcript)), db, project
+    )
+    assert (ran.returncode, ran.stderr) == (0, "")
+    # The transcript still holds the reply; the Stop hook took it, so it is not "missed".
+    assert [e["text"] for e in stored(db)] == [prompt]
+    assert "4711" not in json.dumps(checkpoints_of(db))
+
+
+def test_a_reply_after_a_new_prompt_is_missed_again_until_stop_takes_it(db: Archive, project: Path) -> None:
+    turns = [("user", "First?"), ("assistant", "One."), ("user", "Second?"), ("assistant", "Two.")]
+    transcript = write_transcript(project / "t.jsonl", "s5", turns)
+    for text, reply in (("First?", "One."), ("Second?", None)):
+        run_hook("claude-code", payload("UserPromptSubmit", project, session_id="s5", prompt=text), db, project)
+        if reply:
+            run_hook(
+                "claude-code", payload("Stop", project, session_id="s5", last_assistant_message=reply), db, project
+            )
+    end = payload("SessionEnd", project, session_id="s5", transcript_path=str(transcript))
+    run_hook("claude-code", end, db, project)
+    assert [e["text"] for e in stored(db)] == ["First?", "One.", "Second?", "Two."]
+
+
 def test_a_checkpoint_at_session_end_holds_nothing_the_user_had_forgotten(db: Archive, project: Path) -> None:
     from conftest import BASE_ENV
 

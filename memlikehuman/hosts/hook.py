@@ -209,6 +209,7 @@ def _prompt(engine: Engine, scope: Scope, hook: adapters.HookInput) -> str | Non
     if not hook.prompt:
         return None
     record(engine, scope, hook.host, hook.session_id, "user", hook.prompt)
+    state.note_reply(engine.settings.db_path, hook.session_id, handled=False)  # a new turn: its reply is to come
     query = markers.strip(hook.prompt)[:MAX_QUERY_CHARS]
     if not query.strip():
         return None
@@ -218,20 +219,25 @@ def _prompt(engine: Engine, scope: Scope, hook: adapters.HookInput) -> str | Non
 
 
 def _reply(engine: Engine, scope: Scope, hook: adapters.HookInput, parts: Collection[str]) -> None:
+    """The turn's final reply (and tool calls, when recorded); at PreCompact/SessionEnd only a turn
+    the reply hook missed: what it took may have been forgotten since, and the transcript keeps it."""
     from . import transcript as transcripts
 
+    db_path = engine.settings.db_path
+    if hook.step != "reply" and state.reply_handled(db_path, hook.session_id):
+        return
     lines = transcripts.lines(hook.transcript_path) if hook.transcript_path else []
     if "tools" in parts:
         for call in tools.last_turn(lines):
             record_tool(engine, scope, hook.host, hook.session_id, call)
-    if "assistant" not in parts:
-        return
     text = hook.reply if hook.step == "reply" else None
-    if text is None:
+    if text is None and "assistant" in parts:
         last = transcripts.last_assistant(list(transcripts.parse_lines(lines, "transcript", strict=False)))
         text = last.text if last else None
-    if text:
+    if text and "assistant" in parts:
         record(engine, scope, hook.host, hook.session_id, "assistant", text)
+    if hook.step == "reply" and (text or "assistant" not in parts):
+        state.note_reply(db_path, hook.session_id, handled=True)
 
 
 def _subagent(engine: Engine, scope: Scope, hook: adapters.HookInput) -> None:

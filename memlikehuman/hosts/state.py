@@ -3,6 +3,8 @@
 `<archive>.hooks.json` maps host -> event -> the time of its last successful run (for `doctor`);
 `<archive>.hooks.log` gets one line per failure. Both are small, rewritten or appended by each run;
 a lost update between two hooks finishing at once only makes a "last ran" time a moment older.
+Per recent session: `<archive>.injected.json`, the record IDs the prompt hook injected, and
+`<archive>.replies.json`, whether the reply hook took the latest reply. None of them holds text.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import json
 import os
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 
 def state_path(db_path: Path) -> Path:
@@ -29,13 +31,28 @@ def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def last_runs(db_path: Path) -> dict[str, dict[str, str]]:
-    """host -> event -> last successful run; {} when no hook has run."""
+def _read_object(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(state_path(db_path).read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
+
+
+def _replace(db_path: Path, path: Path, data: object) -> None:
+    """Write `data` to `path` beside the archive by an atomic rename (raises OSError).
+
+    A PostgreSQL archive's side files go to the user data directory, which may not exist yet; the
+    temporary name is per process (not tempfile: the hook's import path stays short)."""
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def last_runs(db_path: Path) -> dict[str, dict[str, str]]:
+    """host -> event -> last successful run; {} when no hook has run."""
+    return _read_object(state_path(db_path))
 
 
 def ran(db_path: Path, host: str, event: str) -> None:
@@ -53,12 +70,7 @@ def ran(db_path: Path, host: str, event: str) -> None:
         if str(noted.get(event, ""))[:16] == now[:16]:
             return
         noted[event] = now
-        # A PostgreSQL archive's side files go to the user data directory, which may not exist yet.
-        db_path.parent.mkdir(parents=True, exist_ok=True)
-        # A per-process temporary name (not tempfile: the hook's import path stays short).
-        tmp = db_path.with_name(f".{db_path.name}.hooks.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(runs, indent=1, sort_keys=True), encoding="utf-8")
-        os.replace(tmp, state_path(db_path))
+        _replace(db_path, state_path(db_path), runs)
     except OSError:
         pass
 
@@ -94,12 +106,7 @@ def injected_path(db_path: Path) -> Path:
 
 
 def _injected_all(db_path: Path) -> dict[str, list[str]]:
-    try:
-        data = json.loads(injected_path(db_path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(data, dict):
-        return {}
+    data = _read_object(injected_path(db_path))
     return {k: [i for i in v if isinstance(i, str)] for k, v in data.items() if isinstance(v, list)}
 
 
@@ -120,10 +127,41 @@ def note_injected(db_path: Path, session_id: str, record_ids: list[str]) -> None
         sessions = _injected_all(db_path)
         ids = [*sessions.pop(session_id, []), *record_ids][-IDS_KEPT:]
         sessions[session_id] = list(dict.fromkeys(ids))  # the newest session last
-        kept = dict(list(sessions.items())[-SESSIONS_KEPT:])
-        db_path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = db_path.with_name(f".{db_path.name}.injected.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(kept), encoding="utf-8")
-        os.replace(tmp, injected_path(db_path))
+        _replace(db_path, injected_path(db_path), dict(list(sessions.items())[-SESSIONS_KEPT:]))
+    except OSError:
+        pass
+
+
+# -- whether the reply hook handled the session's latest reply --------------------------------------
+#
+# PreCompact and SessionEnd record the transcript's final reply when the reply hook missed it (the
+# user interrupted, the hook timed out). A reply the reply hook did handle is not taken again: the
+# user may have forgotten it since, and the transcript still holds it. The mark is a time, not the
+# reply's text or digest; the prompt hook clears it when the next turn starts.
+
+
+def replies_path(db_path: Path) -> Path:
+    """The file of the sessions whose latest reply the reply hook handled."""
+    return db_path.with_name(db_path.name + ".replies.json")
+
+
+def reply_handled(db_path: Path, session_id: str) -> bool:
+    """Whether the reply hook handled this session's latest reply (since its latest prompt)."""
+    return session_id in _read_object(replies_path(db_path))
+
+
+def note_reply(db_path: Path, session_id: str, *, handled: bool) -> None:
+    """Mark (handled) or clear (a new prompt) the session's latest reply; never raises.
+
+    Clearing writes only when the session is marked: once per turn, not on every prompt.
+    """
+    try:
+        marks = _read_object(replies_path(db_path))
+        if not handled and session_id not in marks:
+            return
+        marks.pop(session_id, None)
+        if handled:
+            marks[session_id] = _now()  # the newest session last
+        _replace(db_path, replies_path(db_path), dict(list(marks.items())[-SESSIONS_KEPT:]))
     except OSError:
         pass
