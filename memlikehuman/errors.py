@@ -7,6 +7,7 @@ codes fixed in tools.md. The edges (MCP server, CLI) turn them into ``code: mess
      +-- InvalidArgument         invalid_argument  bad input; nothing was changed
      +-- NotFound                not_found         no such record in this scope
      +-- Conflict                conflict          an ID is taken by a different payload or scope
+          +-- OtherScope         conflict          ... by an event of another scope
           +-- ImportConflicts    conflict          records of an import file contradict the archive
      +-- LimitExceeded           limit_exceeded    input over a documented limit
      +-- Forbidden               forbidden         the operation is not allowed on this record
@@ -35,6 +36,7 @@ __all__ = [
     "LimitExceeded",
     "MemLikeHumanError",
     "NotFound",
+    "OtherScope",
     "Transient",
     "Unavailable",
     "unreadable",
@@ -64,6 +66,10 @@ class NotFound(MemLikeHumanError):
 
 class Conflict(MemLikeHumanError):
     code = "conflict"
+
+
+class OtherScope(Conflict):
+    """The event ID is taken by an event of another scope (a hook tells this from a changed payload)."""
 
 
 class LimitExceeded(MemLikeHumanError):

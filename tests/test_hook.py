@@ -216,6 +216,30 @@ def test_a_checkpoint_at_session_end_holds_nothing_the_user_had_forgotten(db: Ar
     assert "4711" not in json.dumps(checkpoint["state"]) and after in json.dumps(checkpoint["state"])
 
 
+def test_the_same_prompt_in_one_session_under_two_projects_is_recorded_in_each(db: Archive, tmp_path: Path) -> None:
+    projects = [tmp_path / "repos" / name for name in ("api", "web")]
+    for directory in projects:
+        (directory / ".git").mkdir(parents=True)
+        ran = run_hook(
+            "claude-code",
+            payload("UserPromptSubmit", directory, session_id="s6", prompt="run the tests"),
+            db,
+            directory,
+        )
+        assert (ran.returncode, ran.stderr) == (0, "")
+    events = stored(db)
+    assert [e["text"] for e in events] == ["run the tests"] * 2
+    assert [e["project_id"][:4] for e in events] == ["api-", "web-"]
+    assert events[0]["event_id"] != events[1]["event_id"]
+    run_hook(
+        "claude-code",
+        payload("UserPromptSubmit", projects[1], session_id="s6", prompt="run the tests"),
+        db,
+        projects[1],
+    )
+    assert len(stored(db)) == 2  # a re-run in the second project is still a duplicate
+
+
 def test_a_broken_payload_exits_0_prints_nothing_and_logs_one_line(db: Archive, project: Path) -> None:
     ran = run_hook("claude-code", "{not json", db, project)
     assert (ran.returncode, ran.stdout) == (0, "")

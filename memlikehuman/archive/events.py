@@ -10,7 +10,7 @@ from json.encoder import encode_basestring as _quoted
 from typing import TYPE_CHECKING, Any
 
 from .. import clock, validate
-from ..errors import Conflict, InvalidArgument, NotFound
+from ..errors import Conflict, InvalidArgument, NotFound, OtherScope
 from ..records import CATEGORIES, CUE_KINDS, ROLES, Cue, Event, Scope
 from ..text.digest import sha256_hex
 from . import alias_evidence, event_dates, fulltext
@@ -241,7 +241,7 @@ def _check_same(event: NewEvent, digest: str, existing: Row) -> None:
         event.scope.project_id,
     )
     if not same_scope:
-        raise Conflict(f"event_id {event.event_id!r} is already used in another scope: choose a new unique ID")
+        raise OtherScope(f"event_id {event.event_id!r} is already used in another scope: choose a new unique ID")
     if existing["payload_hash"] != digest or (event.occurred_at and event.occurred_at != existing["occurred_at"]):
         raise Conflict(
             f"event_id {event.event_id!r} was already recorded with a different payload: "

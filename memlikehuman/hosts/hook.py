@@ -145,9 +145,26 @@ def record(engine: Engine, scope: Scope, host: str, session_id: str, role: str, 
     clean = markers.strip(text)
     if not clean:
         return None
-    eid = event_id(host, session_id, role, clean)
     source = given.pop("source", host)
-    engine.record(scope, eid, clean, role, source, session_id=session_id, **given)
+    return _store(engine, scope, (host, session_id, role), clean, (role, source), given)
+
+
+def _store(
+    engine: Engine, scope: Scope, key: tuple[str, str, str], text: str, by: tuple[str, str], given: dict[str, str]
+) -> str:
+    """Record `text` under the event ID of `key` (host, session, kind); return the ID.
+
+    The same words in one session under another scope (`--project auto`, and the session moved to
+    another repository) are another event: their ID names the scope, not to clash with the first."""
+    from ..errors import OtherScope
+
+    host, session_id, kind = key
+    eid = event_id(host, session_id, kind, text)
+    try:
+        engine.record(scope, eid, text, *by, session_id=session_id, **given)
+    except OtherScope:
+        eid = event_id(host, f"{session_id}@{scope.persona_id}/{scope.project_id}", kind, text)
+        engine.record(scope, eid, text, *by, session_id=session_id, **given)
     return eid
 
 
@@ -250,8 +267,8 @@ def _subagent(engine: Engine, scope: Scope, hook: adapters.HookInput) -> None:
         text = last.text if last else None
     clean = markers.strip(text or "")
     if clean:
-        eid = event_id(hook.host, hook.session_id, f"subagent:{hook.agent_id or '-'}", clean)
-        engine.record(scope, eid, clean, "assistant", f"{hook.host}/subagent", session_id=hook.session_id)
+        key = (hook.host, hook.session_id, f"subagent:{hook.agent_id or '-'}")
+        _store(engine, scope, key, clean, ("assistant", f"{hook.host}/subagent"), {})
 
 
 def _checkpoint(engine: Engine, scope: Scope, hook: adapters.HookInput) -> None:
