@@ -293,6 +293,32 @@ def test_as_of_before_a_supersession_shows_the_version_current_then(engine: Engi
     assert result.raw_fallback == ()
 
 
+def test_as_of_between_a_move_announced_and_made_shows_the_current_version_with_its_known_end(engine: Engine) -> None:
+    remember(
+        engine,
+        "m1",
+        "I live in Porto.",
+        fact("Ana lives in Porto", subject="ana.home_city", valid_from="2023-01-01T00:00:00Z"),
+        occurred_at="2023-01-01T00:00:00Z",
+    )
+    remember(
+        engine,
+        "m2",
+        "I move to Berlin on March 1st.",
+        fact("Ana lives in Berlin", subject="ana.home_city", valid_from="2024-03-01T00:00:00Z"),
+        occurred_at="2024-01-15T00:00:00Z",
+    )
+    known = recall(engine, HOME, "where does Ana live", as_of="2024-02-01T00:00:00Z")
+    assert contents(known) == ["Ana lives in Porto"]
+    hit = known.memories[0]
+    assert hit.status == "current" and hit.memory.valid_to == "2024-03-01T00:00:00.000000Z"
+    [berlin] = recall(engine, HOME, "where does Ana live").memories
+    assert hit.memory.superseded_by == berlin.memory.memory_id and berlin.memory.content == "Ana lives in Berlin"
+    # before the announcement the end was not known: open, as it was then
+    before = recall(engine, HOME, "where does Ana live", as_of="2024-01-01T00:00:00Z")
+    assert before.memories[0].memory.valid_to is None and before.memories[0].memory.superseded_by is None
+
+
 def test_as_of_after_a_supersession_shows_only_the_new_version(engine: Engine) -> None:
     moves(engine)
     result = recall(engine, HOME, "where does Ana live")

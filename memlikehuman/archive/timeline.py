@@ -28,6 +28,7 @@ Invariants, kept by every function here inside the caller's write transaction:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidArgument
@@ -54,6 +55,18 @@ def status_sql(alias: str = "m") -> str:
         f"CASE WHEN {alias}.revoked_at IS NOT NULL THEN 'revoked' WHEN {alias}.valid_to IS NOT NULL"
         " THEN 'superseded' ELSE 'current' END"
     )
+
+
+def ends_known(db: Any, rowids: Sequence[int], as_of: str) -> set[int]:
+    """The memories among rowids closed by a later version that as_of already knows: a move announced
+    before it happens. Their end is shown while they are still valid at as_of."""
+    if not rowids:
+        return set()
+    sql = (
+        "SELECT m.id FROM memories m JOIN memories s ON s.id = m.superseded_by"
+        f" WHERE m.id IN ({placeholders(rowids)}) AND m.valid_to IS NOT NULL AND s.known_from <= ?"
+    )
+    return {row["id"] for row in db.query(sql, (*rowids, as_of))}
 
 
 # -- a new version (extraction) ----------------------------------------------------------------

@@ -24,7 +24,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from .. import clock, validate
-from ..archive import event_dates, events, memories
+from ..archive import event_dates, events, memories, timeline
 from ..errors import InvalidArgument, MemLikeHumanError
 from ..records import Coverage, Kind, Memory, MemoryHit, RawHit, RecallResult, Scope
 from ..text import ngrams
@@ -344,14 +344,15 @@ class _Recall:
         ranked = ranking.top(scores, self.limit)
         loaded = memories.by_rowids(self.db, ranked)
         closed = search.closed_by_as_of(self.db, ranked, self.filters.as_of)
+        ends = timeline.ends_known(self.db, ranked, self.filters.as_of)
         hits = []
         for rowid in ranked:
             memory = loaded.get(rowid)
             if memory is None:
                 continue
             status = "superseded" if rowid in closed else "current"
-            if status == "current" and memory.valid_to is not None:
-                # closed later than as_of, or by a version not known at as_of: shown as then
+            if status == "current" and memory.valid_to is not None and rowid not in ends:
+                # closed by a version not known at as_of: shown as then, open
                 memory = dataclasses.replace(memory, valid_to=None, superseded_by=None)
             hits.append(MemoryHit(memory, round(scores[rowid], 6), self._detail_of(memory), status))
         return hits
