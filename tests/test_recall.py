@@ -267,7 +267,8 @@ def test_raw_events_that_occurred_after_as_of_are_not_returned(engine: Engine) -
 # -- memories: validity, history, revocation, detail -----------------------------------------------
 
 
-def moves(engine: Engine) -> None:
+def moves(engine: Engine, announced: str = "2024-03-01T00:00:00Z", said: str = "I moved to Berlin!") -> None:
+    """Ana lives in Porto from 2023, in Berlin from March 2024 (said on `announced`)."""
     remember(
         engine,
         "m1",
@@ -278,9 +279,9 @@ def moves(engine: Engine) -> None:
     remember(
         engine,
         "m2",
-        "I moved to Berlin!",
+        said,
         fact("Ana lives in Berlin", subject="ana.home_city", valid_from="2024-03-01T00:00:00Z"),
-        occurred_at="2024-03-01T00:00:00Z",
+        occurred_at=announced,
     )
 
 
@@ -294,20 +295,7 @@ def test_as_of_before_a_supersession_shows_the_version_current_then(engine: Engi
 
 
 def test_as_of_between_a_move_announced_and_made_shows_the_current_version_with_its_known_end(engine: Engine) -> None:
-    remember(
-        engine,
-        "m1",
-        "I live in Porto.",
-        fact("Ana lives in Porto", subject="ana.home_city", valid_from="2023-01-01T00:00:00Z"),
-        occurred_at="2023-01-01T00:00:00Z",
-    )
-    remember(
-        engine,
-        "m2",
-        "I move to Berlin on March 1st.",
-        fact("Ana lives in Berlin", subject="ana.home_city", valid_from="2024-03-01T00:00:00Z"),
-        occurred_at="2024-01-15T00:00:00Z",
-    )
+    moves(engine, announced="2024-01-15T00:00:00Z", said="I move to Berlin on March 1st.")
     known = recall(engine, HOME, "where does Ana live", as_of="2024-02-01T00:00:00Z")
     assert contents(known) == ["Ana lives in Porto"]
     hit = known.memories[0]
