@@ -195,6 +195,13 @@ def test_a_reply_after_a_new_prompt_is_missed_again_until_stop_takes_it(db: Arch
     assert [e["text"] for e in stored(db)] == ["First?", "One.", "Second?", "Two."]
 
 
+def test_the_end_of_a_session_with_nothing_recorded_is_no_failure(db: Archive, project: Path) -> None:
+    ran = run_hook("claude-code", payload("SessionEnd", project, session_id="s-empty"), db, project)
+    assert (ran.returncode, ran.stdout, ran.stderr) == (0, "", "")
+    assert checkpoints_of(db) == [] and not side_file(db, ".hooks.log").exists()
+    assert "SessionEnd" in json.loads(side_file(db, ".hooks.json").read_text())["claude-code"]
+
+
 def test_a_checkpoint_at_session_end_holds_nothing_the_user_had_forgotten(db: Archive, project: Path) -> None:
     from conftest import BASE_ENV
 

@@ -275,9 +275,9 @@ def _checkpoint(engine: Engine, scope: Scope, hook: adapters.HookInput) -> None:
     """An extractive checkpoint cut from the session's recorded events, not from the host's transcript:
     the transcript still holds what the user had forgotten, and what they chose not to record."""
     turns = engine.session_turns(scope, hook.session_id)
-    covered = turns[-1].event_id if turns else None
-    if covered is None:
-        raise ValueError(f"no event of session {hook.session_id!r} is recorded yet: no checkpoint was written")
+    if not turns:
+        return  # a session opened and closed with nothing said (or all of it forgotten): nothing to resume
+    covered = turns[-1].event_id
     messages = [(t.role, t.text) for t in turns]
     engine.checkpoint(scope, extractive_state(messages, hook.event), covered, hook.session_id)
 
