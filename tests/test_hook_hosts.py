@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from hook_support import Archive, checkpoints_of, hook_archive, run_hook, stored
+from hook_support import Archive, checkpoints_of, hook_archive, run_hook, side_file, stored
 
 PAYLOADS = Path(__file__).parent / "hook_payloads"
 
@@ -60,6 +60,18 @@ def test_cursor_before_submit_prompt_records_and_lets_the_prompt_through(db: Arc
     [event] = stored(db)
     assert (event["role"], event["source"], event["session_id"]) == ("user", "cursor", "c-5e1d")
     assert event["project_id"].startswith("app-")  # from workspace_roots: Cursor sends no cwd
+
+
+def test_cursor_prompt_searches_nothing_since_it_cannot_show_the_model_what_is_found(
+    db: Archive, project: Path
+) -> None:
+    seed(db, project)
+    asked = {"prompt": "Which database keeps this project's data, SQLite via apsw?"}
+    ran = run_hook("cursor", payload("cursor", "beforeSubmitPrompt", project, **asked), db, project)
+    assert (ran.json(), ran.stderr) == ({"continue": True}, "")
+    assert len(stored(db)) == 2
+    # Nothing was noted as shown in the session, so a later host channel could still show it.
+    assert not side_file(db, ".injected.json").exists()
 
 
 def test_cursor_session_start_gives_additional_context(db: Archive, project: Path) -> None:

@@ -98,6 +98,10 @@ def parse(host: str, payload: dict[str, Any], event: str | None) -> HookInput:
     )
 
 
+# Hosts whose prompt hook cannot hand the model any context: their prompt step only records.
+NO_PROMPT_CONTEXT = frozenset({"cursor"})
+
+
 def output(hook: HookInput, context: str | None) -> str:
     """What the host expects on stdout for this event; `context` is the model-visible text, if any."""
     if hook.host == "cursor":

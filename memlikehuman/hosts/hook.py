@@ -228,8 +228,8 @@ def _prompt(engine: Engine, scope: Scope, hook: adapters.HookInput) -> str | Non
     record(engine, scope, hook.host, hook.session_id, "user", hook.prompt)
     state.note_reply(engine.settings.db_path, hook.session_id, handled=False)  # a new turn: its reply is to come
     query = markers.strip(hook.prompt)[:MAX_QUERY_CHARS]
-    if not query.strip():
-        return None
+    if not query.strip() or hook.host in adapters.NO_PROMPT_CONTEXT:
+        return None  # nothing to search for, or no way to show the model what is found
     items, mode = prompt_context.items_for(engine, scope, query, hook.session_id)
     text = prompt_context.text_of(engine.settings, hook.session_id, items, mode)
     return markers.wrap(text)[:MAX_CONTEXT_CHARS] if text else None
