@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from . import clock
 from .records import Memory, MemoryHit, RawHit, RecallResult
 from .retrieval import gist
 
@@ -36,7 +37,7 @@ def memory_shape(
         "basis": memory.basis,
         "category": memory.category,
         "detail": detail,
-        "status": memory.status(as_of),
+        "status": memory.status(as_of or clock.now_stamp()),  # a successor that starts later: still current
         "valid_from": memory.valid_from,
         "valid_to": memory.valid_to,
         "recorded_at": memory.recorded_at,

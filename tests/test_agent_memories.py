@@ -111,3 +111,79 @@ def test_with_memories_given_the_configured_extractor_is_not_asked(tmp_path: Pat
         assert given["extraction_state"] == "complete" and not asked.exists()
         plain = client.ok("memory_record", event_id="p", text="ruff before commits", role="user", source="user")
         assert plain["extraction_state"] == "complete" and asked.exists()  # the same server asks it otherwise
+
+
+# -- found in review: retries, event memories, offsets, status, category -------------------------------
+
+
+def test_an_identical_retry_is_a_duplicate_after_the_memory_it_repeated_was_superseded(stdio_client):
+    stdio_client.ok("memory_record", event_id="r-1", text=PNPM, role="user", source="user", memories=[PNPM_MEMORY])
+    call = {"event_id": "r-2", "text": PNPM + " again", "role": "user", "source": "user", "memories": [PNPM_MEMORY]}
+    first = stdio_client.ok("memory_record", **call)
+    assert first["memory_ids"] == []  # it repeats r-1's current memory
+    moved = {**PNPM_MEMORY, "content": "The user now prefers bun", "quote": "switch to bun"}
+    stdio_client.ok("memory_record", event_id="r-3", text="switch to bun", role="user", source="user", memories=[moved])
+    again = stdio_client.ok("memory_record", **call)
+    assert again["duplicate"] is True and again["memory_ids"] == []
+
+
+def test_a_retry_with_the_same_content_but_other_fields_is_a_conflict(stdio_client):
+    call = {"event_id": "r-4", "text": PNPM, "role": "user", "source": "user"}
+    first = stdio_client.ok("memory_record", **call, memories=[PNPM_MEMORY])
+    changed = {**PNPM_MEMORY, "quote": "pnpm", "kind": "fact", "valid_from": "2025-03-01"}
+    assert stdio_client.error("memory_record", **call, memories=[changed]).startswith("conflict: ")
+    read = stdio_client.ok("memory_read", record_id=first["memory_ids"][0])
+    assert read["memory"]["source"]["quote"] == "I prefer pnpm over npm" and read["memory"]["kind"] == "preference"
+
+
+def test_a_retry_that_adds_memories_to_an_event_recorded_without_them_is_a_conflict(stdio_client):
+    call = {"event_id": "r-5", "text": PNPM, "role": "user", "source": "user"}
+    assert stdio_client.ok("memory_record", **call)["extraction_state"] == "pending"
+    for given in ([], [PNPM_MEMORY]):
+        assert "without memories" in stdio_client.error("memory_record", **call, memories=given)
+    assert stdio_client.ok("memory_read", record_id="r-5")["event"]["extraction_state"] == "pending"
+
+
+def test_event_memories_with_one_subject_never_close_each_other(stdio_client):
+    for number, city, day in ((1, "Rome", "May 3"), (2, "Oslo", "June 9")):
+        text = f"I flew to {city} on {day}."
+        item = {"content": f"The user flew to {city} on {day}", "quote": text, "kind": "event", "subject": "user.trip"}
+        stdio_client.ok("memory_record", event_id=f"t-{number}", text=text, role="user", source="user", memories=[item])
+    for city in ("Rome", "Oslo"):
+        [hit] = stdio_client.ok("memory_recall", query=city, detail="detailed")["memories"]
+        assert city in hit["content"] and hit["status"] == "current" and hit["valid_to"] is None
+
+
+def test_a_valid_from_with_a_time_and_no_offset_is_refused_and_nothing_is_stored(stdio_client):
+    local = {**PNPM_MEMORY, "valid_from": "2025-03-01T09:00:00"}
+    text = stdio_client.error("memory_record", event_id="o-1", text=PNPM, role="user", source="user", memories=[local])
+    assert text.startswith("invalid_argument: memories[0].valid_from") and "offset" in text
+    assert stdio_client.error("memory_read", record_id="o-1").startswith("not_found:")
+    day = {**PNPM_MEMORY, "valid_from": "2025-03-01"}
+    out = stdio_client.ok("memory_record", event_id="o-2", text=PNPM, role="user", source="user", memories=[day])
+    read = stdio_client.ok("memory_read", record_id=out["memory_ids"][0])
+    assert read["memory"]["valid_from"] == "2025-03-01T00:00:00.000000Z"
+
+
+def test_memory_read_calls_a_version_whose_successor_starts_later_current(stdio_client):
+    npm = {**PNPM_MEMORY, "content": "The user uses npm", "quote": "I use npm", "valid_from": "2025-01-01"}
+    first = stdio_client.ok(
+        "memory_record", event_id="s-1", text="I use npm", role="user", source="user", memories=[npm]
+    )
+    later = {**npm, "content": "The user will use pnpm", "quote": "pnpm from 2030 on", "valid_from": "2030-01-01"}
+    text = "We move to pnpm from 2030 on."
+    stdio_client.ok("memory_record", event_id="s-2", text=text, role="user", source="user", memories=[later])
+    read = stdio_client.ok("memory_read", record_id=first["memory_ids"][0])["memory"]
+    assert read["status"] == "current" and read["valid_to"] == "2030-01-01T00:00:00.000000Z"
+
+
+def test_session_resume_says_a_memory_from_a_document_is_a_reference(stdio_client):
+    text = "The manual says the pump runs at 40 bar."
+    item = {"content": "The pump runs at 40 bar", "quote": "the pump runs at 40 bar"}
+    stdio_client.ok(
+        "memory_record", event_id="d-1", text=text, role="user", source="manual.pdf", category="reference",
+        memories=[item],
+    )  # fmt: skip
+    context = stdio_client.ok("session_resume", query="pump")["context"]
+    [line] = [line for line in context.splitlines() if "40 bar" in line and "memory_id" in line]
+    assert '"category": "reference"' in line or '"category":"reference"' in line

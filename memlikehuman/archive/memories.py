@@ -198,13 +198,14 @@ def delete(conn: Any, rowids: Sequence[int]) -> None:
     conn.execute(f"DELETE FROM memories WHERE id IN ({','.join('?' * len(rowids))})", list(rowids))
 
 
-def _repeats_current(db: Database, scope: Scope, content: str) -> bool:
-    """Whether a current memory of the scope has this content, ignoring case and whitespace.
+def _repeats_current(db: Database, scope: Scope, content: str, *, current: bool = True) -> bool:
+    """Whether a current memory of the scope (any memory, `current` False) has this content, ignoring
+    case and whitespace.
 
     The full-text index narrows the comparison to memories containing the same phrase, so the cost
     does not grow with the number of memories in the scope.
     """
-    live = f"m.persona_id = ? AND m.project_id = ? AND {timeline.current_sql()}"
+    live = "m.persona_id = ? AND m.project_id = ?" + (f" AND {timeline.current_sql()}" if current else "")
     params: list[Any]
     if re.search(r"\w", content):
         sql, params = backend_of(db).memories_with_phrase(content)
@@ -213,6 +214,11 @@ def _repeats_current(db: Database, scope: Scope, content: str) -> bool:
     rows = db.query(f"{sql} AND {live}", (*params, scope.persona_id, scope.project_id))
     key = normalized(content)
     return any(normalized(row["content"]) == key for row in rows)
+
+
+def repeats(db: Database, scope: Scope, content: str) -> bool:
+    """Whether any memory of the scope (current, superseded or revoked) has this content."""
+    return _repeats_current(db, scope, content, current=False)
 
 
 def store(
@@ -243,7 +249,7 @@ def store(
                 continue
             seen.add(key)
             rowid = _insert(conn, event, item, recorded_at, extractor)
-            if item.subject:
+            if item.subject and item.kind != "event":  # something that happened stays true: no timeline
                 timeline.insert_version(conn, event, rowid, item)
             if target is not None:
                 timeline.close_target(conn, event, rowid, target, item.valid_from)

@@ -73,11 +73,12 @@ def ends_known(db: Any, rowids: Sequence[int], as_of: str) -> set[int]:
 
 
 def _versions(conn: Any, event: Event, rowid: int, subject: str) -> list[Any]:
-    """The other live versions of a subject: same scope, same category, oldest first."""
+    """The other live versions of a subject: same scope, same category, oldest first (no event memory:
+    something that happened is never ended by what happened next)."""
     return list(
         conn.execute(
             "SELECT id, valid_from FROM memories WHERE persona_id = ? AND project_id = ? AND category = ?"
-            " AND subject = ? AND id != ? AND revoked_at IS NULL ORDER BY valid_from, id",
+            " AND subject = ? AND id != ? AND revoked_at IS NULL AND kind != 'event' ORDER BY valid_from, id",
             (event.persona_id, event.project_id, event.category, subject, rowid),
         )
     )

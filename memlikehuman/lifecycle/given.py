@@ -7,19 +7,23 @@ in the event's text; the limits of 30 items and 4,000 characters); one that fail
 its position and stored nowhere. The accepted ones are stored with ``extractor = "agent"`` and the
 event becomes complete in the same transaction: the configured extractor is not asked for it.
 
-Retrying the same call is safe: an item whose content repeats a memory this event already has
-(current, superseded or revoked: a corrected memory never comes back) is left out without a word.
+Retrying the same call is safe: a retry (the event is a duplicate) stores nothing and changes no
+state. Each item it accepts must be one the first call stored for the event (the same content,
+quote, kind, basis, subject, valid_from and gist; revoked ones too: a corrected memory never comes
+back) or one the first call skipped as repeating a memory of the scope; anything else is `conflict`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from .. import clock
 from ..archive import events, memories
 from ..archive.db import Database
 from ..errors import Conflict, InvalidArgument, LimitExceeded
+from ..records import Event
 from .extract import MAX_ITEMS, Outcome, check
 
 AGENT = "agent"
@@ -48,20 +52,37 @@ def validated(items: Any) -> list[dict[str, Any]]:
             raise InvalidArgument(
                 f"memories[{index}] has unknown field(s) {', '.join(unknown)}: use only {', '.join(FIELDS)}"
             )
+        _check_offset(index, item.get("valid_from"))
         checked.append({**DEFAULTS, **{k: v for k, v in item.items() if v is not None}})
     return checked
+
+
+def _check_offset(index: int, value: Any) -> None:
+    """A valid_from with a time of day needs its offset (tools.md: never silently UTC); a date alone is a day."""
+    if not isinstance(value, str) or len(value.strip()) <= len("2026-11-30"):
+        return
+    try:
+        moment = datetime.fromisoformat(value.strip())
+    except ValueError:
+        return  # not a date at all: the item's own check rejects it with a warning
+    if moment.tzinfo is None:
+        raise InvalidArgument(
+            f"memories[{index}].valid_from {value.strip()!r:.40} has no timezone offset: add one (e.g. 'Z' or"
+            " '+01:00') or give the date alone; local time is never assumed"
+        )
 
 
 def store(db: Database, sequence: int, items: Sequence[dict[str, Any]], *, retry: bool = False) -> Outcome:
     """Check the items against the event's text, store the accepted ones and complete the event.
 
-    `retry`: the event was already recorded (a duplicate). A retry stores nothing new: an item that
-    would be stored now was not in the first call, so the payload differs (Conflict, nothing written).
+    `retry`: the event was already recorded (a duplicate): `_retried`.
     Returns the event's outcome with one warning per rejected item ("memories[i] rejected: ...").
     Raises NotFound when the event was deleted meanwhile.
     """
     with db.write():
         event = events.load(db, sequence)
+        if retry:
+            return _retried(db, event, items)
         known = {memories.normalized(m) for m in _contents(db, sequence)}
         fresh = [
             (i, item) for i, item in enumerate(items) if memories.normalized(str(item.get("content"))) not in known
@@ -69,18 +90,39 @@ def store(db: Database, sequence: int, items: Sequence[dict[str, Any]], *, retry
         candidates, targets, notes = check([item for _, item in fresh], event, {})
         notes = _renumbered(notes, [i for i, _ in fresh])
         if candidates:
-            made, skipped = memories.store(db, event, candidates, clock.now_stamp(), targets, extractor=AGENT)
-            if made and retry:  # raised inside the transaction: nothing of this call is kept
-                raise Conflict(
-                    f"event_id {event.event_id!r} was already recorded with other memories: a retry must send"
-                    " the same ones; record what else to remember with a new event"
-                )
+            _, skipped = memories.store(db, event, candidates, clock.now_stamp(), targets, extractor=AGENT)
             if skipped:
                 notes.append(f"memories: {skipped} item(s) repeat a current memory of this scope; not stored again")
         if event.extraction_state != "complete":
             events.set_state(db, sequence, "complete", None)
     event = events.load(db, sequence)
     return Outcome("complete", None, event.memory_ids, tuple(notes))
+
+
+def _retried(db: Database, event: Event, items: Sequence[dict[str, Any]]) -> Outcome:
+    """A retry's answer: the same as the first call's, with nothing written; Conflict when the call differs."""
+    differs = (
+        f"event_id {event.event_id!r} was already recorded with other memories: a retry must send the same"
+        " ones; record what else to remember with a new event"
+    )
+    if event.extraction_state != "complete":  # a call with memories completes its event
+        raise Conflict(differs.replace("with other memories", "without memories"))
+    candidates, _, notes = check(items, event, {})
+    stored = {memories.normalized(row["content"]): row for row in _rows(db, event.sequence)}
+    for candidate in candidates:
+        row = stored.get(memories.normalized(candidate.content))
+        if row is None and memories.repeats(db, event.scope, candidate.content):
+            continue  # skipped by the first call as a repeat of the scope's memory
+        if row is None or tuple(row[f] for f in _SAME) != tuple(getattr(candidate, f) for f in _SAME):
+            raise Conflict(differs)
+    return Outcome("complete", None, event.memory_ids, tuple(_renumbered(notes, range(len(items)))))
+
+
+_SAME = ("quote", "kind", "basis", "subject", "valid_from", "gist")
+
+
+def _rows(db: Database, sequence: int) -> list[Any]:
+    return db.query(f"SELECT content, {', '.join(_SAME)} FROM memories WHERE event_sequence = ?", (sequence,))
 
 
 def _contents(db: Database, sequence: int) -> list[str]:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..archive import events, fulltext
-from ..records import Event, InjectedItem, Kind, RecallResult, Scope
+from ..records import Event, InjectedItem, Kind, Memory, RecallResult, Scope
 from ..text import overlap
 from ..text.lines import one_line
 from . import search
@@ -159,15 +159,20 @@ def _candidates(
         m = hit.memory
         if hit.status != "current" or m.memory_id in exclude:
             continue
-        line = f"- memory {m.memory_id} ({m.role} via {m.source}, {m.basis}, {m.occurred_at[:10]}): {m.content}"
+        line = f"- memory {m.memory_id} ({_via(m)}, {m.basis}, {m.occurred_at[:10]}): {m.content}"
         out.append((("memory", m.rowid), m.memory_id, line, f"{m.content} {m.source}"))
     raws = [r for r in found.raw_fallback if r.event.session_id != session_id and r.event.event_id not in exclude]
     before = _previous(sources, [r.event for r in raws])
     for raw in raws:
         e = raw.event
-        line = f"- event {e.event_id} ({e.role} via {e.source}, {e.occurred_at[:10]}): {raw.excerpt}"
+        line = f"- event {e.event_id} ({_via(e)}, {e.occurred_at[:10]}): {raw.excerpt}"
         out.append((("event", e.sequence), e.event_id, line, f"{e.text} {e.source} {before.get(e.sequence, '')}"))
     return out
+
+
+def _via(said: Memory | Event) -> str:
+    """Who said it, and how: a quoted document (category reference) is not the user's own statement."""
+    return f"{said.role} via {said.source}" + ("" if said.category == "conversation" else f", {said.category}")
 
 
 def _previous(sources: Sources, found: list[Event]) -> dict[int, str]:

@@ -134,7 +134,7 @@ def event_record(row: dict[str, Any]) -> dict[str, Any]:
 
 def memory_record(hit: MemoryHit) -> dict[str, Any]:
     memory = hit.memory
-    return {
+    record = {
         "memory_id": memory.memory_id,
         "kind": memory.kind,
         "basis": memory.basis,
@@ -145,6 +145,9 @@ def memory_record(hit: MemoryHit) -> dict[str, Any]:
         "from": {"event_id": memory.event_id, "role": memory.role, "source": memory.source,
                  "occurred_at": memory.occurred_at},
     }  # fmt: skip
+    if memory.category != "conversation":  # a quoted document is not the user's own statement
+        record["category"] = memory.category
+    return record
 
 
 def raw_record(hit: RawHit) -> dict[str, Any]:
