@@ -112,7 +112,7 @@ def stored(db: Path | str) -> list[dict[str, Any]]:
 
 def checkpoints_of(db: Path | str) -> list[dict[str, Any]]:
     found = _rows(db, "SELECT session_id, covered_event_id, state FROM checkpoints ORDER BY id")
-    return [{**row, "state": json.loads(row["state"])} for row in found]
+    return [{**row, "state": row["state"] and json.loads(row["state"])} for row in found]
 
 
 def write_transcript(path: Path, session_id: str, turns: list[tuple[str, str]]) -> Path:

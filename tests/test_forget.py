@@ -432,3 +432,17 @@ def test_a_forget_that_could_not_clear_the_write_ahead_log_says_so_in_its_warnin
 @pytest.mark.parametrize("record_id", ["", "x" * 257])
 def test_an_invalid_record_id_is_refused(client, record_id):
     assert client.error("memory_forget", record_id=record_id).startswith("invalid_argument:")
+
+
+def test_a_forget_while_a_rebuild_refills_the_full_text_index_succeeds_and_leaves_it_whole(settings, db_path):
+    from memlikehuman.archive import fulltext
+
+    scope = Scope()
+    with Engine(settings) as engine:
+        for i in range(6):
+            engine.record(scope, f"e{i}", f"turn {i} about the quokka{i}", "user", "chat", session_id="s1")
+        fulltext.clear(engine.db)  # reindex's first step; another process forgets before the refill
+        assert engine.forget(scope, "e2").deleted_event_ids == ("e2",)
+        fulltext.fill_missing(engine.db)
+        assert fts_rowids(engine.db, "events_fts", "quokka3") and not fts_rowids(engine.db, "events_fts", "quokka2")
+        assert [hit.event.event_id for hit in engine.recall(scope, "quokka4").raw_fallback][:1] == ["e4"]

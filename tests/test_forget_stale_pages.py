@@ -110,3 +110,25 @@ def test_the_leaves_around_a_rows_key_hold_nearly_every_stale_copy_of_it(tmp_pat
         near += bool(residue.stale_pages(data, 4096, {root: residue.Tree(marker, [sequences[event_id]])}))
     assert found > 100, "the archive was meant to hold many moved rows"
     assert near >= 0.95 * found
+
+
+def test_a_checkpoint_quoting_a_forgotten_prompt_leaves_no_copy_of_it_in_the_file(tmp_path):
+    # The hooks' extractive checkpoints quote prompts word for word; corrections invalidate checkpoints
+    # (their rows grow and move), and forget wipes the states: old copies stay in the pages' gaps.
+    from memlikehuman.hosts.hook import extractive_state
+
+    secret = "my bank PIN is pinqz81f3c5e, keep it"
+    with Engine(make_settings(tmp_path / "memory.sqlite3")) as engine:
+        tea = {"content": "Alice likes tea", "quote": "I like tea"}
+        memory_id = engine.record(SCOPE, "tea", "I like tea.", "user", "alice", memories=[tea]).memory_ids[0]
+        engine.record(SCOPE, "secret", secret, "user", "alice", session_id="s1")
+        for i in range(200):
+            session = f"s{i + 2}"
+            engine.record(SCOPE, f"p{i}", f"prompt {i} " + "w" * (i * 31 % 400), "user", "alice", session_id=session)
+            said = [("user", secret), ("assistant", "ok " + "v" * (i * 17 % 300)), ("user", f"prompt {i}")]
+            engine.checkpoint(SCOPE, extractive_state(said, "PreCompact"), f"p{i}", session)
+            if i % 25 == 24:
+                memory_id = engine.correct(SCOPE, memory_id, f"Alice likes tea {i}", "update").replacement_id
+        assert engine.forget(SCOPE, "secret").scrubbed
+        files = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith("memory.sqlite3"))
+    assert b"pinqz81f3c5e" not in files and b"prompt 199" in files

@@ -8,7 +8,7 @@ Limits of a state (documented in tools.md terms): ``goal`` 1-4,000 characters; `
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +16,7 @@ from .. import clock, validate
 from ..errors import InvalidArgument, LimitExceeded
 from ..records import Scope
 from . import events
-from .db import Database, Row
+from .db import Database, Row, placeholders
 
 CHECKPOINT_PREFIX = "ckpt_"
 MAX_ITEMS = 100
@@ -159,11 +159,16 @@ def write(conn: Any, values: Mapping[str, Any]) -> None:
     )
 
 
-def invalidate(conn: Any, scope: Scope, reason: str, *, wipe_state: bool) -> int:
+FORGOTTEN_EVENT = "forgotten"  # the covered event ID of a checkpoint whose event was forgotten
+
+
+def invalidate(conn: Any, scope: Scope, reason: str, *, wipe_state: bool, forgotten: Sequence[str] = ()) -> int:
     """Invalidate every still-valid checkpoint of the scope; return how many were.
 
     With ``wipe_state`` the saved task state of every invalidated checkpoint of the scope is
-    erased too (a forget must not leave the deleted text in a summary).
+    erased too (a forget must not leave the deleted text in a summary). A checkpoint that covered one
+    of the ``forgotten`` event IDs names FORGOTTEN_EVENT instead: a hook's event ID holds a digest of
+    the text, which a short secret can be guessed back from.
     """
     now = clock.now_stamp()
     conn.execute(
@@ -176,6 +181,12 @@ def invalidate(conn: Any, scope: Scope, reason: str, *, wipe_state: bool) -> int
         conn.execute(
             "UPDATE checkpoints SET state = NULL WHERE persona_id = ? AND project_id = ? AND state IS NOT NULL",
             (scope.persona_id, scope.project_id),
+        )
+    if forgotten:
+        conn.execute(
+            f"UPDATE checkpoints SET covered_event_id = ? WHERE persona_id = ? AND project_id = ?"
+            f" AND covered_event_id IN ({placeholders(forgotten)})",
+            (FORGOTTEN_EVENT, scope.persona_id, scope.project_id, *forgotten),
         )
     return count
 

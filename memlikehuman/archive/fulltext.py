@@ -120,6 +120,8 @@ def _values(conn: Any, kind: str, rowid: int) -> tuple[str, ...]:
 
 def _write(conn: Any, table: str, rowid: int, values: tuple[str, ...], *, delete: bool = False) -> None:
     """Insert (or 'delete') a row of a table from the record's word-index values."""
+    if delete and conn.execute(f"SELECT 1 FROM {table} WHERE rowid = ?", (rowid,)).fetchone() is None:
+        return  # not indexed (a rebuild is still filling the table): a 'delete' of it would corrupt the index
     if table in NGRAM_TABLES.values():
         values = tuple(ngrams.index_text(value) for value in values)
     backend_of(conn).fulltext_write(conn, table, _COLUMNS[_KIND[table]], rowid, values, delete=delete)

@@ -91,7 +91,9 @@ def forget(db: Database, scope: Scope, record_id: str, *, expected: Preview | No
         alias_evidence.rewrite(conn, next_turns)
         # Their vectors embedded the forgotten text as context too; the indexer makes new ones.
         vectors.delete_event_vectors(conn, dependents)
-        invalidated = checkpoints.invalidate(conn, scope, "records were forgotten (memory_forget)", wipe_state=True)
+        invalidated = checkpoints.invalidate(
+            conn, scope, "records were forgotten (memory_forget)", wipe_state=True, forgotten=list(plan.events.values())
+        )
     return ForgetResult(
         deleted_event_ids=tuple(plan.events.values()),
         deleted_memory_ids=tuple(plan.memories[rowid] for rowid in sorted(plan.memories)),

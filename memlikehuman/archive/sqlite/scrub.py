@@ -85,8 +85,9 @@ WHOLE_TREES_BYTES = 64 * 2**20
 
 
 # Where a forgotten text can have left stale copies: the rows' own tables and the full-text
-# indexes' data tables (their blobs hold the terms). The n-gram indexes are not searched (their
-# terms are three-character pieces, which tell nothing apart; docs/reliability.md).
+# indexes' data tables (their blobs hold the terms); the checkpoints too (`_stale`). The n-gram
+# indexes are not searched (their terms are three-character pieces, which tell nothing apart;
+# docs/reliability.md).
 STALE_TREES = {"events": "events_fts", "memories": "memories_fts"}
 
 
@@ -101,6 +102,10 @@ def _stale(conn: apsw.Connection, path: Path, gone: Gone) -> bool:
             texts, keys = gone[table]
             trees[roots[table]] = residue.Tree(residue.pieces(texts), None if whole else keys)
             trees[roots[f"{index}_data"]] = residue.Tree(residue.term_pieces(_gone_terms(conn, index, texts)))
+        # A forget wipes the scope's checkpoint states, which may quote the text word for word (the
+        # hooks' extractive checkpoints): the rows grow and move, and old copies stay in page gaps.
+        quoted = [text for table in STALE_TREES for text in gone[table][0]]
+        trees[roots["checkpoints"]] = residue.Tree(residue.pieces(quoted))
         with path.open("rb") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as data:
             return bool(residue.stale_pages(data, page_size, trees))
     finally:
