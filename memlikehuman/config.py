@@ -201,6 +201,8 @@ def load(db: str | Path | None = None, env: Mapping[str, str] | None = None) -> 
         raise InvalidArgument(f"MEMLIKEHUMAN_EXTRACTOR must be one of {', '.join(map(repr, EXTRACTORS))}")
     if embedder not in ("none", "local", "openai"):
         raise InvalidArgument("MEMLIKEHUMAN_EMBEDDER must be 'none', 'local' or 'openai'")
+    if db is not None and not str(db).strip():  # `--db "$UNSET"` in a script: never the user's own archive instead
+        raise InvalidArgument("the archive (--db) is empty: give a file path or a postgresql:// URL")
     url, path = _archive(db or values.get("MEMLIKEHUMAN_DB") or default_db_path())
     tokenizer = values.get("MEMLIKEHUMAN_TOKENIZER_JSON")
     return Settings(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import Any
 
 from .errors import InvalidArgument, LimitExceeded
 
@@ -68,6 +69,19 @@ def persona_id(value: str) -> str:
 def scope(persona: str, project: str) -> tuple[str, str]:
     """Validate and return the (persona_id, project_id) pair."""
     return persona_id(persona), identifier(project, "project_id")
+
+
+MAX_PERSONA_CHARS = 20_000
+
+
+def persona_text(persona: str, value: Any) -> str:
+    """A core persona's text as stored: line breaks as "\n" (a browser's form sends "\r\n"), no
+    surrounding whitespace. Raises InvalidArgument for a bad persona_id or an empty text, LimitExceeded
+    over the limit."""
+    persona_id(persona)
+    if isinstance(value, str):
+        value = value.replace("\r\n", "\n").replace("\r", "\n").strip()
+    return text(value, "persona text", MAX_PERSONA_CHARS)
 
 
 def text(value: str, field: str, max_len: int, *, allow_empty: bool = False) -> str:

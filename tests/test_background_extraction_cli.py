@@ -29,7 +29,7 @@ def test_a_hook_process_with_an_extractor_and_no_wait_leaves_the_event_queued_an
         assert api.requests == []
         result = cli(db_path, "extract", env=env(api.base_url))
     assert result.exit_code == 0, result.output
-    assert "extracted 2 event(s): 2 complete, 0 pending, 0 failed" in result.stdout
+    assert "2 extraction attempt(s): 2 complete, 0 pending, 0 failed" in result.stdout
     assert (state(db_path, "e1"), state(db_path, "e2", Scope("ada", "garden"))) == ("complete", "complete")
 
 
@@ -64,7 +64,7 @@ def test_extract_follow_keeps_extracting_new_events_until_sigterm(db_path):
         finally:
             follower.kill()
     assert follower.returncode == 130, err
-    assert "extracted 2 event(s): 2 complete" in out
+    assert "2 extraction attempt(s): 2 complete" in out
 
 
 def test_extract_without_an_extractor_says_how_to_configure_one(db_path):

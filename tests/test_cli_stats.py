@@ -5,10 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from cli_support import cli, json_out, populate
-from conftest import make_settings
+from click.testing import CliRunner
+from conftest import BASE_ENV, make_settings
 from openai_stub import ScriptedOpenAI
 
 from memlikehuman.archive import events
+from memlikehuman.cli import main
 from memlikehuman.engine import Engine
 from memlikehuman.records import Scope
 
@@ -98,3 +100,13 @@ def test_an_import_of_a_missing_file_or_a_dry_run_creates_no_archive(tmp_path: P
     report = json_out(dry)
     assert report["dry_run"] is True and report["added"]["event"] > 0
     assert not db.exists()
+
+
+def test_an_empty_db_option_is_refused_and_never_means_the_users_own_archive(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    env = {"XDG_DATA_HOME": str(data), "HOME": str(tmp_path)}
+    for args in (["--db", "", "stats"], ["stats", "--db", ""], ["doctor", "--db", ""]):
+        result = CliRunner().invoke(main, args, env={**BASE_ENV, **env})
+        assert result.exit_code != 0, args
+        assert "the archive (--db) is empty" in result.output + result.stderr, args
+    assert not data.exists()

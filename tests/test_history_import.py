@@ -148,3 +148,16 @@ def test_the_scope_options_choose_where_history_goes(tmp_path: Path) -> None:
     db = tmp_path / "m.sqlite3"
     report(db, str(CLAUDE_AI), "--persona", "ada", "--project", "home")
     assert {(e["persona_id"], e["project_id"]) for e in stored(db)} == {("ada", "home")}
+
+
+def test_embed_computes_the_vectors_of_an_imported_history(tmp_path: Path) -> None:
+    from openai_stub import ScriptedOpenAI
+
+    db = tmp_path / "m.sqlite3"
+    with ScriptedOpenAI() as api:
+        env = {**BASE_ENV, "MEMLIKEHUMAN_EMBEDDER": "openai", "MEMLIKEHUMAN_EMBEDDER_BASE_URL": api.base_url}
+        result = CliRunner().invoke(main, ["--db", str(db), "import", str(CHATGPT), "--embed"], env=env)
+        assert result.exit_code == 0, result.output
+        assert "vectors: 7 events and memories embedded" in result.stderr
+        stats = CliRunner().invoke(main, ["--db", str(db), "stats", "--json"], env=env)
+    assert json.loads(stats.stdout)["totals"]["vectors_missing"] == 0

@@ -247,6 +247,35 @@ def test_the_same_prompt_in_one_session_under_two_projects_is_recorded_in_each(d
     assert len(stored(db)) == 2  # a re-run in the second project is still a duplicate
 
 
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_hook_help_prints_the_usage_without_reading_stdin_or_touching_an_archive(
+    db: Archive, project: Path, flag: str
+) -> None:
+    ran = run_hook("claude-code", "", db, project, flag)
+    assert ran.returncode == 0 and ran.stdout.startswith("Usage: memlikehuman hook [OPTIONS] [HOST]")
+    assert not side_file(db, ".hooks.log").exists() and not side_file(db, ".hooks.json").exists()
+
+
+def test_a_forgotten_prompt_leaves_no_digest_of_its_text_in_a_checkpoint_that_covered_it(
+    db: Archive, project: Path
+) -> None:
+    from conftest import BASE_ENV
+
+    from memlikehuman import config
+    from memlikehuman.engine import Engine
+    from memlikehuman.records import Scope
+
+    run_hook("claude-code", payload("UserPromptSubmit", project, session_id="s8", prompt="my PIN is 4711"), db, project)
+    run_hook("claude-code", payload("PreCompact", project, session_id="s8"), db, project)
+    [event] = stored(db)
+    [checkpoint] = checkpoints_of(db)
+    assert checkpoint["covered_event_id"] == event["event_id"]  # claude-code:s8:user:<sha256 of the text>
+    with Engine(config.load(db, env=BASE_ENV)) as engine:
+        engine.forget(Scope(event["persona_id"], event["project_id"]), event["event_id"])
+    [checkpoint] = checkpoints_of(db)
+    assert (checkpoint["covered_event_id"], checkpoint["state"]) == ("forgotten", None)
+
+
 def test_a_broken_payload_exits_0_prints_nothing_and_logs_one_line(db: Archive, project: Path) -> None:
     ran = run_hook("claude-code", "{not json", db, project)
     assert (ran.returncode, ran.stdout) == (0, "")

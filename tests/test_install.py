@@ -185,6 +185,13 @@ def test_dry_run_prints_a_diff_and_writes_nothing(home: Path) -> None:
     assert not (home / ".local" / "share" / "memlikehuman").exists()
 
 
+def test_an_invalid_persona_is_refused_before_any_config_is_written(home: Path) -> None:
+    original = lay_out(home, USER_FILES["claude-code"])
+    result = cli(home, "install", "claude-code", "--persona", "bad/x")
+    assert result.exit_code == 1 and result.stderr.startswith("error: invalid_argument: --persona: persona_id")
+    assert snapshot(original) == original
+
+
 def test_install_backs_up_each_existing_file_first(home: Path) -> None:
     original = lay_out(home, USER_FILES["gemini"])
     assert cli(home, "install", "gemini").exit_code == 0

@@ -77,11 +77,28 @@ def test_edit_opens_the_editor_and_versions_the_change(db_path, tmp_path):
 
 
 def test_invalid_persona_ids_and_empty_text_are_refused_without_storing(db_path):
+    assert run(db_path, "set", "--persona", "bob", stdin="You are Bob.").exit_code == 0
     bad_id = run(db_path, "set", "--persona", "no spaces", stdin="text")
     empty = run(db_path, "set", "--persona", "ada", stdin="  \n")
     assert bad_id.exit_code == 1 and "invalid_argument" in bad_id.stderr
     assert empty.exit_code == 1 and "invalid_argument" in empty.stderr
     assert "no core persona" in run(db_path, "show", "--persona", "ada").stderr
+
+
+@pytest.mark.sqlite_only
+def test_a_refused_text_creates_no_archive(db_path):
+    for text in (b"  \n", b"caf\xe9 au lait\n"):
+        refused = CliRunner().invoke(main, ["--db", str(db_path), "persona", "set"], input=text, env=BASE_ENV)
+        assert refused.exit_code == 1
+        assert refused.stderr.startswith("error: invalid_argument: ") and not db_path.exists()
+    assert "not UTF-8 (byte 3)" in refused.stderr
+
+
+def test_text_that_is_not_utf8_is_refused_with_the_byte_and_changes_nothing(db_path):
+    assert run(db_path, "set", stdin="You are Ada.").exit_code == 0
+    refused = CliRunner().invoke(main, ["--db", str(db_path), "persona", "set"], input=b"caf\xe9", env=BASE_ENV)
+    assert refused.exit_code == 1 and "invalid_argument: the persona text is not UTF-8 (byte 3)" in refused.stderr
+    assert run(db_path, "show").stdout.endswith("\nYou are Ada.\n")
 
 
 def test_show_without_a_persona_explains_how_to_set_one(db_path):

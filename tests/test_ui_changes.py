@@ -16,7 +16,7 @@ from memlikehuman.archive import memories, personas
 from memlikehuman.archive.db import is_url, open_database
 from memlikehuman.engine import Engine
 from memlikehuman.lifecycle import correct, forget
-from memlikehuman.records import Scope
+from memlikehuman.records import PersonaVersion, Scope
 
 ALICE = Scope("alice", "garden")
 
@@ -146,13 +146,25 @@ def test_editing_the_core_persona_stores_a_new_version_like_the_cli(ui: UI, db_p
     assert reply.status == 200 and "version 3" in " ".join(unescape(re.sub(r"<[^>]+>", " ", reply.text)).split())
     again = ui.post("/persona", {"persona": "alice", "text": "You are Alice's calm gardening helper."})
     assert "unchanged" in again.text
-    db = open_database(db_path)
-    try:
-        versions = personas.history(db, "alice")
-    finally:
-        db.close()
+    versions = persona_versions(db_path, "alice")
     assert [v.version for v in versions] == [3, 2, 1] and versions[0].text == "You are Alice's calm gardening helper."
     assert "calm gardening helper" in ui.get("/persona", persona="alice").text
+
+
+def test_a_multi_line_persona_saved_unchanged_from_the_browser_form_stores_no_version(ui: UI, db_path: Path) -> None:
+    # A browser sends a textarea's line breaks as CRLF; the CLI stores them as LF.
+    assert ui.post("/persona", {"persona": "alice", "text": "Be calm.\nBe brief."}).status == 200
+    assert "unchanged" in ui.post("/persona", {"persona": "alice", "text": "Be calm.\r\nBe brief.\r\n"}).text
+    versions = persona_versions(db_path, "alice")
+    assert [v.version for v in versions] == [3, 2, 1] and versions[0].text == "Be calm.\nBe brief."
+
+
+def persona_versions(db_path: Path, persona_id: str) -> list[PersonaVersion]:
+    db = open_database(db_path)
+    try:
+        return personas.history(db, persona_id)
+    finally:
+        db.close()
 
 
 def test_a_memory_forgotten_in_the_ui_is_gone_from_another_scope_view_too(db_path: Path) -> None:

@@ -16,7 +16,7 @@ from .db import Database, Row
 if TYPE_CHECKING:
     from ..records import PersonaVersion
 
-MAX_PERSONA_CHARS = 20_000
+MAX_PERSONA_CHARS = validate.MAX_PERSONA_CHARS
 
 
 def _version(row: Row) -> PersonaVersion:
@@ -54,8 +54,7 @@ def set_text(db: Database, persona_id: str, text: str) -> tuple[PersonaVersion, 
     """
     from ..records import PersonaVersion
 
-    validate.persona_id(persona_id)
-    cleaned = validate.text(text.strip() if isinstance(text, str) else text, "persona text", MAX_PERSONA_CHARS)
+    cleaned = validate.persona_text(persona_id, text)
     with db.write() as conn:
         latest = current(db, persona_id)
         if latest is not None and latest.text == cleaned:

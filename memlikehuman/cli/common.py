@@ -32,7 +32,7 @@ def db_option(fn: F) -> F:
 
 def settings_from(ctx: click.Context, db: str | None) -> config.Settings:
     """Resolve settings with the command's --db, else the group's."""
-    chosen = db or (ctx.obj or {}).get("db")
+    chosen = db if db is not None else (ctx.obj or {}).get("db")
     try:
         return config.load(chosen)
     except MemLikeHumanError as exc:

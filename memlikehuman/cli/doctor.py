@@ -30,7 +30,7 @@ def doctor(ctx: click.Context, db: str | None, as_json: bool) -> None:
 
     Exit status: 0 when nothing failed (warnings allowed), 3 when a check failed.
     """
-    chosen = db or (ctx.obj or {}).get("db")
+    chosen = db if db is not None else (ctx.obj or {}).get("db")
     results = diagnose(chosen, more=host_checks)
     failed = [check for check in results if check.status == "fail"]
     if as_json:

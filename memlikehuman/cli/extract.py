@@ -79,8 +79,9 @@ def _report(counts: Counter[str], outcome: Outcome) -> bool:
 
 
 def _summary(counts: Counter[str]) -> None:
+    # Attempts, not events: an event the provider failed for now is tried again after its backoff.
     click.echo(
-        f"extracted {sum(counts.values())} event(s): {counts['complete']} complete,"
+        f"{sum(counts.values())} extraction attempt(s): {counts['complete']} complete,"
         f" {counts['pending']} pending, {counts['failed']} failed"
     )
 

@@ -11,6 +11,7 @@ from typing import BinaryIO
 
 import click
 
+from .. import config
 from ..engine import Engine
 from ..errors import ImportConflicts, InvalidArgument, MemLikeHumanError
 from ..records import ImportReport
@@ -77,8 +78,15 @@ def import_(
         fail(exc if isinstance(exc, MemLikeHumanError) else InvalidArgument(f"cannot read {source}: {exc}"))
     if chosen != "export":
         history_cli.run(settings, source, chosen, dry_run, as_json, persona, project)
+        if embed and not dry_run:  # the history is stored without an embedder: vectors now, as asked
+            try:
+                with Engine(settings) as engine:
+                    _vectors_after(engine, embed)
+            except MemLikeHumanError as exc:
+                fail(exc)
         return
-    if dry_run and not settings.archive_exists():
+    existed = settings.archive_exists()
+    if dry_run and not existed:
         # Compared with an empty archive held in memory: a dry run creates no file.
         settings = dataclasses.replace(settings, db_path=Path(":memory:"))
     try:
@@ -91,11 +99,22 @@ def import_(
             if report.written:
                 _vectors_after(engine, embed)
     except ImportConflicts as exc:
+        _discard_new(settings, existed)
         _show(exc.report, as_json)
         _list_conflicts(exc.report)
         sys.exit(EXIT_ERROR)
     except MemLikeHumanError as exc:
+        _discard_new(settings, existed)
         fail(exc)
+
+
+def _discard_new(settings: config.Settings, existed: bool) -> None:
+    """Remove the SQLite archive this failed import created: nothing was written, and a mistyped
+    --db must not leave an empty archive that later commands take for the real one."""
+    if existed or settings.db_url is not None or str(settings.db_path) == ":memory:":
+        return
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        Path(f"{settings.db_path}{suffix}").unlink(missing_ok=True)
 
 
 def _vectors_after(engine: Engine, embed: bool) -> None:

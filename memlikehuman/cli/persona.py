@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import sys
-from typing import TextIO
+from typing import BinaryIO
 
 import click
 
+from .. import validate
 from ..engine import Engine
-from ..errors import MemLikeHumanError
+from ..errors import InvalidArgument, MemLikeHumanError
 from ..records import PersonaVersion
 from .common import EXIT_OK, db_option, fail, require_archive, settings_from
 
@@ -64,6 +65,10 @@ def show(ctx: click.Context, persona_id: str, history: bool, db: str | None) -> 
 
 
 def _store(ctx: click.Context, db: str | None, persona_id: str, text: str) -> None:
+    try:
+        validate.persona_text(persona_id, text)  # before the archive is opened: a refused text creates none
+    except MemLikeHumanError as exc:
+        fail(exc)
     with _engine(ctx, db) as engine:
         try:
             version, changed = engine.set_persona(persona_id, text)
@@ -77,12 +82,19 @@ def _store(ctx: click.Context, db: str | None, persona_id: str, text: str) -> No
 
 @persona.command(name="set")
 @persona_option
-@click.argument("source", type=click.File("r", encoding="utf-8"), default="-")
+@click.argument("source", type=click.File("rb"), default="-")
 @db_option
 @click.pass_context
-def set_(ctx: click.Context, persona_id: str, source: TextIO, db: str | None) -> None:
-    """Set the core persona from a file (SOURCE) or standard input (SOURCE omitted or '-')."""
-    _store(ctx, db, persona_id, source.read())
+def set_(ctx: click.Context, persona_id: str, source: BinaryIO, db: str | None) -> None:
+    """Set the core persona from a UTF-8 file (SOURCE) or standard input (SOURCE omitted or '-')."""
+    _store(ctx, db, persona_id, _decoded(source.read()))
+
+
+def _decoded(data: bytes) -> str:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        fail(InvalidArgument(f"the persona text is not UTF-8 (byte {exc.start}): save it as UTF-8 and set it again"))
 
 
 @persona.command()
@@ -96,7 +108,10 @@ def edit(ctx: click.Context, persona_id: str, db: str | None) -> None:
             current = engine.persona(persona_id)
         except MemLikeHumanError as exc:
             fail(exc)
-    edited = click.edit((current.text if current else "") + "\n", extension=".md", require_save=True)
+    try:
+        edited = click.edit((current.text if current else "") + "\n", extension=".md", require_save=True)
+    except UnicodeDecodeError as exc:  # the editor saved another encoding
+        fail(InvalidArgument(f"the edited text is not UTF-8 (byte {exc.start}): nothing was saved"))
     if edited is None:
         click.echo("unchanged: the editor was closed without saving", err=True)
         return

@@ -14,7 +14,7 @@ import sys
 
 def main() -> None:
     """Run the command line."""
-    if sys.argv[1:2] == ["hook"]:
+    if sys.argv[1:2] == ["hook"] and not {"-h", "--help"} & set(sys.argv[2:]):  # help: the click command
         # A hook process lives for one call and creates few cycles: the collector's passes over the
         # objects its imports create cost milliseconds of every prompt, and exit frees everything.
         gc.disable()

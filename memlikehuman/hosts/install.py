@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from .. import validate
 from ..errors import InvalidArgument
 from ..text.projects import AUTO, project_name
 from . import edits, tools
@@ -141,8 +142,13 @@ def wiring(
 ) -> Wiring:
     """The entries' contents: persona as given, project = the directory's stable name or `auto`.
 
-    Raises InvalidArgument when `record` names an unknown part.
+    Raises InvalidArgument when `record` names an unknown part or `persona` is not a valid persona_id
+    (written into the host's config, it would make every hook and tool call fail later).
     """
+    try:
+        validate.persona_id(persona)
+    except InvalidArgument as exc:
+        raise InvalidArgument(f"--persona: {exc.message}") from None
     project = project_name(project_dir) if project_dir is not None else AUTO
     if record is not None:
         try:
