@@ -307,6 +307,17 @@ def test_as_of_between_a_move_announced_and_made_shows_the_current_version_with_
     assert before.memories[0].memory.valid_to is None and before.memories[0].memory.superseded_by is None
 
 
+def test_as_of_before_an_earlier_version_was_told_shows_no_link_to_it(engine: Engine) -> None:
+    porto = fact("Ana lives in Porto", subject="ana.home_city", valid_from="2024-03-01T00:00:00Z")
+    remember(engine, "m1", "I live in Porto.", porto, occurred_at="2024-03-01T00:00:00Z")
+    lisbon = fact("Ana lived in Lisbon", subject="ana.home_city", valid_from="2024-01-01T00:00:00Z")
+    remember(engine, "m2", "Before Porto I lived in Lisbon.", lisbon, occurred_at="2024-04-01T00:00:00Z")
+    [then] = recall(engine, HOME, "where does Ana live", as_of="2024-03-15T00:00:00Z").memories
+    assert then.memory.content == "Ana lives in Porto" and then.memory.supersedes is None
+    now = {h.memory.content: h.memory for h in recall(engine, HOME, "Ana", include_history=True).memories}
+    assert now["Ana lives in Porto"].supersedes == now["Ana lived in Lisbon"].memory_id
+
+
 def test_as_of_after_a_supersession_shows_only_the_new_version(engine: Engine) -> None:
     moves(engine)
     result = recall(engine, HOME, "where does Ana live")

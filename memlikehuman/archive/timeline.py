@@ -28,7 +28,8 @@ Invariants, kept by every function here inside the caller's write transaction:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidArgument
@@ -57,16 +58,30 @@ def status_sql(alias: str = "m") -> str:
     )
 
 
-def ends_known(db: Any, rowids: Sequence[int], as_of: str) -> set[int]:
-    """The memories among rowids closed by a later version that as_of already knows: a move announced
-    before it happens. Their end is shown while they are still valid at as_of."""
-    if not rowids:
-        return set()
+def as_known(db: Any, found: Mapping[int, Memory], as_of: str) -> dict[int, Memory]:
+    """The memories (by row ID) as `as_of` knew them: a link to a version not yet known then is left out.
+
+    The end (valid_to, superseded_by) shows once the version that closes it is known, even while the
+    memory is still valid (a move announced before it happens); an end set by no version shows from
+    when it is reached. `supersedes` shows once the version before is known (a past fact recorded later).
+    """
+    if not found:
+        return {}
     sql = (
-        "SELECT m.id FROM memories m JOIN memories s ON s.id = m.superseded_by"
-        f" WHERE m.id IN ({placeholders(rowids)}) AND m.valid_to IS NOT NULL AND s.known_from <= ?"
+        "SELECT m.id, (m.valid_to IS NOT NULL AND (m.superseded_by IS NULL AND m.valid_to > ?"
+        " OR s.known_from > ?)) AS end_unknown, p.known_from > ? AS start_unknown FROM memories m"
+        " LEFT JOIN memories s ON s.id = m.superseded_by LEFT JOIN memories p ON p.id = m.supersedes"
+        f" WHERE m.id IN ({placeholders(found)})"
     )
-    return {row["id"] for row in db.query(sql, (*rowids, as_of))}
+    out = dict(found)
+    for row in db.query(sql, (as_of, as_of, as_of, *found)):
+        memory = out[row["id"]]
+        if row["end_unknown"]:
+            memory = replace(memory, valid_to=None, superseded_by=None)
+        if row["start_unknown"]:
+            memory = replace(memory, supersedes=None)
+        out[row["id"]] = memory
+    return out
 
 
 # -- a new version (extraction) ----------------------------------------------------------------

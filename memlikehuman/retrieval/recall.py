@@ -18,7 +18,6 @@ docs/design.md ("Embedder and retrieval in detail") has the measurements behind 
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING
@@ -342,18 +341,14 @@ class _Recall:
 
     def _memory_hits(self, scores: dict[int, float]) -> list[MemoryHit]:
         ranked = ranking.top(scores, self.limit)
-        loaded = memories.by_rowids(self.db, ranked)
+        loaded = timeline.as_known(self.db, memories.by_rowids(self.db, ranked), self.filters.as_of)
         closed = search.closed_by_as_of(self.db, ranked, self.filters.as_of)
-        ends = timeline.ends_known(self.db, ranked, self.filters.as_of)
         hits = []
         for rowid in ranked:
             memory = loaded.get(rowid)
             if memory is None:
                 continue
             status = "superseded" if rowid in closed else "current"
-            if status == "current" and memory.valid_to is not None and rowid not in ends:
-                # closed by a version not known at as_of: shown as then, open
-                memory = dataclasses.replace(memory, valid_to=None, superseded_by=None)
             hits.append(MemoryHit(memory, round(scores[rowid], 6), self._detail_of(memory), status))
         return hits
 
