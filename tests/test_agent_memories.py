@@ -187,3 +187,11 @@ def test_session_resume_says_a_memory_from_a_document_is_a_reference(stdio_clien
     context = stdio_client.ok("session_resume", query="pump")["context"]
     [line] = [line for line in context.splitlines() if "40 bar" in line and "memory_id" in line]
     assert '"category": "reference"' in line or '"category":"reference"' in line
+
+
+def test_an_identical_retry_of_a_call_repeating_one_content_in_two_items_is_a_duplicate(stdio_client):
+    twice = [PNPM_MEMORY, {**PNPM_MEMORY, "content": PNPM_MEMORY["content"].upper(), "kind": "fact"}]
+    call = {"event_id": "r-6", "text": PNPM, "role": "user", "source": "user", "memories": twice}
+    first = stdio_client.ok("memory_record", **call)
+    again = stdio_client.ok("memory_record", **call)
+    assert len(first["memory_ids"]) == 1 and again["duplicate"] is True and again["memory_ids"] == first["memory_ids"]

@@ -11,6 +11,7 @@ import random
 from pathlib import Path
 
 import apsw
+import pytest
 from conftest import make_settings
 
 from memlikehuman.archive.sqlite import residue
@@ -112,12 +113,19 @@ def test_the_leaves_around_a_rows_key_hold_nearly_every_stale_copy_of_it(tmp_pat
     assert near >= 0.95 * found
 
 
-def test_a_checkpoint_quoting_a_forgotten_prompt_leaves_no_copy_of_it_in_the_file(tmp_path):
+@pytest.mark.parametrize(
+    "secret",
+    [
+        "my bank PIN is pinqz81f3c5e, keep it",
+        # on several lines and with quotes: the states hold it on one line, as JSON ('\\"' for '"')
+        'my bank PIN is "pinqz81f3c5e",\n keep it',
+    ],
+)
+def test_a_checkpoint_quoting_a_forgotten_prompt_leaves_no_copy_of_it_in_the_file(tmp_path, secret):
     # The hooks' extractive checkpoints quote prompts word for word; corrections invalidate checkpoints
     # (their rows grow and move), and forget wipes the states: old copies stay in the pages' gaps.
     from memlikehuman.hosts.hook import extractive_state
 
-    secret = "my bank PIN is pinqz81f3c5e, keep it"
     with Engine(make_settings(tmp_path / "memory.sqlite3")) as engine:
         tea = {"content": "Alice likes tea", "quote": "I like tea"}
         memory_id = engine.record(SCOPE, "tea", "I like tea.", "user", "alice", memories=[tea]).memory_ids[0]

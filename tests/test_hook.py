@@ -195,6 +195,26 @@ def test_a_reply_after_a_new_prompt_is_missed_again_until_stop_takes_it(db: Arch
     assert [e["text"] for e in stored(db)] == ["First?", "One.", "Second?", "Two."]
 
 
+def test_a_final_reply_written_after_stop_read_the_transcript_is_still_taken_at_session_end(
+    db: Archive, project: Path
+) -> None:
+    # Claude Code may run Stop before the transcript's last lines are written: Stop then reads an
+    # earlier message of the turn, and the final reply is still missed.
+    early = [("user", "Fix the bug"), ("assistant", "Let me check the file.")]
+    transcript = write_transcript(project / "t.jsonl", "s9", early)
+    run_hook("claude-code", payload("UserPromptSubmit", project, session_id="s9", prompt="Fix the bug"), db, project)
+    run_hook("claude-code", payload("Stop", project, session_id="s9", transcript_path=str(transcript)), db, project)
+    write_transcript(transcript, "s9", [*early, ("assistant", "Fixed: the off-by-one is gone.")])
+    run_hook(
+        "claude-code", payload("SessionEnd", project, session_id="s9", transcript_path=str(transcript)), db, project
+    )
+    assert [e["text"] for e in stored(db)] == [
+        "Fix the bug",
+        "Let me check the file.",
+        "Fixed: the off-by-one is gone.",
+    ]
+
+
 def test_the_end_of_a_session_with_nothing_recorded_is_no_failure(db: Archive, project: Path) -> None:
     ran = run_hook("claude-code", payload("SessionEnd", project, session_id="s-empty"), db, project)
     assert (ran.returncode, ran.stdout, ran.stderr) == (0, "", "")

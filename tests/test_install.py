@@ -43,13 +43,14 @@ def home(tmp_path: Path) -> Path:
     return directory
 
 
-def cli(home: Path, *args: str) -> Result:
+def cli(home: Path, *args: str, **more: str) -> Result:
     env = {
         **BASE_ENV,
         "HOME": str(home),
         "XDG_DATA_HOME": "",
         "XDG_CONFIG_HOME": "",
         "MEMLIKEHUMAN_DB": str(home / "m.db"),
+        **more,
     }
     return CliRunner().invoke(main, list(args), env=env)
 
@@ -190,6 +191,8 @@ def test_an_invalid_persona_is_refused_before_any_config_is_written(home: Path) 
     result = cli(home, "install", "claude-code", "--persona", "bad/x")
     assert result.exit_code == 1 and result.stderr.startswith("error: invalid_argument: --persona: persona_id")
     assert snapshot(original) == original
+    # uninstall only takes our entries out, whatever the persona
+    assert cli(home, "uninstall", "claude-code", "--dry-run", MEMLIKEHUMAN_PERSONA="bad id").exit_code == 0
 
 
 def test_install_backs_up_each_existing_file_first(home: Path) -> None:

@@ -42,7 +42,8 @@ def hook(
     fast-recall hits at each prompt, writes an extractive checkpoint before compaction and at
     session end. Always exits 0: a failure goes to stderr and to `<archive>.hooks.log`.
     """
-    chosen = db or ((ctx.obj or {}).get("db") and str(ctx.obj["db"]))
+    group_db = (ctx.obj or {}).get("db")
+    chosen = db if db is not None else (None if group_db is None else str(group_db))
     options = hooks.Options(host=host, event=event, db=chosen, persona=persona, project=project, record=record)
     sys.exit(hooks.run(options, sys.stdin, sys.stdout, sys.stderr))
 

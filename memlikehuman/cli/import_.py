@@ -11,7 +11,6 @@ from typing import BinaryIO
 
 import click
 
-from .. import config
 from ..engine import Engine
 from ..errors import ImportConflicts, InvalidArgument, MemLikeHumanError
 from ..records import ImportReport
@@ -85,8 +84,7 @@ def import_(
             except MemLikeHumanError as exc:
                 fail(exc)
         return
-    existed = settings.archive_exists()
-    if dry_run and not existed:
+    if dry_run and not settings.archive_exists():
         # Compared with an empty archive held in memory: a dry run creates no file.
         settings = dataclasses.replace(settings, db_path=Path(":memory:"))
     try:
@@ -99,22 +97,11 @@ def import_(
             if report.written:
                 _vectors_after(engine, embed)
     except ImportConflicts as exc:
-        _discard_new(settings, existed)
         _show(exc.report, as_json)
         _list_conflicts(exc.report)
         sys.exit(EXIT_ERROR)
     except MemLikeHumanError as exc:
-        _discard_new(settings, existed)
         fail(exc)
-
-
-def _discard_new(settings: config.Settings, existed: bool) -> None:
-    """Remove the SQLite archive this failed import created: nothing was written, and a mistyped
-    --db must not leave an empty archive that later commands take for the real one."""
-    if existed or settings.db_url is not None or str(settings.db_path) == ":memory:":
-        return
-    for suffix in ("", "-wal", "-shm", "-journal"):
-        Path(f"{settings.db_path}{suffix}").unlink(missing_ok=True)
 
 
 def _vectors_after(engine: Engine, embed: bool) -> None:

@@ -31,6 +31,8 @@ def run(
     settings = settings_from(ctx, db)
     try:
         extraction = installer.extraction(host, extract_with)
+        if not remove:
+            installer.check_persona(persona or settings.persona_id)
         wiring = installer.wiring(settings.archive, persona or settings.persona_id, project, record, extraction)
         changes = installer.plan(host, wiring, project, remove=remove, hooks=not no_hooks)
         if dry_run:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from ..config import Settings
     from ..engine import Engine
     from ..records import Scope
+    from .transcript import Message
 
 MAX_CONTEXT_CHARS = 10_000  # what Claude Code delivers whole (docs/hosts.md)
 MIN_RESUME_CHARS = 500  # less room than this after the instructions and a checkpoint: no resume context
@@ -226,7 +227,7 @@ def _prompt(engine: Engine, scope: Scope, hook: adapters.HookInput) -> str | Non
     if not hook.prompt:
         return None
     record(engine, scope, hook.host, hook.session_id, "user", hook.prompt)
-    state.note_reply(engine.settings.db_path, hook.session_id, handled=False)  # a new turn: its reply is to come
+    state.note_reply(engine.settings.db_path, hook.session_id, None)  # a new turn: its reply is to come
     query = markers.strip(hook.prompt)[:MAX_QUERY_CHARS]
     if not query.strip() or hook.host in adapters.NO_PROMPT_CONTEXT:
         return None  # nothing to search for, or no way to show the model what is found
@@ -241,20 +242,30 @@ def _reply(engine: Engine, scope: Scope, hook: adapters.HookInput, parts: Collec
     from . import transcript as transcripts
 
     db_path = engine.settings.db_path
-    if hook.step != "reply" and state.reply_handled(db_path, hook.session_id):
-        return
     lines = transcripts.lines(hook.transcript_path) if hook.transcript_path else []
+    given = hook.reply if hook.step == "reply" else None
+    last = (
+        None if given else transcripts.last_assistant(list(transcripts.parse_lines(lines, "transcript", strict=False)))
+    )
+    if hook.step != "reply" and _taken(state.reply_mark(db_path, hook.session_id), last):
+        return
     if "tools" in parts:
         for call in tools.last_turn(lines):
             record_tool(engine, scope, hook.host, hook.session_id, call)
-    text = hook.reply if hook.step == "reply" else None
-    if text is None and "assistant" in parts:
-        last = transcripts.last_assistant(list(transcripts.parse_lines(lines, "transcript", strict=False)))
-        text = last.text if last else None
+    text = given or (last.text if last else None)
     if text and "assistant" in parts:
         record(engine, scope, hook.host, hook.session_id, "assistant", text)
-    if hook.step == "reply" and (text or "assistant" not in parts):
-        state.note_reply(db_path, hook.session_id, handled=True)
+    mark = state.PAYLOAD if given else (last.uuid if last else None)
+    if hook.step == "reply" and mark:  # a transcript without message IDs (Codex): no mark, taken again at the end
+        state.note_reply(db_path, hook.session_id, mark)
+
+
+def _taken(mark: str | None, last: Message | None) -> bool:
+    """Whether the reply hook took the transcript's final reply: the host sent it, or it read this very message.
+
+    A reply hook that read the transcript before its end was written took an earlier message: the
+    final one is still missed."""
+    return mark == state.PAYLOAD or (mark is not None and last is not None and last.uuid == mark)
 
 
 def _subagent(engine: Engine, scope: Scope, hook: adapters.HookInput) -> None:

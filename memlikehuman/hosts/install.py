@@ -133,6 +133,15 @@ def extraction(host: str, extract_with: str | None) -> tuple[tuple[str, str], ..
     return tuple({**env, **batch}.items())
 
 
+def check_persona(persona: str) -> None:
+    """Refuse a persona that is not a valid persona_id before install writes it into a host's config,
+    where it would make every hook and tool call fail later (uninstall takes any: it only removes)."""
+    try:
+        validate.persona_id(persona)
+    except InvalidArgument as exc:
+        raise InvalidArgument(f"--persona: {exc.message}") from None
+
+
 def wiring(
     db: Path | str,
     persona: str,
@@ -142,13 +151,8 @@ def wiring(
 ) -> Wiring:
     """The entries' contents: persona as given, project = the directory's stable name or `auto`.
 
-    Raises InvalidArgument when `record` names an unknown part or `persona` is not a valid persona_id
-    (written into the host's config, it would make every hook and tool call fail later).
+    Raises InvalidArgument when `record` names an unknown part.
     """
-    try:
-        validate.persona_id(persona)
-    except InvalidArgument as exc:
-        raise InvalidArgument(f"--persona: {exc.message}") from None
     project = project_name(project_dir) if project_dir is not None else AUTO
     if record is not None:
         try:

@@ -135,9 +135,12 @@ def note_injected(db_path: Path, session_id: str, record_ids: list[str]) -> None
 # -- whether the reply hook handled the session's latest reply --------------------------------------
 #
 # PreCompact and SessionEnd record the transcript's final reply when the reply hook missed it (the
-# user interrupted, the hook timed out). A reply the reply hook did handle is not taken again: the
-# user may have forgotten it since, and the transcript still holds it. The mark is a time, not the
-# reply's text or digest; the prompt hook clears it when the next turn starts.
+# user interrupted, the hook timed out, or the transcript was not written to its end when the reply
+# hook read it). A reply the reply hook did take is not taken again: the user may have forgotten it
+# since, and the transcript still holds it. The mark is PAYLOAD (the host sent the final reply with
+# the hook) or the transcript message's own ID, never the reply's text or a digest of it; the prompt
+# hook clears it when the next turn starts.
+PAYLOAD = "payload"
 
 
 def replies_path(db_path: Path) -> Path:
@@ -145,23 +148,24 @@ def replies_path(db_path: Path) -> Path:
     return db_path.with_name(db_path.name + ".replies.json")
 
 
-def reply_handled(db_path: Path, session_id: str) -> bool:
-    """Whether the reply hook handled this session's latest reply (since its latest prompt)."""
-    return session_id in _read_object(replies_path(db_path))
+def reply_mark(db_path: Path, session_id: str) -> str | None:
+    """What the reply hook took as this session's latest reply (PAYLOAD or a transcript message ID)."""
+    mark = _read_object(replies_path(db_path)).get(session_id)
+    return mark if isinstance(mark, str) else None
 
 
-def note_reply(db_path: Path, session_id: str, *, handled: bool) -> None:
-    """Mark (handled) or clear (a new prompt) the session's latest reply; never raises.
+def note_reply(db_path: Path, session_id: str, mark: str | None) -> None:
+    """Set the session's mark (the reply hook) or clear it (None: a new prompt); never raises.
 
     Clearing writes only when the session is marked: once per turn, not on every prompt.
     """
     try:
         marks = _read_object(replies_path(db_path))
-        if not handled and session_id not in marks:
+        if mark is None and session_id not in marks:
             return
         marks.pop(session_id, None)
-        if handled:
-            marks[session_id] = _now()  # the newest session last
+        if mark is not None:
+            marks[session_id] = mark  # the newest session last
         _replace(db_path, replies_path(db_path), dict(list(marks.items())[-SESSIONS_KEPT:]))
     except OSError:
         pass

@@ -109,8 +109,13 @@ def _retried(db: Database, event: Event, items: Sequence[dict[str, Any]]) -> Out
         raise Conflict(differs.replace("with other memories", "without memories"))
     candidates, _, notes = check(items, event, {})
     stored = {memories.normalized(row["content"]): row for row in _rows(db, event.sequence)}
+    seen: set[str] = set()
     for candidate in candidates:
-        row = stored.get(memories.normalized(candidate.content))
+        key = memories.normalized(candidate.content)
+        if key in seen:
+            continue  # a repeat within the call, which the first call skipped too
+        seen.add(key)
+        row = stored.get(key)
         if row is None and memories.repeats(db, event.scope, candidate.content):
             continue  # skipped by the first call as a repeat of the scope's memory
         if row is None or tuple(row[f] for f in _SAME) != tuple(getattr(candidate, f) for f in _SAME):

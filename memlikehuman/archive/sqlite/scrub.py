@@ -7,6 +7,7 @@ The SQLite backend runs both after forget's transaction (SqliteBackend.scrub).
 
 from __future__ import annotations
 
+import json
 import logging
 import mmap
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Any
 
 import apsw
 
+from ...text.lines import one_line
 from ..db import Gone, placeholders, unscrubbed_marker
 from . import residue
 
@@ -105,7 +107,7 @@ def _stale(conn: apsw.Connection, path: Path, gone: Gone) -> bool:
         # A forget wipes the scope's checkpoint states, which may quote the text word for word (the
         # hooks' extractive checkpoints): the rows grow and move, and old copies stay in page gaps.
         quoted = [text for table in STALE_TREES for text in gone[table][0]]
-        trees[roots["checkpoints"]] = residue.Tree(residue.pieces(quoted))
+        trees[roots["checkpoints"]] = residue.Tree(residue.pieces(_as_in_states(quoted)))
         with path.open("rb") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as data:
             return bool(residue.stale_pages(data, page_size, trees))
     finally:
@@ -113,6 +115,13 @@ def _stale(conn: apsw.Connection, path: Path, gone: Gone) -> bool:
 
 
 ROOTS = "SELECT name, rootpage FROM sqlite_schema WHERE type = 'table'"
+
+
+def _as_in_states(texts: list[str]) -> list[str]:
+    """The texts as a checkpoint state may hold them: as they are, and as JSON string contents, whole
+    or on one line (the hooks' extractive states: `one_line`), so quotes and line breaks match."""
+    forms = [form for text in texts for form in (text, one_line(text))]
+    return [*texts, *(json.dumps(form, ensure_ascii=False)[1:-1] for form in forms)]
 
 
 def _one(conn: apsw.Connection, sql: str) -> Any:
