@@ -296,6 +296,22 @@ def test_a_forgotten_prompt_leaves_no_digest_of_its_text_in_a_checkpoint_that_co
     assert (checkpoint["covered_event_id"], checkpoint["state"]) == ("forgotten", None)
 
 
+def test_an_empty_db_option_through_the_command_group_fails_open_without_touching_an_archive(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from conftest import BASE_ENV
+
+    env = {"PATH": "", "HOME": str(tmp_path), "XDG_DATA_HOME": str(tmp_path / "data"), **BASE_ENV}
+    data = json.dumps({"hook_event_name": "UserPromptSubmit", "session_id": "s", "prompt": "hi", "cwd": str(tmp_path)})
+    ran = subprocess.run(
+        [sys.executable, "-m", "memlikehuman", "hook", "claude-code", "--db", ""],
+        input=data, capture_output=True, text=True, env=env, timeout=60, check=False,
+    )  # fmt: skip
+    assert (ran.returncode, ran.stdout) == (0, "") and "the archive (--db) is empty" in ran.stderr
+    assert [p.name for p in (tmp_path / "data" / "memlikehuman").iterdir()] == ["memory.sqlite3.hooks.log"]
+
+
 def test_a_broken_payload_exits_0_prints_nothing_and_logs_one_line(db: Archive, project: Path) -> None:
     ran = run_hook("claude-code", "{not json", db, project)
     assert (ran.returncode, ran.stdout) == (0, "")
