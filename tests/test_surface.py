@@ -29,7 +29,7 @@ PINNED = {
     ],
     "memlikehuman.errors": [
         "CODES", "Conflict", "Forbidden", "ImportConflicts", "Internal", "InvalidArgument", "LimitExceeded",
-        "MemLikeHumanError", "NotFound", "Transient", "Unavailable", "unreadable",
+        "MemLikeHumanError", "NotFound", "OtherScope", "Transient", "Unavailable", "unreadable",
     ],
 }  # fmt: skip
 
