@@ -95,3 +95,35 @@ def test_a_long_event_is_never_batched(db_path):
         finally:
             gate.open()
     assert [len(blocks(body)) for _, body in api.requests] == [1, 1, 1]
+
+
+def test_a_memory_forgotten_while_a_batch_is_with_the_model_is_not_restated(db_path):
+    secret = "The user's safe code is 4711."
+
+    def answer(body: dict[str, Any]) -> Reply:
+        shown = secret in body["messages"][1]["content"]
+        if shown and len(blocks(body)) > 1:  # the batch: another tool call forgets the memory meanwhile
+            with Engine(make_settings(db_path)) as other:
+                other.forget(Scope(), "e0")
+        reply = json.loads(batch_answer(body).body["choices"][0]["message"]["content"])
+        if shown:  # the model copies what it was shown
+            reply["memories"].append({"event": 1, **memory_item(secret, "I like")})
+        return chat_reply(json.dumps(reply))
+
+    gate = Gate(answer)
+    with ScriptedOpenAI(default_chat=gate) as api, Engine(make_settings(db_path, **batch_env(api.base_url))) as engine:
+        try:
+            safe = [{"content": secret, "quote": "My safe code is 4711."}]
+            engine.record(Scope(), "e0", "My safe code is 4711.", "user", "chat", memories=safe)
+            engine.start_extraction()
+            record_in(engine, "e1")
+            assert gate.waiting.acquire(timeout=WAIT_SECONDS)  # e1 alone is with the model
+            for event_id, thing in (("e2", "milk"), ("e3", "jam")):
+                record_in(engine, event_id, thing)
+            gate.open()
+            wait_until(lambda: engine.read(Scope(), "e3").event.extraction_state == "complete", "the batch, again")
+            contents = [row["content"] for row in engine.db.query("SELECT content FROM memories")]
+        finally:
+            gate.open()
+    assert [len(blocks(body)) for _, body in api.requests] == [1, 2, 2]  # the first batch answer was not stored
+    assert sorted(contents) == ["The user likes jam (e3).", "The user likes milk (e2).", "The user likes tea (e1)."]

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import make_settings, stdio_params
-from sampling_support import hanging, quoting_model, refusing, sampling_client
+from sampling_support import answer, hanging, quoting_model, refusing, sampling_client
 
 from memlikehuman.archive import claims
 from memlikehuman.archive.db import open_database
@@ -154,6 +155,27 @@ def test_in_mcp_2026_07_28_memory_record_asks_the_model_inside_its_own_call_when
     assert out["extraction_state"] == "complete" and out["duplicate"] is False and len(out["memory_ids"]) == 1
     assert again["duplicate"] is True and again["memory_ids"] == out["memory_ids"] and len(asked) == 1
     assert hit["extractor"] == "sampling:host-model-1" and hit["source"]["event_id"] == "m-1"
+
+
+def test_in_mcp_2026_07_28_an_answer_whose_aliases_shifted_between_the_rounds_is_not_stored(db_path):
+    acme = {"content": "The user works at Acme.", "quote": "I work at Acme", "subject": "user.employer"}
+    dentist = {"content": "The user's dentist is Dr Who.", "quote": "My dentist is Dr Who", "subject": "user.dentist"}
+
+    async def model(ctx: Any, params: Any) -> Any:
+        # Between the rounds another call stores a memory of the scope: the prompt built again for the
+        # answer lists other aliases than the one the model read.
+        with Engine(make_settings(db_path)) as other:
+            other.record(Scope(), "m-2", "My dentist is Dr Who.", "user", "user", memories=[dentist])
+        item = {"content": "The user works at Globex.", "quote": "I now work at Globex", "supersedes": 1}
+        return answer(json.dumps({"memories": [{**item, "kind": "fact", "basis": "stated"}]}))
+
+    env = {"MEMLIKEHUMAN_EXTRACTION_WAIT": "5"}
+    with sampling_client(_params(db_path, **env), model, mode="2026-07-28") as client:
+        client.ok("memory_record", event_id="m-0", text="I work at Acme.", role="user", source="user", memories=[acme])
+        out = client.ok("memory_record", event_id="m-1", text="I now work at Globex.", role="user", source="user")
+        current = {m["content"] for m in client.ok("memory_recall", query="Acme Globex dentist Who")["memories"]}
+    assert out["extraction_state"] == "pending" and "changed" in (out["error"] or "")
+    assert current == {"The user works at Acme.", "The user's dentist is Dr Who."}
 
 
 def test_in_mcp_2026_07_28_without_a_wait_events_stay_pending_and_recall_says_why(db_path):

@@ -55,21 +55,22 @@ class Operations:
 
     # -- extraction by a model the edge asks (MCP 2026-07-28 sampling) --------------------------------
 
-    def extraction_prompt(self, sequence: int) -> tuple[str, str, dict[str, Any]]:
-        """The system and user messages, and the answer's JSON schema, that extracting this event would
-        send (MCP 2026-07-28 sampling)."""
+    def extraction_prompt(self, sequence: int) -> tuple[str, str, dict[str, Any], list[int]]:
+        """The system and user messages, the answer's JSON schema, and what the model is shown (row IDs,
+        for extract_answer), that extracting this event would send (MCP 2026-07-28 sampling)."""
         from ..lifecycle import extract, extract_schema
 
         event = events.load(self.db, sequence)
         prompt = extract.build_prompt(self.db, event)
-        return prompt.system, prompt.user, extract_schema.for_event(event.text)
+        return prompt.system, prompt.user, extract_schema.for_event(event.text), prompt.shown
 
-    def extract_answer(self, sequence: int, answer: str, label: str) -> Outcome:
-        """Extract the event from a model's answer to extraction_prompt: the same checks and states."""
+    def extract_answer(self, sequence: int, answer: str, label: str, shown: list[int] | None = None) -> Outcome:
+        """Extract the event from a model's answer to extraction_prompt (`shown`: what it returned with it):
+        the same checks and states; an answer to a prompt that has changed since is dropped (pending)."""
         from ..lifecycle import extract
         from ..providers.base import Answered
 
-        outcome = extract.run(self.db, Answered(answer, label), sequence)
+        outcome = extract.run(self.db, Answered(answer, label), sequence, shown)
         if self.settings.embedder != "none":
             self.indexer.notify()
         return outcome

@@ -28,7 +28,7 @@ from ..archive.db import Database
 from ..errors import Transient, Unavailable
 from ..providers.base import Extractor
 from ..records import BASES, Candidate, Event, Memory
-from . import extract_schema
+from . import extract_schema, shown_still
 from .fields import Rejected, gist, kind_of, subject_of, target_of, text_of, valid_from_of
 
 log = logging.getLogger("memlikehuman.extract")
@@ -99,6 +99,12 @@ class Prompt:
     user: str
     token: str
     aliases: dict[int, Memory]  # alias -> the current memory shown under it
+    preceding: tuple[int, ...] = ()  # the sequences of the preceding events shown
+
+    @property
+    def shown(self) -> list[int]:
+        """What the model is shown, as row IDs: the aliases' memories in order, then the events."""
+        return [*(m.rowid for m in self.aliases.values()), -1, *self.preceding]
 
 
 @dataclass(frozen=True)
@@ -117,8 +123,11 @@ class Unusable(Exception):
 # -- the step ------------------------------------------------------------------------------------
 
 
-def run(db: Database, extractor: Extractor | None, sequence: int) -> Outcome:
+def run(db: Database, extractor: Extractor | None, sequence: int, shown: list[int] | None = None) -> Outcome:
     """Extract memories from the event unless it is complete; return its state, memory IDs, warnings.
+
+    `shown`: the `Prompt.shown` of the prompt the answer came from (a model asked in an earlier round);
+    when the prompt built now differs, its aliases may name other memories: the answer is dropped.
 
     Raises NotFound when the event was deleted meanwhile. Provider and answer problems never raise:
     they leave the event pending or failed with the reason in its extraction_error.
@@ -129,6 +138,8 @@ def run(db: Database, extractor: Extractor | None, sequence: int) -> Outcome:
     if extractor is None:
         return _leave(db, event, "pending", events.PENDING_UNCONFIGURED)
     prompt = build_prompt(db, event)
+    if shown is not None and shown != prompt.shown:
+        return changed(db, event)
     try:
         answer = extractor.complete(prompt.system, prompt.user, extract_schema.for_event(event.text))
     except Unavailable as exc:
@@ -144,12 +155,22 @@ def run(db: Database, extractor: Extractor | None, sequence: int) -> Outcome:
         event = events.load(db, sequence)
         if event.extraction_state == "complete":
             return Outcome("complete", None, event.memory_ids)
+        if not shown_still.unchanged(db, [m.rowid for m in prompt.aliases.values()], prompt.preceding):
+            return changed(db, event)
         _, skipped = memories.store(db, event, candidates, clock.now_stamp(), targets, extractor.label or None)
         events.set_state(db, sequence, "complete", None)
     if skipped:
         warnings.append(f"extraction: {skipped} item(s) repeat a current memory or an earlier item; not stored again")
     event = events.load(db, sequence)
     return Outcome("complete", None, event.memory_ids, tuple(warnings))
+
+
+CHANGED = "what the extractor was shown changed (a forget, a correction) while it answered; its answer was not stored"
+
+
+def changed(db: Database, event: Event) -> Outcome:
+    """The event after an answer refused as made from what changed since: pending, tried again soon."""
+    return dataclasses.replace(_leave(db, event, "pending", f"{CHANGED}; {RETRY_HINT}"), transient=True)
 
 
 def _leave(db: Database, event: Event, state: str, error: str) -> Outcome:
@@ -185,7 +206,7 @@ def build_prompt(db: Database, event: Event) -> Prompt:
     )
     # The system message is the same for every request, so a local server reuses its processed prefix
     # (measured: ~1,000 tokens, 40-60 s per call on 2 busy cores when the token was part of it).
-    return Prompt(system=SYSTEM, user=user, token=token, aliases=aliases)
+    return Prompt(SYSTEM, user, token, aliases, tuple(row["sequence"] for row in preceding))
 
 
 def context_blocks(token: str, preceding: Sequence[dict[str, Any]], aliases: dict[int, Memory]) -> list[str]:
@@ -235,7 +256,7 @@ def _memory_line(alias: int, memory: Memory) -> dict[str, Any]:
 
 def _preceding(db: Database, event: Event) -> list[dict[str, Any]]:
     rows = db.query(
-        "SELECT role, source, occurred_at, text FROM events WHERE persona_id = ? AND project_id = ?"
+        "SELECT sequence, role, source, occurred_at, text FROM events WHERE persona_id = ? AND project_id = ?"
         " AND session_id = ? AND sequence < ? AND kind = 'record' ORDER BY sequence DESC LIMIT ?",
         (event.persona_id, event.project_id, event.session_id, event.sequence, CONTEXT_EVENTS),
     )
@@ -280,11 +301,12 @@ def parse_answer(text: str) -> list[Any]:
     try:
         data = json.loads(cleaned)
     except json.JSONDecodeError as exc:
-        raise Unusable(
-            f"the extractor's answer is not valid JSON ({exc.msg} at character {exc.pos}): {_start(text)}"
-        ) from None
+        where = f"{exc.msg} at character {exc.pos}"
+        raise Unusable(f"the extractor's answer is not valid JSON ({where}){_size(text)}") from None
+    except (RecursionError, ValueError) as exc:  # nested too deep, an integer of over 4,300 digits
+        raise Unusable(f"the extractor's answer cannot be read as JSON ({type(exc).__name__}){_size(text)}") from None
     if not isinstance(data, dict) or not isinstance(data.get("memories"), list):
-        raise Unusable(f'the extractor\'s answer has the wrong shape (expected {{"memories": [...]}}): {_start(text)}')
+        raise Unusable(f'the extractor\'s answer has the wrong shape (expected {{"memories": [...]}}){_size(text)}')
     return list(data["memories"])
 
 
@@ -295,9 +317,10 @@ def _unwrap(text: str) -> str:
     return fenced.group(1).strip() if fenced else text
 
 
-def _start(text: str, limit: int = 120) -> str:
-    flat = " ".join(text.split())
-    return repr(flat if len(flat) <= limit else flat[:limit] + "...")
+def _size(text: str) -> str:
+    # Not the answer itself: it may restate a preceding event or a memory, and this error outlives a
+    # forget of them.
+    return f"; the answer has {len(text):,} characters"
 
 
 # -- the checks ----------------------------------------------------------------------------------
@@ -335,6 +358,10 @@ def _check_item(
 ) -> tuple[Candidate, int | None]:
     if not isinstance(raw, dict):
         raise Rejected("it is not a JSON object")
+    try:
+        json.dumps(raw, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise Rejected("it holds text that is not valid Unicode (a lone surrogate)") from None
     content = text_of(raw, "content")
     quote = text_of(raw, "quote")
     if _collapsed(quote) not in source:

@@ -34,10 +34,12 @@ from .extract import (
     _preceding,
     _shown_memories,
     _token,
+    changed,
     check,
     context_blocks,
     parse_answer,
 )
+from .shown_still import unchanged
 
 MAX_EVENTS = 6
 # Events longer than this go alone: the batch is for chat turns, and a long event's items need room.
@@ -52,7 +54,7 @@ def run_batch(db: Database, extractor: Extractor, sequences: Sequence[int]) -> d
     batch = [event for event in _load(db, sequences) if event.extraction_state != "complete"]
     if not batch:
         return {}
-    system, user, aliases = build_prompt(db, batch)
+    system, user, aliases, shown = build_prompt(db, batch)
     try:
         answer = extractor.complete(system, user, extract_schema.for_batch([e.text for e in batch]))
     except Unavailable as exc:
@@ -68,7 +70,11 @@ def run_batch(db: Database, extractor: Extractor, sequences: Sequence[int]) -> d
     except Unusable as exc:
         return {e.sequence: _leave(db, e, "failed", f"{exc}; {RETRY_HINT}") for e in batch}
     by_event, stray = _split(items, len(batch))
-    return _store(db, batch, by_event, stray, aliases, extractor.label or None)
+    with db.write():
+        if not unchanged(db, [m.rowid for m in aliases.values()], shown):
+            # One of the batch, a preceding event or a shown memory went meanwhile: the answer may restate it.
+            return {e.sequence: changed(db, e) for e in _load(db, [e.sequence for e in batch])}
+        return _store(db, batch, by_event, stray, aliases, extractor.label or None)
 
 
 def _load(db: Database, sequences: Sequence[int]) -> list[Event]:
@@ -81,8 +87,9 @@ def _load(db: Database, sequences: Sequence[int]) -> list[Event]:
     return loaded
 
 
-def build_prompt(db: Database, batch: Sequence[Event]) -> tuple[str, str, dict[int, Memory]]:
-    """System and user messages for a batch: the first event's context, the shown memories, EVENT 1..n."""
+def build_prompt(db: Database, batch: Sequence[Event]) -> tuple[str, str, dict[int, Memory], tuple[int, ...]]:
+    """System and user messages for a batch: the first event's context, the shown memories, EVENT 1..n;
+    and the sequences of every event shown (`extract.unchanged` checks them before the answer is stored)."""
     first = batch[0]
     preceding = _preceding(db, first)
     shown: list[Memory] = []
@@ -107,7 +114,7 @@ def build_prompt(db: Database, batch: Sequence[Event]) -> tuple[str, str, dict[i
         ' instructions. Each memory also has "event": the number of the EVENT block its quote is copied'
         " from (quote only that event's text).\n\n" + "\n\n".join(blocks) + "\n\nAnswer with the JSON object only."
     )
-    return SYSTEM, user, aliases
+    return SYSTEM, user, aliases, tuple(row["sequence"] for row in preceding) + tuple(e.sequence for e in batch)
 
 
 def _split(items: Sequence[Any], size: int) -> tuple[dict[int, list[Any]], list[str]]:

@@ -227,13 +227,16 @@ def in_call(bridge: Bridge, engine: Engine, ctx: Any, result: RecordResult) -> R
     if not isinstance(answered, CreateMessageResult | CreateMessageResultWithTools):
         if ctx.request_state is not None:
             return result  # asked once in this call, and no answer came: the event stays pending
-        system, user, schema = engine.extraction_prompt(result.sequence)
-        state = json.dumps({"sequence": result.sequence, "duplicate": result.duplicate})
+        system, user, schema, shown = engine.extraction_prompt(result.sequence)
+        # What the prompt showed goes round with it: the aliases of the answer mean those memories.
+        state = json.dumps({"sequence": result.sequence, "duplicate": result.duplicate, "shown": shown})
         model = bridge.settings.extractor_model or None
         return InputRequiredResult(input_requests={KEY: request(system, user, model, schema)}, request_state=state)
     first = _state(ctx.request_state)
     label = f"sampling:{answered.model[:100]}" if answered.model else "sampling"
-    outcome = engine.extract_answer(result.sequence, answer_text(answered), label)
+    echoed = first.get("shown")
+    pinned = echoed if isinstance(echoed, list) and all(isinstance(i, int) for i in echoed) else []
+    outcome = engine.extract_answer(result.sequence, answer_text(answered), label, pinned)
     return dataclasses.replace(
         result,
         duplicate=bool(first.get("duplicate", result.duplicate)),
