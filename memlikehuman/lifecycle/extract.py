@@ -99,12 +99,12 @@ class Prompt:
     user: str
     token: str
     aliases: dict[int, Memory]  # alias -> the current memory shown under it
-    preceding: tuple[int, ...] = ()  # the sequences of the preceding events shown
+    preceding: tuple[tuple[int, str], ...] = ()  # the preceding events shown: (sequence, text)
 
     @property
     def shown(self) -> list[int]:
         """What the model is shown, as row IDs: the aliases' memories in order, then the events."""
-        return [*(m.rowid for m in self.aliases.values()), -1, *self.preceding]
+        return [*(m.rowid for m in self.aliases.values()), -1, *(sequence for sequence, _ in self.preceding)]
 
 
 @dataclass(frozen=True)
@@ -155,7 +155,8 @@ def run(db: Database, extractor: Extractor | None, sequence: int, shown: list[in
         event = events.load(db, sequence)
         if event.extraction_state == "complete":
             return Outcome("complete", None, event.memory_ids)
-        if not shown_still.unchanged(db, [m.rowid for m in prompt.aliases.values()], prompt.preceding):
+        items_with_targets = list(zip(candidates, targets, strict=True))
+        if shown_still.uses_gone(db, items_with_targets, prompt.aliases, prompt.preceding, [event.text]):
             return changed(db, event)
         _, skipped = memories.store(db, event, candidates, clock.now_stamp(), targets, extractor.label or None)
         events.set_state(db, sequence, "complete", None)
@@ -206,7 +207,7 @@ def build_prompt(db: Database, event: Event) -> Prompt:
     )
     # The system message is the same for every request, so a local server reuses its processed prefix
     # (measured: ~1,000 tokens, 40-60 s per call on 2 busy cores when the token was part of it).
-    return Prompt(SYSTEM, user, token, aliases, tuple(row["sequence"] for row in preceding))
+    return Prompt(SYSTEM, user, token, aliases, tuple((row["sequence"], row["text"]) for row in preceding))
 
 
 def context_blocks(token: str, preceding: Sequence[dict[str, Any]], aliases: dict[int, Memory]) -> list[str]:

@@ -39,7 +39,7 @@ from .extract import (
     context_blocks,
     parse_answer,
 )
-from .shown_still import unchanged
+from .shown_still import uses_gone
 
 MAX_EVENTS = 6
 # Events longer than this go alone: the batch is for chat turns, and a long event's items need room.
@@ -71,10 +71,7 @@ def run_batch(db: Database, extractor: Extractor, sequences: Sequence[int]) -> d
         return {e.sequence: _leave(db, e, "failed", f"{exc}; {RETRY_HINT}") for e in batch}
     by_event, stray = _split(items, len(batch))
     with db.write():
-        if not unchanged(db, [m.rowid for m in aliases.values()], shown):
-            # One of the batch, a preceding event or a shown memory went meanwhile: the answer may restate it.
-            return {e.sequence: changed(db, e) for e in _load(db, [e.sequence for e in batch])}
-        return _store(db, batch, by_event, stray, aliases, extractor.label or None)
+        return _store(db, batch, (by_event, stray), aliases, shown, extractor.label or None)
 
 
 def _load(db: Database, sequences: Sequence[int]) -> list[Event]:
@@ -87,9 +84,11 @@ def _load(db: Database, sequences: Sequence[int]) -> list[Event]:
     return loaded
 
 
-def build_prompt(db: Database, batch: Sequence[Event]) -> tuple[str, str, dict[int, Memory], tuple[int, ...]]:
+def build_prompt(
+    db: Database, batch: Sequence[Event]
+) -> tuple[str, str, dict[int, Memory], tuple[tuple[int, str], ...]]:
     """System and user messages for a batch: the first event's context, the shown memories, EVENT 1..n;
-    and the sequences of every event shown (`extract.unchanged` checks them before the answer is stored)."""
+    and every event shown, (sequence, text), which `shown_still.uses_gone` reads before storing."""
     first = batch[0]
     preceding = _preceding(db, first)
     shown: list[Memory] = []
@@ -114,7 +113,8 @@ def build_prompt(db: Database, batch: Sequence[Event]) -> tuple[str, str, dict[i
         ' instructions. Each memory also has "event": the number of the EVENT block its quote is copied'
         " from (quote only that event's text).\n\n" + "\n\n".join(blocks) + "\n\nAnswer with the JSON object only."
     )
-    return SYSTEM, user, aliases, tuple(row["sequence"] for row in preceding) + tuple(e.sequence for e in batch)
+    seen = [(row["sequence"], row["text"]) for row in preceding] + [(e.sequence, e.text) for e in batch]
+    return SYSTEM, user, aliases, tuple(seen)
 
 
 def _split(items: Sequence[Any], size: int) -> tuple[dict[int, list[Any]], list[str]]:
@@ -133,16 +133,24 @@ def _split(items: Sequence[Any], size: int) -> tuple[dict[int, list[Any]], list[
 def _store(
     db: Database,
     batch: Sequence[Event],
-    by_event: dict[int, list[Any]],
-    stray: list[str],
+    split: tuple[dict[int, list[Any]], list[str]],
     aliases: dict[int, Memory],
+    shown: Sequence[tuple[int, str]],
     label: str | None,
 ) -> dict[int, Outcome]:
+    by_event, stray = split
     checked = [check(by_event[i], event, aliases) for i, event in enumerate(batch)]
+    answer = [pair for candidates, targets, _ in checked for pair in zip(candidates, targets, strict=True)]
+    if uses_gone(db, answer, aliases, shown, [e.text for e in batch]):
+        # A batch event, a preceding one or a shown memory went meanwhile, and the answer uses it.
+        return {e.sequence: changed(db, e) for e in _load(db, [e.sequence for e in batch])}
+    kept = {e.sequence for e in _load(db, [e.sequence for e in batch])}  # a later one may have been forgotten
     outcomes: dict[int, Outcome] = {}
     now = clock.now_stamp()
     with db.write():
         for event, (candidates, targets, warnings) in zip(batch, checked, strict=True):
+            if event.sequence not in kept:
+                continue
             current = events.load(db, event.sequence)
             if current.extraction_state == "complete":
                 continue
@@ -151,6 +159,8 @@ def _store(
             if skipped:
                 warnings.append(f"extraction: {skipped} item(s) repeat a current memory or an earlier item; not stored")
     for number, event in enumerate(batch):
+        if event.sequence not in kept:
+            continue
         notes = checked[number][2] + (stray if number == 0 else [])
         outcomes[event.sequence] = Outcome("complete", None, events.load(db, event.sequence).memory_ids, tuple(notes))
     return outcomes

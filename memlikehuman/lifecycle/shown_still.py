@@ -1,24 +1,64 @@
-"""Whether what an extraction model was shown is still in the archive as shown (issue 15, review).
+"""Whether an extraction answer uses what its model was shown and is gone now (issue 15, review).
 
 A memory forgotten or corrected away, or an event forgotten, while the model was answering may be
-restated in its answer: stored, it would bring back what the user took out.
+restated in its answer: stored, it would bring back what the user took out. An answer that does not
+use it (most of them, in a busy archive) is stored as usual.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from ..archive.db import Database, placeholders
+from ..archive.memories import normalized
+from ..records import Candidate, Memory
 
 
-def unchanged(db: Database, rowids: Sequence[int], sequences: Sequence[int]) -> bool:
-    """Whether the shown memories are all still there and not revoked, and the shown events all still
-    exist (call it inside the write transaction that would store the answer)."""
-    if rowids:
-        sql = f"SELECT count(*) FROM memories WHERE id IN ({placeholders(rowids)}) AND revoked_at IS NULL"
-        if db.scalar(sql, tuple(rowids)) != len(set(rowids)):
-            return False
-    if sequences:
-        sql = f"SELECT count(*) FROM events WHERE sequence IN ({placeholders(sequences)})"
-        return bool(db.scalar(sql, tuple(sequences)) == len(set(sequences)))
-    return True
+def uses_gone(
+    db: Database,
+    answer: Sequence[tuple[Candidate, int | None]],
+    aliases: dict[int, Memory],
+    events: Sequence[tuple[int, str]],
+    own: Sequence[str],
+) -> bool:
+    """Whether the answer's items (with their alias targets) use a shown memory or event that is gone.
+
+    Uses: updates a gone memory (its alias), restates one, or names what only a gone text named (a
+    name or a number that no kept text holds). Call it inside the write transaction that would store
+    the answer. `events`: the shown events (sequence, text); `own`: the texts extracted from.
+    """
+    live = _present(db, "memories", "id", [m.rowid for m in aliases.values()], " AND revoked_at IS NULL")
+    kept_events = _present(db, "events", "sequence", [sequence for sequence, _ in events], "")
+    gone_memories = [m for m in aliases.values() if m.rowid not in live]
+    gone = [m.content for m in gone_memories] + [text for sequence, text in events if sequence not in kept_events]
+    if not gone:
+        return False
+    if any(target in {m.rowid for m in gone_memories} for _, target in answer):
+        return True
+    kept = [*own, *(m.content for m in aliases.values() if m.rowid in live)]
+    kept += [text for sequence, text in events if sequence in kept_events]
+    only_gone = _marks(gone) - _words(kept)
+    restated = [normalized(m.content) for m in gone_memories]
+    for candidate, _ in answer:
+        said = normalized(candidate.content)
+        if any(old in said for old in restated) or only_gone & _words([candidate.content]):
+            return True
+    return False
+
+
+def _present(db: Database, table: str, key: str, ids: Sequence[int], rule: str) -> set[int]:
+    if not ids:
+        return set()
+    sql = f"SELECT {key} FROM {table} WHERE {key} IN ({placeholders(ids)}){rule}"
+    return {row[key] for row in db.query(sql, tuple(ids))}
+
+
+def _words(texts: Sequence[str]) -> set[str]:
+    return {word.lower() for text in texts for word in re.findall(r"\w+", text)}
+
+
+def _marks(texts: Sequence[str]) -> set[str]:
+    """What identifies: names and numbers (words of 4+ characters that start upper-case or hold a digit)."""
+    words = (word for text in texts for word in re.findall(r"\w+", text))
+    return {w.lower() for w in words if len(w) >= 4 and (w[0].isupper() or any(c.isdigit() for c in w))}
