@@ -198,14 +198,14 @@ def delete(conn: Any, rowids: Sequence[int]) -> None:
     conn.execute(f"DELETE FROM memories WHERE id IN ({','.join('?' * len(rowids))})", list(rowids))
 
 
-def _repeats_current(db: Database, scope: Scope, content: str, *, current: bool = True) -> bool:
-    """Whether a current memory of the scope (any memory, `current` False) has this content, ignoring
-    case and whitespace.
+def repeats(db: Database, scope: Scope, content: str, *, current_only: bool = True) -> bool:
+    """Whether a current memory of the scope (with `current_only` False: any memory, superseded and
+    revoked ones too) has this content, ignoring case and whitespace.
 
     The full-text index narrows the comparison to memories containing the same phrase, so the cost
     does not grow with the number of memories in the scope.
     """
-    live = "m.persona_id = ? AND m.project_id = ?" + (f" AND {timeline.current_sql()}" if current else "")
+    live = "m.persona_id = ? AND m.project_id = ?" + (f" AND {timeline.current_sql()}" if current_only else "")
     params: list[Any]
     if re.search(r"\w", content):
         sql, params = backend_of(db).memories_with_phrase(content)
@@ -214,11 +214,6 @@ def _repeats_current(db: Database, scope: Scope, content: str, *, current: bool 
     rows = db.query(f"{sql} AND {live}", (*params, scope.persona_id, scope.project_id))
     key = normalized(content)
     return any(normalized(row["content"]) == key for row in rows)
-
-
-def repeats(db: Database, scope: Scope, content: str) -> bool:
-    """Whether any memory of the scope (current, superseded or revoked) has this content."""
-    return _repeats_current(db, scope, content, current=False)
 
 
 def store(
@@ -244,7 +239,7 @@ def store(
     with db.write() as conn:
         for item, target in zip(items, targets, strict=True):
             key = normalized(item.content)
-            if key in seen or _repeats_current(db, event.scope, item.content):
+            if key in seen or repeats(db, event.scope, item.content):
                 skipped += 1
                 continue
             seen.add(key)

@@ -70,7 +70,7 @@ def run_batch(db: Database, extractor: Extractor, sequences: Sequence[int]) -> d
     except Unusable as exc:
         return {e.sequence: _leave(db, e, "failed", f"{exc}; {RETRY_HINT}") for e in batch}
     by_event, stray = _split(items, len(batch))
-    with db.write():
+    with db.write():  # what the model was shown is checked in the transaction that stores its answer
         return _store(db, batch, (by_event, stray), aliases, shown, extractor.label or None)
 
 
@@ -138,28 +138,26 @@ def _store(
     shown: Sequence[tuple[int, str]],
     label: str | None,
 ) -> dict[int, Outcome]:
+    """Store the answer in the caller's write transaction, unless it uses what went meanwhile."""
     by_event, stray = split
     checked = [check(by_event[i], event, aliases) for i, event in enumerate(batch)]
     answer = [pair for candidates, targets, _ in checked for pair in zip(candidates, targets, strict=True)]
+    present = {e.sequence: e for e in _load(db, [e.sequence for e in batch])}  # a later one may be forgotten
     if uses_gone(db, answer, aliases, shown, [e.text for e in batch]):
         # A batch event, a preceding one or a shown memory went meanwhile, and the answer uses it.
-        return {e.sequence: changed(db, e) for e in _load(db, [e.sequence for e in batch])}
-    kept = {e.sequence for e in _load(db, [e.sequence for e in batch])}  # a later one may have been forgotten
+        return {sequence: changed(db, e) for sequence, e in present.items()}
     outcomes: dict[int, Outcome] = {}
     now = clock.now_stamp()
-    with db.write():
-        for event, (candidates, targets, warnings) in zip(batch, checked, strict=True):
-            if event.sequence not in kept:
-                continue
-            current = events.load(db, event.sequence)
-            if current.extraction_state == "complete":
-                continue
-            _, skipped = memories.store(db, current, candidates, now, targets, label)
-            events.set_state(db, event.sequence, "complete", None)
-            if skipped:
-                warnings.append(f"extraction: {skipped} item(s) repeat a current memory or an earlier item; not stored")
+    for event, (candidates, targets, warnings) in zip(batch, checked, strict=True):
+        current = present.get(event.sequence)
+        if current is None or current.extraction_state == "complete":
+            continue
+        _, skipped = memories.store(db, current, candidates, now, targets, label)
+        events.set_state(db, event.sequence, "complete", None)
+        if skipped:
+            warnings.append(f"extraction: {skipped} item(s) repeat a current memory or an earlier item; not stored")
     for number, event in enumerate(batch):
-        if event.sequence not in kept:
+        if event.sequence not in present:
             continue
         notes = checked[number][2] + (stray if number == 0 else [])
         outcomes[event.sequence] = Outcome("complete", None, events.load(db, event.sequence).memory_ids, tuple(notes))

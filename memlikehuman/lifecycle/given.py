@@ -83,7 +83,7 @@ def store(db: Database, sequence: int, items: Sequence[dict[str, Any]], *, retry
         event = events.load(db, sequence)
         if retry:
             return _retried(db, event, items)
-        known = {memories.normalized(m) for m in _contents(db, sequence)}
+        known = {memories.normalized(row["content"]) for row in _rows(db, sequence)}
         fresh = [
             (i, item) for i, item in enumerate(items) if memories.normalized(str(item.get("content"))) not in known
         ]
@@ -116,7 +116,7 @@ def _retried(db: Database, event: Event, items: Sequence[dict[str, Any]]) -> Out
             continue  # a repeat within the call, which the first call skipped too
         seen.add(key)
         row = stored.get(key)
-        if row is None and memories.repeats(db, event.scope, candidate.content):
+        if row is None and memories.repeats(db, event.scope, candidate.content, current_only=False):
             continue  # skipped by the first call as a repeat of the scope's memory
         if row is None or tuple(row[f] for f in _SAME) != tuple(getattr(candidate, f) for f in _SAME):
             raise Conflict(differs)
@@ -128,10 +128,6 @@ _SAME = ("quote", "kind", "basis", "subject", "valid_from", "gist")
 
 def _rows(db: Database, sequence: int) -> list[Any]:
     return db.query(f"SELECT content, {', '.join(_SAME)} FROM memories WHERE event_sequence = ?", (sequence,))
-
-
-def _contents(db: Database, sequence: int) -> list[str]:
-    return [row["content"] for row in db.query("SELECT content FROM memories WHERE event_sequence = ?", (sequence,))]
 
 
 def _renumbered(notes: Sequence[str], positions: Sequence[int]) -> list[str]:
