@@ -1,7 +1,8 @@
 """memory_forget: delete an event and everything derived from it, leaving no readable trace.
 
 What goes, in one write transaction: the source event; every memory derived from it; every
-correction event of those memories and what it derived, recursively; their cues, full-text rows
+correction event of those memories and what it derived, recursively; every memory of another event
+that names what only the forgotten texts held (``carried``), with its corrections; their cues, full-text rows
 and vectors (vectors, cues and alias evidence by ON DELETE CASCADE, the FTS5 rows explicitly, terms
 included).
 What changes: surviving memories are re-linked (an original whose correction is forgotten stays
@@ -28,6 +29,7 @@ from ..archive.db import Database, Gone, placeholders
 from ..errors import Conflict, NotFound
 from ..index import vectors
 from ..records import ForgetResult, Preview, Scope
+from . import carried
 
 log = logging.getLogger("memlikehuman")
 
@@ -46,7 +48,7 @@ def preview(db: Database, scope: Scope, record_id: str) -> Preview:
     scope = Scope(*validate.scope(scope.persona_id, scope.project_id))
     validate.identifier(record_id, "record_id", max_len=256)
     with db.read() as conn:
-        plan = _plan(conn, _root(db, scope, record_id))
+        plan = _plan(conn, scope, _root(db, scope, record_id))
         checkpoints = db.query(
             "SELECT checkpoint_id FROM checkpoints WHERE persona_id = ? AND project_id = ? AND invalidated_at IS NULL"
             " ORDER BY id",
@@ -71,7 +73,7 @@ def forget(db: Database, scope: Scope, record_id: str, *, expected: Preview | No
     scope = Scope(*validate.scope(scope.persona_id, scope.project_id))
     validate.identifier(record_id, "record_id", max_len=256)
     with db.write() as conn:
-        plan = _plan(conn, _root(db, scope, record_id))
+        plan = _plan(conn, scope, _root(db, scope, record_id))
         if expected is not None:
             _check_expected(plan, expected)
         dependents = _context_dependents(conn, plan)
@@ -135,23 +137,42 @@ def _root(db: Database, scope: Scope, record_id: str) -> int:
     return int(sequence)
 
 
-def _plan(conn: Any, root: int) -> _Plan:
-    """The closure: events, their memories, the corrections of those memories, and so on."""
+def _plan(conn: Any, scope: Scope, root: int) -> _Plan:
+    """The closure of the root event, then of the memories of other events that carry its words."""
+    plan = _closure(conn, [root], {})
+    gone = _texts(conn, plan)
+    rowids = carried.carried(conn, scope, [*gone["events"][0], *gone["memories"][0]], plan.events, plan.memories)
+    if not rowids:
+        return plan
+    marks = placeholders(rowids)
+    seeds = {
+        row["id"]: row["memory_id"]
+        for row in conn.execute(f"SELECT id, memory_id FROM memories WHERE id IN ({marks})", rowids)
+    }
+    more = _closure(conn, [], seeds, known=plan.events)
+    return _Plan({**plan.events, **more.events}, {**plan.memories, **more.memories})
+
+
+def _closure(conn: Any, roots: list[int], seeds: dict[int, str], known: dict[int, str] | None = None) -> _Plan:
+    """Events and memories reached from ``roots`` (events) and ``seeds`` (memories): their memories,
+    the corrections of those memories, and so on."""
     found_events: dict[int, str] = {}
-    found_memories: dict[int, str] = {}
-    frontier = [root]
-    while frontier:
+    found_memories: dict[int, str] = dict(seeds)
+    frontier = roots
+    new_memories = dict(seeds)
+    while frontier or new_memories:
         marks = placeholders(frontier)
         for row in conn.execute(f"SELECT sequence, event_id FROM events WHERE sequence IN ({marks})", frontier):
             found_events.setdefault(row["sequence"], row["event_id"])
-        new_memories = {
-            row["id"]: row["memory_id"]
+        new_memories.update(
+            (row["id"], row["memory_id"])
             for row in conn.execute(
                 f"SELECT id, memory_id FROM memories WHERE event_sequence IN ({marks}) ORDER BY id", frontier
             )
-        }
+        )
         found_memories.update(new_memories)
         ids = list(new_memories)
+        new_memories = {}
         frontier = [
             row["event_sequence"]
             for row in conn.execute(
@@ -159,7 +180,7 @@ def _plan(conn: Any, root: int) -> _Plan:
                 " ORDER BY event_sequence",
                 ids,
             )
-            if row["event_sequence"] not in found_events
+            if row["event_sequence"] not in found_events and row["event_sequence"] not in (known or {})
         ]
     return _Plan(found_events, found_memories)
 
