@@ -142,6 +142,18 @@ def test_a_later_memory_keeps_a_name_another_turn_holds_a_name_opening_a_sentenc
         assert client.ok("memory_read", record_id=memory_id)["memory"]["status"] == "current"
 
 
+def test_a_forgotten_text_with_many_names_is_matched_in_one_pass_with_the_same_rules(client, db_path):
+    names = " ".join(f"uses Module{n} and Widget{n}," for n in range(12))  # 24 marks: past the lookups one by one
+    record(client, "e1", f"The code {names} then stops.")
+    record(client, "e2", "Widget3 is the one we keep.")
+    record(client, "e3", "It broke yesterday.")
+    broke = add_memory(db_path, "e3", "Module7 broke yesterday", quote="It broke yesterday")
+    kept = add_memory(db_path, "e3", "Widget3 broke too", quote="It broke")
+    out = client.ok("memory_forget", record_id="e1")
+    assert out["deleted_memory_ids"] == [broke]
+    assert client.ok("memory_read", record_id=kept)["memory"]["content"] == "Widget3 broke too"
+
+
 def test_forgetting_a_correction_leaves_the_original_revoked_and_the_version_before_it_closed(client, db_path):
     record(client, "e1", "I work at Acme.", occurred_at="2024-01-01T00:00:00Z")
     record(client, "e0", "I worked at Zeta.", occurred_at="2023-01-01T00:00:00Z")

@@ -23,6 +23,8 @@ from typing import Any
 from ..records import Scope
 
 _WORD = re.compile(r"\w+")
+# Up to this many marks are looked up one by one; more are matched in one pass over the scope.
+_FEW = 8
 # What may stand before the first word of a sentence, a line or a quotation.
 _OPENERS = frozenset("\n.!?:;\"'“”‘’«»([{<>*#-–—|")
 
@@ -32,30 +34,38 @@ def carried(conn: Any, scope: Scope, gone: Sequence[str], events: Iterable[int],
 
     ``events`` and ``memories``: the sequences and rowids being forgotten (their texts are ``gone``).
     """
-    skipped_events, skipped_memories = set(events), set(memories)
-    found: set[int] = set()
-    for mark in sorted(_marks(gone)):
-        # The memories first: most marks are in none, and then no event needs to be read for them.
-        holders = [rowid for rowid in _holders(conn, scope, mark) if rowid not in skipped_memories]
-        if holders and not _held(conn, scope, mark, skipped_events):
-            found.update(holders)
-    return sorted(found)
+    marks = _marks(gone)
+    # The memories first: most marks are in none, and then no event needs to be read for them.
+    holders = _holders(conn, scope, marks, set(memories))
+    held = _held(conn, scope, set(holders), set(events))
+    return sorted({rowid for mark, rowids in holders.items() if mark not in held for rowid in rowids})
 
 
-def _holders(conn: Any, scope: Scope, mark: str) -> list[int]:
-    """The scope's memories that hold the mark as a word, with its case, outside their event's date."""
-    rows = conn.execute(
+def _holders(conn: Any, scope: Scope, marks: set[str], skipped: set[int]) -> dict[str, list[int]]:
+    """Per mark, the scope's other memories that hold it as a word, with its case, outside their date.
+
+    A few marks are looked up one by one; many (a forgotten file read) in one pass over the scope.
+    """
+    select = (
         "SELECT m.id, m.content, coalesce(m.gist, '') AS gist, coalesce(m.subject, '') AS subject,"
         " e.occurred_at FROM memories m JOIN events e ON e.sequence = m.event_sequence"
-        " WHERE m.persona_id = ? AND m.project_id = ? AND (m.content LIKE ? OR m.gist LIKE ? OR m.subject LIKE ?)",
-        (scope.persona_id, scope.project_id, *[f"%{mark}%"] * 3),
+        " WHERE m.persona_id = ? AND m.project_id = ?"
     )
-    return [
-        row["id"]
-        for row in rows
-        if mark in {w for text in (row["content"], row["gist"], row["subject"]) for w in _WORD.findall(text)}
-        and mark.lower() not in _date_words(row["occurred_at"])
-    ]
+    pair = (scope.persona_id, scope.project_id)
+    if len(marks) > _FEW:
+        rows = list(conn.execute(select, pair))
+    else:
+        like = " AND (m.content LIKE ? OR m.gist LIKE ? OR m.subject LIKE ?)"
+        rows = [row for mark in marks for row in conn.execute(select + like, (*pair, *[f"%{mark}%"] * 3))]
+    found: dict[str, list[int]] = {}
+    for row in rows:
+        if row["id"] in skipped:
+            continue
+        words = {w for text in (row["content"], row["gist"], row["subject"]) for w in _WORD.findall(text)}
+        for mark in (words & marks) - _date_words(row["occurred_at"]):
+            if row["id"] not in found.setdefault(mark, []):
+                found[mark].append(row["id"])
+    return found
 
 
 def _marks(texts: Sequence[str]) -> set[str]:
@@ -77,16 +87,30 @@ def _opens(text: str, start: int) -> bool:
     return not before or before[-1] in _OPENERS
 
 
-def _held(conn: Any, scope: Scope, mark: str, skipped: set[int]) -> bool:
-    """Whether a surviving event of the scope holds the mark as a word, in any case."""
-    lowered = mark.lower()
-    rows = conn.execute(
-        "SELECT sequence, text FROM events WHERE persona_id = ? AND project_id = ? AND lower(text) LIKE ?",
-        (scope.persona_id, scope.project_id, f"%{lowered}%"),
-    )
-    return any(
-        row["sequence"] not in skipped and lowered in {w.lower() for w in _WORD.findall(row["text"])} for row in rows
-    )
+def _held(conn: Any, scope: Scope, marks: set[str], skipped: set[int]) -> set[str]:
+    """The marks that a surviving event of the scope holds as a word, in any case."""
+    lowered = {mark.lower(): mark for mark in marks}
+    select = "SELECT sequence, text FROM events WHERE persona_id = ? AND project_id = ?"
+    pair = (scope.persona_id, scope.project_id)
+    if len(marks) > _FEW:
+        return _holding(conn.execute(select, pair), lowered, skipped)
+    held: set[str] = set()
+    for low in lowered:
+        held |= _holding(
+            conn.execute(select + " AND lower(text) LIKE ?", (*pair, f"%{low}%")), {low: lowered[low]}, skipped
+        )
+    return held
+
+
+def _holding(rows: Iterable[Any], lowered: dict[str, str], skipped: set[int]) -> set[str]:
+    """Which of the marks (by their lower-case form) the rows' texts hold; stops when all are found."""
+    held: set[str] = set()
+    for row in rows:
+        if row["sequence"] not in skipped:
+            held.update(lowered[w] for w in {w.lower() for w in _WORD.findall(row["text"])} & lowered.keys())
+            if len(held) == len(lowered):
+                break
+    return held
 
 
 def _date_words(occurred_at: str) -> set[str]:
@@ -95,4 +119,4 @@ def _date_words(occurred_at: str) -> set[str]:
         when = datetime.fromisoformat(occurred_at)
     except ValueError:
         return set()
-    return {str(when.year), when.strftime("%B").lower(), when.strftime("%A").lower()}
+    return {str(when.year), when.strftime("%B"), when.strftime("%A")}
