@@ -195,3 +195,12 @@ def test_an_identical_retry_of_a_call_repeating_one_content_in_two_items_is_a_du
     first = stdio_client.ok("memory_record", **call)
     again = stdio_client.ok("memory_record", **call)
     assert len(first["memory_ids"]) == 1 and again["duplicate"] is True and again["memory_ids"] == first["memory_ids"]
+
+
+def test_a_quote_of_one_character_is_rejected_unless_it_is_the_whole_text(stdio_client):
+    tiny = {"content": "The user prefers pnpm", "quote": "I"}
+    out = stdio_client.ok("memory_record", event_id="a-q1", text=PNPM, role="user", source="user", memories=[tiny])
+    assert out["memory_ids"] == [] and out["warnings"][0].startswith("memories[0] rejected: its quote is too short")
+    whole = {"content": "The user agreed", "quote": "Y"}
+    out = stdio_client.ok("memory_record", event_id="a-q2", text="Y", role="user", source="user", memories=[whole])
+    assert len(out["memory_ids"]) == 1 and out["warnings"] == []
