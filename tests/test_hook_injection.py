@@ -3,7 +3,9 @@ and semantic recall from a running `memlikehuman serve` over its private socket 
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -15,7 +17,7 @@ from typing import Any
 
 import pytest
 from conftest import BASE_ENV
-from hook_support import SCRIPT, Ran, run_hook, stored
+from hook_support import SCRIPT, Ran, run_hook, side_file, stored
 from hook_support import hook_archive as hook_archive  # noqa: F401  # the `db` fixture, both backends
 
 from memlikehuman import config
@@ -90,6 +92,19 @@ def test_what_was_injected_in_a_session_is_not_injected_again_in_it(db: Path | s
     assert injected(first) == [EARLIER[0]]
     assert EARLIER[0] not in injected(again)
     assert EARLIER[0] in injected(other)  # another session gets it
+
+
+def test_the_injected_note_names_rows_not_the_hook_event_ids_that_hold_a_digest_of_the_text(
+    db: Path | str, project: Path
+) -> None:
+    seed(db, project)
+    first = run_hook("claude-code", prompt("now", "add lodash with npm please", project), db, project)
+    assert injected(first) == [EARLIER[0]]
+    note = json.loads(side_file(db, ".injected.json").read_text())
+    event_id = next(row["event_id"] for row in stored(db) if row["text"] == EARLIER[0])
+    assert event_id not in json.dumps(note) and len(note["now"]) == 1 and re.fullmatch(r"e\d+", note["now"][0])
+    again = run_hook("claude-code", prompt("now", "npm cannot find lodash", project), db, project)
+    assert EARLIER[0] not in injected(again)  # the row's key still keeps it out
 
 
 def test_a_long_session_on_the_subject_does_not_crowd_out_the_earlier_prompt(db: Path | str, project: Path) -> None:

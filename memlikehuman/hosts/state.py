@@ -3,8 +3,10 @@
 `<archive>.hooks.json` maps host -> event -> the time of its last successful run (for `doctor`);
 `<archive>.hooks.log` gets one line per failure. Both are small, rewritten or appended by each run;
 a lost update between two hooks finishing at once only makes a "last ran" time a moment older.
-Per recent session: `<archive>.injected.json`, the record IDs the prompt hook injected, and
-`<archive>.replies.json`, whether the reply hook took the latest reply. None of them holds text.
+Per recent session: `<archive>.injected.json`, the keys of the records the prompt hook injected
+("m" or "e" and the row number), and `<archive>.replies.json`, whether the reply hook took the
+latest reply. None of them holds text, nor a record ID (a hook's event ID holds a digest of its
+text, and these files are not rewritten by a forget).
 """
 
 from __future__ import annotations
@@ -111,12 +113,16 @@ def _injected_all(db_path: Path) -> dict[str, list[str]]:
 
 
 def injected(db_path: Path, session_id: str) -> list[str]:
-    """The record IDs the prompt hook injected earlier in this session ([] when none or unreadable)."""
+    """The keys of the records the prompt hook injected earlier in this session ([] when none or unreadable).
+
+    An item's key ("m" or "e" and the row number) names no text: a hook's event ID holds a digest of
+    its text, and this file is not rewritten when the record is forgotten.
+    """
     return _injected_all(db_path).get(session_id, [])
 
 
 def note_injected(db_path: Path, session_id: str, record_ids: list[str]) -> None:
-    """Add record IDs to the session's injected ones (atomically replaced; never raises).
+    """Add record keys to the session's injected ones (atomically replaced; never raises).
 
     Two prompts of one session finishing at once may lose one's note: that record may then be
     injected once more, nothing worse.

@@ -11,8 +11,9 @@ An item is injected only when it is about the prompt, measured relative to the p
 An item passes by its words (coverage >= Gate.coverage), or by its meaning (`passing`: the one
 nearest item, with a margin >= Gate.similarity that leads the next by Gate.step); nothing passes,
 nothing is injected. Then at most Gate.items items and Gate.chars characters, best first. This
-session's own turns (the prompt itself among them) and the record IDs in `exclude` (what the hook
-injected earlier in the session) are never offered. bench/injection.py chose the floors
+session's own turns (the prompt itself among them) and the records in `exclude` (what the hook
+injected earlier in the session, by their items' `key`, "m" or "e" and the row number, or by record
+ID) are never offered. bench/injection.py chose the floors
 (docs/design.md, "Injected context").
 """
 
@@ -115,7 +116,8 @@ def choose(
     for key, record_id, line, text in _candidates(sources, found, session_id, exclude):
         cosine = dense.cosines.get(key)
         margin = None if cosine is None or floor is None else round(cosine - floor, 4)
-        measured.append(InjectedItem(record_id, one_line(line), round(weigh(text), 3), margin))
+        note = f"{key[0][0]}{key[1]}"
+        measured.append(InjectedItem(record_id, one_line(line), round(weigh(text), 3), margin, note))
     return [measured[i] for i in passing([(m.coverage, m.similarity, len(m.line)) for m in measured], gate)]
 
 
@@ -155,13 +157,18 @@ def _candidates(
 ) -> list[Candidate]:
     """Current memories, then raw events outside this session, with the text their coverage is read from."""
     out: list[Candidate] = []
+    excluded = set(exclude)
     for hit in found.memories:
         m = hit.memory
-        if hit.status != "current" or m.memory_id in exclude:
+        if hit.status != "current" or {f"m{m.rowid}", m.memory_id} & excluded:
             continue
         line = f"- memory {m.memory_id} ({_via(m)}, {m.basis}, {m.occurred_at[:10]}): {m.content}"
         out.append((("memory", m.rowid), m.memory_id, line, f"{m.content} {m.source}"))
-    raws = [r for r in found.raw_fallback if r.event.session_id != session_id and r.event.event_id not in exclude]
+    raws = [
+        r
+        for r in found.raw_fallback
+        if r.event.session_id != session_id and not {f"e{r.event.sequence}", r.event.event_id} & excluded
+    ]
     before = _previous(sources, [r.event for r in raws])
     for raw in raws:
         e = raw.event
