@@ -204,3 +204,8 @@ def test_a_quote_of_one_character_is_rejected_unless_it_is_the_whole_text(stdio_
     whole = {"content": "The user agreed", "quote": "Y"}
     out = stdio_client.ok("memory_record", event_id="a-q2", text="Y", role="user", source="user", memories=[whole])
     assert len(out["memory_ids"]) == 1 and out["warnings"] == []
+    hindi = {"content": "The user said yes", "quote": "हाँ"}  # one letter with its vowel signs
+    said = stdio_client.ok(
+        "memory_record", event_id="a-q3", text="मैंने हाँ कहा", role="user", source="user", memories=[hindi]
+    )
+    assert len(said["memory_ids"]) == 1 and said["warnings"] == []

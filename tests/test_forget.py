@@ -108,52 +108,6 @@ def test_forgetting_cascades_through_a_correction_of_a_correction(client, db_pat
         assert query(db_path, f"SELECT count(*) AS n FROM {table}")[0]["n"] == 0
 
 
-def test_a_later_memory_that_names_what_only_the_forgotten_turn_said_goes_with_it(client, db_path):
-    record(client, "e1", "My sister is called Emma Kowalski, and her PIN is 8812.")
-    sister = add_memory(db_path, "e1", "User's sister is Emma Kowalski", quote="My sister is called Emma Kowalski")
-    record(client, "e2", "She moved to Oslo last year.")
-    moved = add_memory(db_path, "e2", "Emma Kowalski moved to Oslo", quote="She moved to Oslo")
-    pin = add_memory(db_path, "e2", "Her code 8812 still works", quote="She moved")
-    record(client, "e3", "I like green tea and Oslo in the spring.")
-    tea = add_memory(db_path, "e3", "User likes green tea and Oslo", quote="I like green tea")
-    db = open_database(db_path)
-    try:
-        assert forget.preview(db, DEFAULT, "e1").memory_ids == (sister, moved, pin)
-    finally:
-        db.close()
-    out = client.ok("memory_forget", record_id="e1")
-    assert out["deleted_event_ids"] == ["e1"] and out["deleted_memory_ids"] == [sister, moved, pin]
-    assert client.ok("memory_read", record_id="e2")["event"]["memory_ids"] == []
-    assert client.ok("memory_read", record_id=tea)["memory"]["content"] == "User likes green tea and Oslo"
-    assert fts_rowids(db_path, "memories_fts", "kowalski") == []
-    assert query(db_path, "SELECT count(*) AS n FROM memories WHERE content LIKE '%Emma%'")[0]["n"] == 0
-
-
-def test_a_later_memory_keeps_a_name_another_turn_holds_a_name_opening_a_sentence_and_its_own_year(client, db_path):
-    record(client, "e1", "Porto was lovely. I told Emma about the 2023 trip.", occurred_at="2023-05-02T10:00:00Z")
-    record(client, "e2", "Emma is my sister.", occurred_at="2023-05-02T10:01:00Z")
-    record(client, "e3", "She liked it.", occurred_at="2023-05-02T10:02:00Z")
-    record(client, "e4", "Again?", occurred_at="2023-05-02T10:03:00Z")
-    liked = add_memory(db_path, "e3", "Emma liked the trip in May 2023", quote="She liked it")
-    again = add_memory(db_path, "e4", "Porto is a favourite of the user", quote="Again")
-    out = client.ok("memory_forget", record_id="e1")
-    assert out["deleted_memory_ids"] == []  # Emma: e2 holds it; 2023: e3's own year; Porto opens a sentence
-    for memory_id in (liked, again):
-        assert client.ok("memory_read", record_id=memory_id)["memory"]["status"] == "current"
-
-
-def test_a_forgotten_text_with_many_names_is_matched_in_one_pass_with_the_same_rules(client, db_path):
-    names = " ".join(f"uses Module{n} and Widget{n}," for n in range(12))  # 24 marks: past the lookups one by one
-    record(client, "e1", f"The code {names} then stops.")
-    record(client, "e2", "Widget3 is the one we keep.")
-    record(client, "e3", "It broke yesterday.")
-    broke = add_memory(db_path, "e3", "Module7 broke yesterday", quote="It broke yesterday")
-    kept = add_memory(db_path, "e3", "Widget3 broke too", quote="It broke")
-    out = client.ok("memory_forget", record_id="e1")
-    assert out["deleted_memory_ids"] == [broke]
-    assert client.ok("memory_read", record_id=kept)["memory"]["content"] == "Widget3 broke too"
-
-
 def test_forgetting_a_correction_leaves_the_original_revoked_and_the_version_before_it_closed(client, db_path):
     record(client, "e1", "I work at Acme.", occurred_at="2024-01-01T00:00:00Z")
     record(client, "e0", "I worked at Zeta.", occurred_at="2023-01-01T00:00:00Z")

@@ -102,7 +102,7 @@ def test_the_injected_note_names_rows_not_the_hook_event_ids_that_hold_a_digest_
     assert injected(first) == [EARLIER[0]]
     note = json.loads(side_file(db, ".injected.json").read_text())
     event_id = next(row["event_id"] for row in stored(db) if row["text"] == EARLIER[0])
-    assert event_id not in json.dumps(note) and len(note["now"]) == 1 and re.fullmatch(r"e\d+", note["now"][0])
+    assert event_id not in json.dumps(note) and len(note["now"]) == 1 and re.fullmatch(r"event:\d+", note["now"][0])
     again = run_hook("claude-code", prompt("now", "npm cannot find lodash", project), db, project)
     assert EARLIER[0] not in injected(again)  # the row's key still keeps it out
 

@@ -70,7 +70,7 @@ def text_of(settings: Settings, session_id: str, items: list[dict[str, Any]], mo
     """The context to inject (None when nothing passed the gate); notes the items as injected."""
     if not items:
         return None
-    state.note_injected(settings.db_path, session_id, [str(item.get("key") or item["record_id"]) for item in items])
+    state.note_injected(settings.db_path, session_id, [str(item["key"]) for item in items if item.get("key")])
     label = "semantic" if mode == "semantic" else "fast (lexical)"
     return HEADER.format(mode=label) + "\n" + "\n".join(item["line"] for item in items)
 

@@ -4,7 +4,7 @@
 `<archive>.hooks.log` gets one line per failure. Both are small, rewritten or appended by each run;
 a lost update between two hooks finishing at once only makes a "last ran" time a moment older.
 Per recent session: `<archive>.injected.json`, the keys of the records the prompt hook injected
-("m" or "e" and the row number), and `<archive>.replies.json`, whether the reply hook took the
+("memory:" or "event:" and the row number), and `<archive>.replies.json`, whether the reply hook took the
 latest reply. None of them holds text, nor a record ID (a hook's event ID holds a digest of its
 text, and these files are not rewritten by a forget).
 """
@@ -115,7 +115,7 @@ def _injected_all(db_path: Path) -> dict[str, list[str]]:
 def injected(db_path: Path, session_id: str) -> list[str]:
     """The keys of the records the prompt hook injected earlier in this session ([] when none or unreadable).
 
-    An item's key ("m" or "e" and the row number) names no text: a hook's event ID holds a digest of
+    An item's key ("memory:" or "event:" and the row number) names no text: a hook's event ID holds a digest of
     its text, and this file is not rewritten when the record is forgotten.
     """
     return _injected_all(db_path).get(session_id, [])

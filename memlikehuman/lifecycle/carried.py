@@ -17,64 +17,107 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from datetime import datetime
 from typing import Any
 
 from ..records import Scope
 
 _WORD = re.compile(r"\w+")
-# Up to this many marks are looked up one by one; more are matched in one pass over the scope.
+# Up to this many marks are looked up one by one; more are matched in one pass over the scope's memories.
 _FEW = 8
+# A mark longer than this is looked up by its start (SQLite refuses LIKE patterns of 50,000 bytes).
+_PATTERN_CHARS = 100
+# A mark found as a substring in this many events without being one of their words counts as held.
+_HELD_ROWS = 200
 # What may stand before the first word of a sentence, a line or a quotation.
-_OPENERS = frozenset("\n.!?:;\"'“”‘’«»([{<>*#-–—|")
+_OPENERS = frozenset("\n.!?:;\"'“”‘’«»([{<>*#-–—|)]…¿¡。！？")
+# Dates are an extractor's own words (it writes the event's date into memories): never marks.
+_DATE_WORDS = frozenset(
+    "January February March April June July August September October November December"
+    " Monday Tuesday Wednesday Thursday Friday Saturday Sunday".split()
+)
+_YEAR = re.compile(r"(?:19|20)\d\d")
 
 
 def carried(conn: Any, scope: Scope, gone: Sequence[str], events: Iterable[int], memories: Iterable[int]) -> list[int]:
-    """Rowids of the scope's memories, outside ``memories``, that name a mark only ``gone`` held.
+    """Rowids of the scope's memories of later events that name a mark only the forgotten texts held.
 
-    ``events`` and ``memories``: the sequences and rowids being forgotten (their texts are ``gone``).
+    ``gone``: the texts of the events being forgotten, whose sequences are ``events``; ``memories``:
+    the rowids being forgotten with them.
     """
+    skipped = set(events)
+    if not skipped:
+        return []
     marks = _marks(gone)
     # The memories first: most marks are in none, and then no event needs to be read for them.
-    holders = _holders(conn, scope, marks, set(memories))
-    held = _held(conn, scope, set(holders), set(events))
-    return sorted({rowid for mark, rowids in holders.items() if mark not in held for rowid in rowids})
+    holders = _holders(conn, scope, marks, set(memories), min(skipped))
+    return sorted(
+        {rowid for mark, rowids in holders.items() if not _held(conn, scope, mark, skipped) for rowid in rowids}
+    )
 
 
-def _holders(conn: Any, scope: Scope, marks: set[str], skipped: set[int]) -> dict[str, list[int]]:
-    """Per mark, the scope's other memories that hold it as a word, with its case, outside their date.
+def _holders(conn: Any, scope: Scope, marks: set[str], skipped: set[int], after: int) -> dict[str, set[int]]:
+    """Per mark, the memories of the scope's events after ``after`` that hold it as a word, with its case
+    (a subject, stored casefolded, in any case).
 
     A few marks are looked up one by one; many (a forgotten file read) in one pass over the scope.
     """
     select = (
-        "SELECT m.id, m.content, coalesce(m.gist, '') AS gist, coalesce(m.subject, '') AS subject,"
-        " e.occurred_at FROM memories m JOIN events e ON e.sequence = m.event_sequence"
-        " WHERE m.persona_id = ? AND m.project_id = ?"
+        "SELECT id, content, coalesce(gist, '') AS gist, coalesce(subject, '') AS subject FROM memories"
+        " WHERE persona_id = ? AND project_id = ? AND event_sequence > ?"
     )
-    pair = (scope.persona_id, scope.project_id)
+    where = (scope.persona_id, scope.project_id, after)
     if len(marks) > _FEW:
-        rows = list(conn.execute(select, pair))
+        rows = list(conn.execute(select, where))
     else:
-        like = " AND (m.content LIKE ? OR m.gist LIKE ? OR m.subject LIKE ?)"
-        rows = [row for mark in marks for row in conn.execute(select + like, (*pair, *[f"%{mark}%"] * 3))]
-    found: dict[str, list[int]] = {}
+        like = " AND (content LIKE ? OR gist LIKE ? OR subject LIKE ?)"
+        rows = [
+            row
+            for mark in marks
+            for row in conn.execute(select + like, (*where, *_patterns(mark, mark, mark.casefold())))
+        ]
+    found: dict[str, set[int]] = {}
     for row in rows:
         if row["id"] in skipped:
             continue
-        words = {w for text in (row["content"], row["gist"], row["subject"]) for w in _WORD.findall(text)}
-        for mark in (words & marks) - _date_words(row["occurred_at"]):
-            if row["id"] not in found.setdefault(mark, []):
-                found[mark].append(row["id"])
+        words = set(_WORD.findall(f"{row['content']} {row['gist']}"))
+        folded = {w.casefold() for w in _WORD.findall(row["subject"])}
+        for mark in marks:
+            if mark in words or mark.casefold() in folded:
+                found.setdefault(mark, set()).add(row["id"])
     return found
 
 
+def _held(conn: Any, scope: Scope, mark: str, skipped: set[int]) -> bool:
+    """Whether a surviving record event of the scope holds the mark as a word of its text or its
+    speaker (source), in any case. Correction events do not count: one may restate a carried memory."""
+    forms = {mark, mark.lower(), mark.upper()}
+    like = " OR ".join(["text LIKE ?", "source LIKE ?"] * len(forms))
+    rows = conn.execute(
+        f"SELECT sequence, text, source FROM events WHERE persona_id = ? AND project_id = ? AND kind = 'record'"
+        f" AND ({like}) LIMIT {_HELD_ROWS}",
+        (scope.persona_id, scope.project_id, *_patterns(*(form for form in forms for _ in (0, 1)))),
+    ).fetchall()
+    folded = mark.casefold()
+    found = any(
+        row["sequence"] not in skipped
+        and folded in {w.casefold() for w in _WORD.findall(f"{row['text']} {row['source']}")}
+        for row in rows
+    )
+    return found or len(rows) >= _HELD_ROWS  # a substring of that many events is common: kept
+
+
+def _patterns(*marks: str) -> tuple[str, ...]:
+    return tuple(f"%{mark[:_PATTERN_CHARS]}%" for mark in marks)
+
+
 def _marks(texts: Sequence[str]) -> set[str]:
-    """Numbers (a word holding a digit) and names (a capitalized word that does not open a sentence)."""
+    """Numbers (a word holding a digit) and names (a capitalized word that does not open a sentence),
+    of four or more characters; not dates."""
     found = set()
     for text in texts:
         for match in _WORD.finditer(text):
             word = match.group()
-            if len(word) < 4:
+            if len(word) < 4 or word in _DATE_WORDS or _YEAR.fullmatch(word):
                 continue
             if any(c.isdigit() for c in word) or (word[0].isupper() and not _opens(text, match.start())):
                 found.add(word)
@@ -83,40 +126,5 @@ def _marks(texts: Sequence[str]) -> set[str]:
 
 def _opens(text: str, start: int) -> bool:
     """Whether the word at ``start`` opens a sentence or a line (where any word is capitalized)."""
-    before = text[:start].rstrip(" \t")
+    before = text[:start].rstrip(" \t\u00a0")
     return not before or before[-1] in _OPENERS
-
-
-def _held(conn: Any, scope: Scope, marks: set[str], skipped: set[int]) -> set[str]:
-    """The marks that a surviving event of the scope holds as a word, in any case."""
-    lowered = {mark.lower(): mark for mark in marks}
-    select = "SELECT sequence, text FROM events WHERE persona_id = ? AND project_id = ?"
-    pair = (scope.persona_id, scope.project_id)
-    if len(marks) > _FEW:
-        return _holding(conn.execute(select, pair), lowered, skipped)
-    held: set[str] = set()
-    for low in lowered:
-        held |= _holding(
-            conn.execute(select + " AND lower(text) LIKE ?", (*pair, f"%{low}%")), {low: lowered[low]}, skipped
-        )
-    return held
-
-
-def _holding(rows: Iterable[Any], lowered: dict[str, str], skipped: set[int]) -> set[str]:
-    """Which of the marks (by their lower-case form) the rows' texts hold; stops when all are found."""
-    held: set[str] = set()
-    for row in rows:
-        if row["sequence"] not in skipped:
-            held.update(lowered[w] for w in {w.lower() for w in _WORD.findall(row["text"])} & lowered.keys())
-            if len(held) == len(lowered):
-                break
-    return held
-
-
-def _date_words(occurred_at: str) -> set[str]:
-    """The year, month and weekday of an event's time, as an extractor may write them into a memory."""
-    try:
-        when = datetime.fromisoformat(occurred_at)
-    except ValueError:
-        return set()
-    return {str(when.year), when.strftime("%B"), when.strftime("%A")}

@@ -367,7 +367,7 @@ def _check_item(
     quote = text_of(raw, "quote")
     if _collapsed(quote) not in source:
         raise Rejected("its quote does not occur in the event text (quotes must be verbatim)")
-    if len(re.findall(r"\w", quote)) < 2 and _collapsed(quote) != source:
+    if sum(c.isalnum() or unicodedata.category(c).startswith("M") for c in quote) < 2 and _collapsed(quote) != source:
         raise Rejected("its quote is too short to support anything: quote the words that state the memory")
     kind = kind_of(raw, event, notes)
     basis = raw.get("basis")

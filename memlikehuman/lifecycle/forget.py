@@ -38,6 +38,9 @@ log = logging.getLogger("memlikehuman")
 class _Plan:
     events: dict[int, str]  # sequence -> event_id, in the order they were reached
     memories: dict[int, str]  # rowid -> memory_id
+    # Memories of surviving events that carried the forgotten words (and their corrections' memories):
+    # a version before one of them stays closed, since its event still says what replaced it.
+    carried: frozenset[int] = frozenset()
 
 
 def preview(db: Database, scope: Scope, record_id: str) -> Preview:
@@ -83,7 +86,7 @@ def forget(db: Database, scope: Scope, record_id: str, *, expected: Preview | No
         _unindex(conn, plan, dependents)
         held = timeline.release_originals(conn, plan.memories)
         for rowid in plan.memories:
-            timeline.unlink(conn, rowid, plan.memories, keep_closed=rowid in held)
+            timeline.unlink(conn, rowid, plan.memories, keep_closed=rowid in held or rowid in plan.carried)
         # Memories of other events first, then the events (cues, corrections, vectors cascade).
         memories.delete(conn, list(plan.memories))
         events.delete(conn, list(plan.events))
@@ -141,7 +144,9 @@ def _plan(conn: Any, scope: Scope, root: int) -> _Plan:
     """The closure of the root event, then of the memories of other events that carry its words."""
     plan = _closure(conn, [root], {})
     gone = _texts(conn, plan)
-    rowids = carried.carried(conn, scope, [*gone["events"][0], *gone["memories"][0]], plan.events, plan.memories)
+    # The words of the forgotten events only: a memory's own words ("User", "Nutzer", a date) are the
+    # extractor's, and other memories hold them too.
+    rowids = carried.carried(conn, scope, gone["events"][0], plan.events, plan.memories)
     if not rowids:
         return plan
     marks = placeholders(rowids)
@@ -150,7 +155,7 @@ def _plan(conn: Any, scope: Scope, root: int) -> _Plan:
         for row in conn.execute(f"SELECT id, memory_id FROM memories WHERE id IN ({marks})", rowids)
     }
     more = _closure(conn, [], seeds, known=plan.events)
-    return _Plan({**plan.events, **more.events}, {**plan.memories, **more.memories})
+    return _Plan({**plan.events, **more.events}, {**plan.memories, **more.memories}, frozenset(more.memories))
 
 
 def _closure(conn: Any, roots: list[int], seeds: dict[int, str], known: dict[int, str] | None = None) -> _Plan:

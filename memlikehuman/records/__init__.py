@@ -236,8 +236,8 @@ class InjectedItem:
     line: str
     coverage: float
     similarity: float | None
-    # What the hook notes as injected: "m" or "e" and the row's number, never the record ID (a hook's
-    # event ID holds a digest of its text, and the note outlives a forget).
+    # What the hook notes as injected: "memory:" or "event:" and the row's number, never the record ID
+    # (a hook's event ID holds a digest of its text, and the note outlives a forget).
     key: str = ""
 
 

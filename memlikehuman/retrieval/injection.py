@@ -12,8 +12,8 @@ An item passes by its words (coverage >= Gate.coverage), or by its meaning (`pas
 nearest item, with a margin >= Gate.similarity that leads the next by Gate.step); nothing passes,
 nothing is injected. Then at most Gate.items items and Gate.chars characters, best first. This
 session's own turns (the prompt itself among them) and the records in `exclude` (what the hook
-injected earlier in the session, by their items' `key`, "m" or "e" and the row number, or by record
-ID) are never offered. bench/injection.py chose the floors
+injected earlier in the session, by their items' `key`: "memory:" or "event:" and the row number,
+never a record ID, which a user may choose) are never offered. bench/injection.py chose the floors
 (docs/design.md, "Injected context").
 """
 
@@ -116,7 +116,7 @@ def choose(
     for key, record_id, line, text in _candidates(sources, found, session_id, exclude):
         cosine = dense.cosines.get(key)
         margin = None if cosine is None or floor is None else round(cosine - floor, 4)
-        note = f"{key[0][0]}{key[1]}"
+        note = f"{key[0]}:{key[1]}"
         measured.append(InjectedItem(record_id, one_line(line), round(weigh(text), 3), margin, note))
     return [measured[i] for i in passing([(m.coverage, m.similarity, len(m.line)) for m in measured], gate)]
 
@@ -160,14 +160,14 @@ def _candidates(
     excluded = set(exclude)
     for hit in found.memories:
         m = hit.memory
-        if hit.status != "current" or {f"m{m.rowid}", m.memory_id} & excluded:
+        if hit.status != "current" or f"memory:{m.rowid}" in excluded:
             continue
         line = f"- memory {m.memory_id} ({_via(m)}, {m.basis}, {m.occurred_at[:10]}): {m.content}"
         out.append((("memory", m.rowid), m.memory_id, line, f"{m.content} {m.source}"))
     raws = [
         r
         for r in found.raw_fallback
-        if r.event.session_id != session_id and not {f"e{r.event.sequence}", r.event.event_id} & excluded
+        if r.event.session_id != session_id and f"event:{r.event.sequence}" not in excluded
     ]
     before = _previous(sources, [r.event for r in raws])
     for raw in raws:

@@ -1,0 +1,149 @@
+"""memory_forget takes the memories of later turns that name what only the forgotten turn said
+(lifecycle/carried.py), and nothing else: names other turns hold, dates, the memories' own words."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import add_memory, fts_rowids
+
+from memlikehuman.archive.db import open_database
+from memlikehuman.lifecycle import forget
+from memlikehuman.records import Scope
+
+DEFAULT = Scope()
+
+
+def record(client, event_id: str, text: str, source: str = "chat", **extra: object) -> dict[str, object]:
+    return client.ok("memory_record", event_id=event_id, text=text, role="user", source=source, **extra)
+
+
+def count(db_path: Path, sql: str) -> int:
+    db = open_database(db_path)
+    try:
+        return int(db.scalar(sql))
+    finally:
+        db.close()
+
+
+def status(client, memory_id: str) -> str:
+    return str(client.ok("memory_read", record_id=memory_id)["memory"]["status"])
+
+
+def test_a_later_memory_that_names_what_only_the_forgotten_turn_said_goes_with_it(client, db_path):
+    record(client, "e1", "My sister is called Emma Kowalski, and her PIN is 8812.")
+    sister = add_memory(db_path, "e1", "User's sister is Emma Kowalski", quote="My sister is called Emma Kowalski")
+    record(client, "e2", "She moved to Oslo last year.")
+    moved = add_memory(db_path, "e2", "Emma Kowalski moved to Oslo", quote="She moved to Oslo")
+    pin = add_memory(db_path, "e2", "Her code 8812 still works", quote="She moved")
+    record(client, "e3", "I like green tea and Oslo in the spring.")
+    tea = add_memory(db_path, "e3", "User likes green tea and Oslo", quote="I like green tea")
+    db = open_database(db_path)
+    try:
+        assert forget.preview(db, DEFAULT, "e1").memory_ids == (sister, moved, pin)
+    finally:
+        db.close()
+    out = client.ok("memory_forget", record_id="e1")
+    assert out["deleted_event_ids"] == ["e1"] and out["deleted_memory_ids"] == [sister, moved, pin]
+    assert client.ok("memory_read", record_id="e2")["event"]["memory_ids"] == []
+    assert client.ok("memory_read", record_id=tea)["memory"]["content"] == "User likes green tea and Oslo"
+    assert fts_rowids(db_path, "memories_fts", "kowalski") == []
+    assert count(db_path, "SELECT count(*) FROM memories WHERE content LIKE '%Emma%'") == 0
+
+
+def test_a_later_memory_keeps_a_name_another_turn_holds_a_name_opening_a_sentence_and_its_own_year(client, db_path):
+    record(client, "e1", "Porto was lovely. I told Emma about the 2023 trip.", occurred_at="2023-05-02T10:00:00Z")
+    record(client, "e2", "Emma is my sister.", occurred_at="2023-05-02T10:01:00Z")
+    record(client, "e3", "She liked it.", occurred_at="2023-05-02T10:02:00Z")
+    record(client, "e4", "Again?", occurred_at="2023-05-02T10:03:00Z")
+    liked = add_memory(db_path, "e3", "Emma liked the trip in May 2023", quote="She liked it")
+    again = add_memory(db_path, "e4", "Porto is a favourite of the user", quote="Again")
+    out = client.ok("memory_forget", record_id="e1")
+    assert out["deleted_memory_ids"] == []  # Emma: e2 holds it; 2023: e3's own year; Porto opens a sentence
+    for memory_id in (liked, again):
+        assert client.ok("memory_read", record_id=memory_id)["memory"]["status"] == "current"
+
+
+def test_a_forgotten_text_with_many_names_is_matched_in_one_pass_with_the_same_rules(client, db_path):
+    names = " ".join(f"uses Module{n} and Widget{n}," for n in range(12))  # 24 marks: past the lookups one by one
+    record(client, "e1", f"The code {names} then stops.")
+    record(client, "e2", "Widget3 is the one we keep.")
+    record(client, "e3", "It broke yesterday.")
+    broke = add_memory(db_path, "e3", "Module7 broke yesterday", quote="It broke yesterday")
+    kept = add_memory(db_path, "e3", "Widget3 broke too", quote="It broke")
+    out = client.ok("memory_forget", record_id="e1")
+    assert out["deleted_memory_ids"] == [broke]
+    assert client.ok("memory_read", record_id=kept)["memory"]["content"] == "Widget3 broke too"
+
+
+def test_a_name_with_a_non_ascii_capital_held_by_another_turn_in_another_case_is_kept(client, db_path):
+    record(client, "e1", "I told Élodie and Иван about it.")
+    record(client, "e2", "élodie is my sister, and so is ИВАН's wife.")
+    record(client, "e3", "She liked the trip.")
+    liked = add_memory(db_path, "e3", "Élodie and Иван liked the trip", quote="She liked the trip")
+    assert client.ok("memory_forget", record_id="e1")["deleted_memory_ids"] == []
+    assert status(client, liked) == "current"
+
+
+def test_a_name_that_is_a_later_turns_speaker_is_kept(client, db_path):
+    record(client, "e1", "I'll bring the cake for Maria tomorrow.", source="Ben")
+    record(client, "e2", "I love dark chocolate.", source="Maria")
+    favourite = add_memory(db_path, "e2", "Dark chocolate is the favourite of Maria", quote="I love dark chocolate")
+    assert client.ok("memory_forget", record_id="e1")["deleted_memory_ids"] == []
+    assert status(client, favourite) == "current"
+
+
+def test_dates_the_memories_own_words_and_earlier_memories_are_no_trace(client, db_path):
+    record(client, "e0", "Hallo zusammen.")
+    earlier = add_memory(db_path, "e0", "Der Nutzer erwähnte Sansibar", quote="Hallo zusammen")
+    record(client, "e1", "Seit Monday, March 4, 2024 habe ich eine Katze aus Sansibar.")
+    add_memory(db_path, "e1", "Der Nutzer hat seit March 2024 eine Katze", quote="habe ich eine Katze")
+    record(client, "e2", "Ich wohne in Berlin.")
+    berlin = add_memory(
+        db_path, "e2", "Der Nutzer wohnt seit March 2024 am Montag in Berlin", quote="Ich wohne in Berlin"
+    )
+    out = client.ok("memory_forget", record_id="e1")
+    assert len(out["deleted_memory_ids"]) == 1  # e1's own memory only
+    assert status(client, berlin) == "current" and status(client, earlier) == "current"
+
+
+def test_a_version_closed_by_a_carried_memory_stays_closed(client, db_path):
+    record(client, "e0", "My sister lives in Paris.", occurred_at="2024-01-01T00:00:00Z")
+    paris = add_memory(db_path, "e0", "The user's sister lives in Paris", subject="user.sister.city")
+    record(client, "e1", "My sister is called Emma Kowalski.", occurred_at="2024-02-01T00:00:00Z")
+    record(client, "e2", "She moved to Oslo.", occurred_at="2024-03-01T00:00:00Z")
+    oslo = add_memory(
+        db_path, "e2", "Emma Kowalski moved to Oslo", quote="She moved to Oslo", subject="user.sister.city"
+    )
+    assert client.ok("memory_read", record_id=paris)["memory"]["superseded_by"] == oslo
+    assert client.ok("memory_forget", record_id="e1")["deleted_memory_ids"] == [oslo]
+    before = client.ok("memory_read", record_id=paris)["memory"]
+    assert (before["status"], before["valid_to"], before["superseded_by"]) == (
+        "superseded",
+        "2024-03-01T00:00:00.000000Z",
+        None,
+    )
+
+
+def test_a_carried_memory_goes_with_its_corrections(client, db_path):
+    record(client, "e1", "My sister is called Emma Kowalski.")
+    record(client, "e2", "She moved to Oslo.")
+    oslo = add_memory(db_path, "e2", "Emma Kowalski moved to Oslo", quote="She moved to Oslo")
+    fixed = client.ok("memory_correct", memory_id=oslo, content="Emma Kowalski moved to Bergen", reason="Bergen")
+    out = client.ok("memory_forget", record_id="e1")
+    assert out["deleted_event_ids"] == ["e1", fixed["correction_event_id"]]
+    assert out["deleted_memory_ids"] == [oslo, fixed["replacement_id"]]
+    assert count(db_path, "SELECT count(*) FROM events WHERE text LIKE '%Kowalski%'") == 0
+    assert count(db_path, "SELECT count(*) FROM memories WHERE content LIKE '%Kowalski%'") == 0
+    assert client.ok("memory_read", record_id="e2")["source_page"]["text"] == "She moved to Oslo."
+
+
+def test_a_forgotten_text_with_a_word_too_long_for_a_like_pattern_is_forgotten(client, db_path):
+    dump = "a1" * 30_000
+    record(client, "e1", f"Here is the dump: {dump} and Zorblax.")
+    record(client, "e2", "Noted.")
+    noted = add_memory(db_path, "e2", f"The dump starts {dump[:40]}", quote="Noted")
+    zorblax = add_memory(db_path, "e2", "Zorblax was mentioned", quote="Noted")
+    out = client.ok("memory_forget", record_id="e1")
+    assert out["deleted_memory_ids"] == [zorblax]  # a prefix of a word is not the word
+    assert status(client, noted) == "current"
