@@ -147,3 +147,53 @@ def test_a_forgotten_text_with_a_word_too_long_for_a_like_pattern_is_forgotten(c
     out = client.ok("memory_forget", record_id="e1")
     assert out["deleted_memory_ids"] == [zorblax]  # a prefix of a word is not the word
     assert status(client, noted) == "current"
+
+
+def test_a_fact_stated_again_outlives_the_forgotten_first_statement(client, db_path):
+    record(client, "e1", "I work at Acme as a welder.")
+    first = add_memory(db_path, "e1", "User works at Acme", quote="I work at Acme", subject="user.employer")
+    record(client, "e2", "As I said, I WORK at Acme.")
+    assert add_memory_or_none(db_path, "e2", "user works at acme", quote="I WORK at Acme", subject="user.employer")
+    record(client, "e3", "Yes, I work at Acme, still.")
+    assert add_memory_or_none(db_path, "e3", "User works at  Acme", quote="I work at Acme, still")
+    assert count(db_path, "SELECT count(*) FROM memories") == 1  # the repeats were skipped
+    out = client.ok("memory_forget", record_id="e1")
+    assert out["deleted_memory_ids"] == [first]
+    hits = client.ok("memory_recall", query="Acme")["memories"]
+    assert [(h["content"], h["source"]["event_id"], h["source"]["quote"]) for h in hits] == [
+        ("User works at Acme", "e2", "I WORK at Acme")
+    ]
+    assert hits[0]["status"] == "current"
+    assert count(db_path, "SELECT count(*) FROM memories WHERE subject = 'user.employer' AND valid_to IS NULL") == 1
+    # The next statement repeats the revived memory now: forgetting e2 hands the fact on to e3.
+    client.ok("memory_forget", record_id="e2")
+    hits = client.ok("memory_recall", query="Acme")["memories"]
+    assert [(h["source"]["event_id"], h["source"]["quote"]) for h in hits] == [("e3", "I work at Acme, still")]
+    client.ok("memory_forget", record_id="e3")
+    assert count(db_path, "SELECT count(*) FROM memories") == 0
+    assert count(db_path, "SELECT count(*) FROM repeats") == 0
+
+
+def test_a_restatement_that_names_what_only_the_forgotten_turn_said_is_not_revived(client, db_path):
+    record(client, "e1", "My sister is called Emma Kowalski and she lives in Oslo.")
+    add_memory(db_path, "e1", "Emma Kowalski lives in Oslo", quote="she lives in Oslo")
+    record(client, "e2", "She still lives in Oslo.")
+    assert add_memory_or_none(db_path, "e2", "Emma Kowalski lives in Oslo", quote="She still lives in Oslo")
+    client.ok("memory_forget", record_id="e1")
+    assert count(db_path, "SELECT count(*) FROM memories") == 0
+    assert count(db_path, "SELECT count(*) FROM repeats") == 0
+
+
+def add_memory_or_none(db_path: Path, event_id: str, content: str, *, quote: str, subject: str | None = None) -> bool:
+    """Store an item as extraction would; True when it was skipped as a repeat."""
+    from memlikehuman.archive import events, memories
+    from memlikehuman.records import Candidate
+
+    db = open_database(db_path)
+    try:
+        event = events.find(db, DEFAULT, event_id)
+        item = Candidate(content, quote, "fact", "stated", subject, event.occurred_at)
+        rowids, skipped = memories.store(db, event, [item], event.recorded_at)
+        return skipped == 1 and not rowids
+    finally:
+        db.close()

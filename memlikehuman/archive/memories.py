@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import NotFound
 from ..records import Event, Memory, Scope
 from . import fulltext, timeline
+from . import repeats as repeat_rows
 from .backend import backend_of
 from .db import Database, Row, placeholders
 
@@ -162,7 +163,8 @@ def write_many(conn: Any, rows: Sequence[Mapping[str, Any]], sources: Sequence[s
     return rowids
 
 
-def _insert(conn: Any, event: Event, item: Candidate, recorded_at: str, extractor: str | None) -> int:
+def insert(conn: Any, event: Event, item: Candidate, recorded_at: str, extractor: str | None) -> int:
+    """Write one checked candidate of the event as a memory row; returns its rowid (no timeline links)."""
     return write(
         conn,
         {
@@ -200,7 +202,12 @@ def delete(conn: Any, rowids: Sequence[int]) -> None:
 
 def repeats(db: Database, scope: Scope, content: str, *, current_only: bool = True) -> bool:
     """Whether a current memory of the scope (with `current_only` False: any memory, superseded and
-    revoked ones too) has this content, ignoring case and whitespace.
+    revoked ones too) has this content, ignoring case and whitespace."""
+    return repeated(db, scope, content, current_only=current_only) is not None
+
+
+def repeated(db: Database, scope: Scope, content: str, *, current_only: bool = True) -> int | None:
+    """The rowid of the oldest memory ``repeats`` finds, or None.
 
     The full-text index narrows the comparison to memories containing the same phrase, so the cost
     does not grow with the number of memories in the scope.
@@ -210,10 +217,10 @@ def repeats(db: Database, scope: Scope, content: str, *, current_only: bool = Tr
     if re.search(r"\w", content):
         sql, params = backend_of(db).memories_with_phrase(content)
     else:  # no words to search for: compare the text itself
-        sql, params = "SELECT m.content FROM memories m WHERE m.content = ?", [content]
-    rows = db.query(f"{sql} AND {live}", (*params, scope.persona_id, scope.project_id))
+        sql, params = "SELECT m.id, m.content FROM memories m WHERE m.content = ?", [content]
+    rows = db.query(f"{sql} AND {live} ORDER BY m.id", (*params, scope.persona_id, scope.project_id))
     key = normalized(content)
-    return any(normalized(row["content"]) == key for row in rows)
+    return next((int(row["id"]) for row in rows if normalized(row["content"]) == key), None)
 
 
 def store(
@@ -229,8 +236,9 @@ def store(
     ``extractor`` labels who made them (the memories' ``extractor``: "agent", "sampling:...", ...).
 
     An item whose content repeats a current memory of the scope (ignoring case and whitespace) is
-    skipped. ``targets[i]``, when given, is the row ID of a memory of the same scope that item i
-    explicitly updates: it is closed where the new one starts (if it is still open and not newer).
+    skipped, and kept as a repeat of it (archive/repeats.py) when that memory is another event's.
+    ``targets[i]``, when given, is the row ID of a memory of the same scope that item i explicitly
+    updates: it is closed where the new one starts (if it is still open and not newer).
     """
     targets = list(targets) if targets is not None else [None] * len(items)
     rowids: list[int] = []
@@ -239,14 +247,21 @@ def store(
     with db.write() as conn:
         for item, target in zip(items, targets, strict=True):
             key = normalized(item.content)
-            if key in seen or repeats(db, event.scope, item.content):
+            earlier = None if key in seen else repeated(db, event.scope, item.content)
+            if key in seen or earlier is not None:
+                if earlier is not None and _event_of(conn, earlier) != event.sequence:
+                    repeat_rows.record(conn, event, earlier, item, _label(extractor))
                 skipped += 1
                 continue
             seen.add(key)
-            rowid = _insert(conn, event, item, recorded_at, extractor)
+            rowid = insert(conn, event, item, recorded_at, extractor)
             if item.subject and item.kind != "event":  # something that happened stays true: no timeline
                 timeline.insert_version(conn, event, rowid, item)
             if target is not None:
                 timeline.close_target(conn, event, rowid, target, item.valid_from)
             rowids.append(rowid)
     return rowids, skipped
+
+
+def _event_of(conn: Any, rowid: int) -> int:
+    return int(conn.execute("SELECT event_sequence FROM memories WHERE id = ?", (rowid,)).fetchone()["event_sequence"])

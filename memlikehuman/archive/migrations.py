@@ -409,3 +409,27 @@ def m010_memory_extractor(conn: Any) -> None:
     # (memory_correct's replacement). NULL: made before this migration, by the extractor then configured.
     conn.execute("ALTER TABLE memories ADD COLUMN extractor TEXT")
 
+
+@migration
+def m011_memory_repeats(conn: Any) -> None:
+    # repeats: an item a later event stated again, skipped as repeating a current memory (review,
+    # issues 30/31 round). When that memory's own event is forgotten, the earliest surviving repeat
+    # becomes a memory of its event, so the fact stated twice is not lost with the first statement.
+    # No text: the quote is a span (start, length) of the event's whitespace-collapsed NFC text.
+    conn.execute(
+        """
+        CREATE TABLE repeats (
+            memory_id      INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+            event_sequence INTEGER NOT NULL REFERENCES events(sequence) ON DELETE CASCADE,
+            quote_start    INTEGER NOT NULL,
+            quote_length   INTEGER NOT NULL,
+            kind           TEXT NOT NULL,
+            basis          TEXT NOT NULL,
+            subject        TEXT,
+            valid_from     TEXT NOT NULL,
+            extractor      TEXT,
+            PRIMARY KEY (memory_id, event_sequence)
+        ) WITHOUT ROWID;
+        CREATE INDEX repeats_by_event ON repeats (event_sequence);
+        """
+    )

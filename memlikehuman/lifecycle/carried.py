@@ -55,6 +55,13 @@ def carried(conn: Any, scope: Scope, gone: Sequence[str], events: Iterable[int],
     )
 
 
+def names_gone(conn: Any, scope: Scope, gone: Sequence[str], text: str) -> bool:
+    """Whether ``text`` names a mark of the forgotten texts ``gone`` that no surviving record event
+    holds (called after the forgotten events were deleted)."""
+    words = set(_WORD.findall(text))
+    return any(not _held(conn, scope, mark, set()) for mark in _marks(gone) & words)
+
+
 def _holders(conn: Any, scope: Scope, marks: set[str], skipped: set[int], after: int) -> dict[str, set[int]]:
     """Per mark, the memories of the scope's events after ``after`` that hold it as a word, with its case
     (a subject, stored casefolded, in any case).

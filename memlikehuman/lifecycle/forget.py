@@ -22,13 +22,15 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from .. import validate
+from .. import clock, validate
 from ..archive import alias_evidence, events, fulltext, memories, timeline
+from ..archive import repeats as repeat_rows
 from ..archive.backend import backend_of
 from ..archive.db import Database, Gone, placeholders
+from ..archive.repeats import Waiting
 from ..errors import Conflict, NotFound
 from ..index import vectors
-from ..records import ForgetResult, Preview, Scope
+from ..records import Candidate, ForgetResult, Preview, Scope
 from . import carried
 
 log = logging.getLogger("memlikehuman")
@@ -82,6 +84,8 @@ def forget(db: Database, scope: Scope, record_id: str, *, expected: Preview | No
         dependents = _context_dependents(conn, plan)
         next_turns = alias_evidence.next_turns(conn, list(plan.events))
         gone = _texts(conn, plan)
+        kept = [rowid for rowid in plan.memories if rowid not in plan.carried]
+        restated = repeat_rows.waiting(conn, kept, list(plan.events))  # read now: the rows cascade
         # Full-text rows go first, while the values they were built from are all still stored.
         _unindex(conn, plan, dependents)
         held = timeline.release_originals(conn, plan.memories)
@@ -90,6 +94,7 @@ def forget(db: Database, scope: Scope, record_id: str, *, expected: Preview | No
         # Memories of other events first, then the events (cues, corrections, vectors cascade).
         memories.delete(conn, list(plan.memories))
         events.delete(conn, list(plan.events))
+        revived = _revive(db, conn, scope, restated, gone["events"][0])
         for sequence in dependents:
             fulltext.index_event(conn, sequence)
         # Alias evidence of the forgotten events went by cascade; the next turns answer another turn now.
@@ -106,9 +111,42 @@ def forget(db: Database, scope: Scope, record_id: str, *, expected: Preview | No
         event_sequences=tuple(plan.events),
         memory_rowids=tuple(sorted(plan.memories)),
         reembed_sequences=tuple(dependents),
-        scrubbed=backend_of(db).scrub(db, gone),
+        scrubbed=backend_of(db).scrub(db, _still_stored(gone, revived)),
         residue=backend_of(db).residue,
     )
+
+
+def _revive(db: Database, conn: Any, scope: Scope, restated: dict[int, Waiting], texts: list[str]) -> list[str]:
+    """A deleted memory that a surviving turn stated again becomes a memory of the earliest such turn
+    (archive/repeats.py), unless it names what only the forgotten texts held; the later turns then
+    repeat the new memory. Returns the contents kept so."""
+    revived = []
+    for old in restated.values():
+        if carried.names_gone(conn, scope, texts, old.content):
+            continue
+        first, *later = old.repeats
+        event = events.load(db, first["event_sequence"])
+        start = first["quote_start"]
+        item = Candidate(
+            content=old.content,
+            quote=repeat_rows.collapsed(event.text)[start : start + first["quote_length"]],
+            kind=first["kind"],
+            basis=first["basis"],
+            subject=first["subject"],
+            valid_from=first["valid_from"],
+        )
+        rowid = memories.insert(conn, event, item, clock.now_stamp(), first["extractor"])
+        if item.subject and item.kind != "event":
+            timeline.insert_version(conn, event, rowid, item)
+        repeat_rows.restore(conn, rowid, later)
+        revived.append(old.content)
+    return revived
+
+
+def _still_stored(gone: Gone, revived: list[str]) -> Gone:
+    """What the stale-page check looks for, less the contents a revived memory still holds."""
+    texts, keys = gone["memories"]
+    return {**gone, "memories": ([text for text in texts if text not in revived], keys)}
 
 
 def _check_expected(plan: _Plan, expected: Preview) -> None:

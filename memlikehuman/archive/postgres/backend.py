@@ -66,7 +66,7 @@ class PostgresBackend:
 
     def memories_with_phrase(self, content: str) -> tuple[str, list[Any]]:
         rowids, params = pg_fulltext.containing_all("memories_fts", 0, content)
-        return f"SELECT m.content FROM memories m WHERE m.id IN ({rowids})", params
+        return f"SELECT m.id, m.content FROM memories m WHERE m.id IN ({rowids})", params
 
     # -- rows ----------------------------------------------------------------------------------------
 

@@ -330,6 +330,28 @@ def p003_memory_extractor(conn: Any) -> None:
     conn.execute("ALTER TABLE memories ADD COLUMN extractor text COLLATE \"C\"")
 
 
+@migration
+def p004_memory_repeats(conn: Any) -> None:
+    # SQLite's m011: items a later event stated again, kept as spans of its text (no text of their own).
+    conn.script(
+        """
+CREATE TABLE repeats (
+    memory_id      bigint NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+    event_sequence bigint NOT NULL REFERENCES events(sequence) ON DELETE CASCADE,
+    quote_start    bigint NOT NULL,
+    quote_length   bigint NOT NULL,
+    kind           text COLLATE "C" NOT NULL,
+    basis          text COLLATE "C" NOT NULL,
+    subject        text COLLATE "C",
+    valid_from     text COLLATE "C" NOT NULL,
+    extractor      text COLLATE "C",
+    PRIMARY KEY (memory_id, event_sequence)
+);
+CREATE INDEX repeats_by_event ON repeats (event_sequence);
+"""
+    )
+
+
 def schema_version(db: Any) -> int:
     """How many migrations the database has applied (0 for a new one)."""
     if not db.scalar("SELECT to_regclass('schema_migrations') IS NOT NULL AS present"):

@@ -82,7 +82,7 @@ class SqliteBackend:
         return None if found is None else int(found)
 
     def memories_with_phrase(self, content: str) -> tuple[str, list[Any]]:
-        sql = "SELECT m.content FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid"
+        sql = "SELECT m.id, m.content FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid"
         sql += " WHERE memories_fts MATCH ?"
         # SQLite reads an FTS5 query as a C string: a NUL would end it inside the phrase's quotes.
         return sql, ['content : "' + content.replace('"', '""').replace("\x00", " ") + '"']
