@@ -209,3 +209,18 @@ def test_a_quote_of_one_character_is_rejected_unless_it_is_the_whole_text(stdio_
         "memory_record", event_id="a-q3", text="मैंने हाँ कहा", role="user", source="user", memories=[hindi]
     )
     assert len(said["memory_ids"]) == 1 and said["warnings"] == []
+
+
+def test_a_memory_stated_again_survives_the_forgotten_first_call_and_its_retry_is_a_duplicate(stdio_client):
+    stdio_client.ok("memory_record", event_id="a-r1", text=PNPM, role="user", source="user", memories=[PNPM_MEMORY])
+    again = {**PNPM_MEMORY, "quote": "I   prefer pnpm over npm"}  # another event, the same memory
+    call = {"event_id": "a-r2", "text": "Again: I   prefer pnpm over npm for this repo.", "role": "user"}
+    second = stdio_client.ok("memory_record", **call, source="user", memories=[again])
+    assert second["memory_ids"] == [] and second["extraction_state"] == "complete"
+    stdio_client.ok("memory_forget", record_id="a-r1")
+    hits = stdio_client.ok("memory_recall", query="pnpm")["memories"]
+    assert [(h["source"]["event_id"], h["source"]["quote"], h["extractor"]) for h in hits] == [
+        ("a-r2", "I prefer pnpm over npm", "agent")
+    ]
+    retry = stdio_client.ok("memory_record", **call, source="user", memories=[again])
+    assert retry["duplicate"] is True and retry["memory_ids"] == [hits[0]["memory_id"]]

@@ -22,6 +22,7 @@ from typing import Any
 from .. import clock
 from ..archive import events, memories
 from ..archive.db import Database
+from ..archive.repeats import collapsed
 from ..errors import Conflict, InvalidArgument, LimitExceeded
 from ..records import Event
 from .extract import MAX_ITEMS, Outcome, check
@@ -118,12 +119,18 @@ def _retried(db: Database, event: Event, items: Sequence[dict[str, Any]]) -> Out
         row = stored.get(key)
         if row is None and memories.repeats(db, event.scope, candidate.content, current_only=False):
             continue  # skipped by the first call as a repeat of the scope's memory
-        if row is None or tuple(row[f] for f in _SAME) != tuple(getattr(candidate, f) for f in _SAME):
+        if row is None or _fields(row) != _fields(candidate.__dict__):
             raise Conflict(differs)
     return Outcome("complete", None, event.memory_ids, tuple(_renumbered(notes, range(len(items)))))
 
 
 _SAME = ("quote", "kind", "basis", "subject", "valid_from", "gist")
+
+
+def _fields(values: Any) -> tuple[Any, ...]:
+    """The fields a retry must repeat; the quote as the check reads it (a memory revived from a repeat
+    keeps its quote whitespace-collapsed: lifecycle/forget.py)."""
+    return (collapsed(values["quote"]), *(values[f] for f in _SAME[1:]))
 
 
 def _rows(db: Database, sequence: int) -> list[Any]:
