@@ -220,7 +220,7 @@ def test_a_memory_stated_again_survives_the_forgotten_first_call_and_its_retry_i
     stdio_client.ok("memory_forget", record_id="a-r1")
     hits = stdio_client.ok("memory_recall", query="pnpm")["memories"]
     assert [(h["source"]["event_id"], h["source"]["quote"], h["extractor"]) for h in hits] == [
-        ("a-r2", "I prefer pnpm over npm", "agent")
+        ("a-r2", "I   prefer pnpm over npm", "agent")
     ]
     retry = stdio_client.ok("memory_record", **call, source="user", memories=[again])
     assert retry["duplicate"] is True and retry["memory_ids"] == [hits[0]["memory_id"]]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from conftest import add_memory, fts_rowids
+from reliability.support import STRUCTURE
 
 from memlikehuman.archive.db import open_database
 from memlikehuman.lifecycle import forget
@@ -16,6 +17,14 @@ DEFAULT = Scope()
 
 def record(client, event_id: str, text: str, source: str = "chat", **extra: object) -> dict[str, object]:
     return client.ok("memory_record", event_id=event_id, text=text, role="user", source=source, **extra)
+
+
+def rows(db_path: Path, sql: str) -> list[dict[str, object]]:
+    db = open_database(db_path)
+    try:
+        return list(db.query(sql))
+    finally:
+        db.close()
 
 
 def count(db_path: Path, sql: str) -> int:
@@ -158,7 +167,7 @@ def test_a_fact_stated_again_outlives_the_forgotten_first_statement(client, db_p
     assert add_memory_or_none(db_path, "e3", "User works at  Acme", quote="I work at Acme, still")
     assert count(db_path, "SELECT count(*) FROM memories") == 1  # the repeats were skipped
     out = client.ok("memory_forget", record_id="e1")
-    assert out["deleted_memory_ids"] == [first]
+    assert out["deleted_memory_ids"] == [first] and "stated it again" in out["warnings"][0]
     hits = client.ok("memory_recall", query="Acme")["memories"]
     assert [(h["content"], h["source"]["event_id"], h["source"]["quote"]) for h in hits] == [
         ("User works at Acme", "e2", "I WORK at Acme")
@@ -197,3 +206,97 @@ def add_memory_or_none(db_path: Path, event_id: str, content: str, *, quote: str
         return skipped == 1 and not rowids
     finally:
         db.close()
+
+
+def stored_memory(db_path: Path, event_id: str, content: str, *, quote: str, target: str | None = None) -> None:
+    """Store an item as extraction would, naming the memory it updates (the extractor's alias)."""
+    from memlikehuman.archive import events, memories
+    from memlikehuman.records import Candidate
+
+    db = open_database(db_path)
+    try:
+        event = events.find(db, DEFAULT, event_id)
+        rowid = None if target is None else db.scalar("SELECT id FROM memories WHERE memory_id = ?", (target,))
+        item = Candidate(content, quote, "fact", "stated", None, event.occurred_at)
+        memories.store(db, event, [item], event.recorded_at, targets=[rowid])
+    finally:
+        db.close()
+
+
+def current(db_path: Path) -> list[str]:
+    db = open_database(db_path)
+    try:
+        rows = db.query("SELECT content FROM memories WHERE revoked_at IS NULL AND valid_to IS NULL ORDER BY id")
+        return [row["content"] for row in rows]
+    finally:
+        db.close()
+
+
+def test_a_corrected_memory_is_not_revived_from_its_repeat(client, db_path):
+    record(client, "e1", "I work at Acme.")
+    acme = add_memory(db_path, "e1", "User works at Acme", quote="I work at Acme")
+    record(client, "e2", "I work at Acme, as I said.")
+    assert add_memory_or_none(db_path, "e2", "User works at Acme", quote="I work at Acme")
+    client.ok("memory_correct", memory_id=acme, content="User works at Globex", reason="moved on")
+    out = client.ok("memory_forget", record_id="e1")
+    assert current(db_path) == [] and out["warnings"] == []  # the correction went with e1; nothing comes back
+
+
+def test_a_revived_memory_closes_again_the_version_its_first_statement_had_closed(client, db_path):
+    record(client, "e0", "I use npm.")
+    stored_memory(db_path, "e0", "User uses npm", quote="I use npm")
+    npm = client.ok("memory_read", record_id="e0")["event"]["memory_ids"][0]
+    record(client, "e1", "Now I use pnpm.")
+    stored_memory(db_path, "e1", "User uses pnpm", quote="I use pnpm", target=npm)
+    record(client, "e2", "Yes, I use pnpm.")
+    assert add_memory_or_none(db_path, "e2", "User uses pnpm", quote="I use pnpm")
+    out = client.ok("memory_forget", record_id="e1")
+    assert current(db_path) == ["User uses pnpm"]
+    assert len(out["warnings"]) == 1 and "stated it again" in out["warnings"][0]
+    assert client.ok("memory_read", record_id=npm)["memory"]["status"] == "superseded"
+
+
+def test_repeats_point_at_a_current_memory_that_already_says_it_instead_of_reviving_a_duplicate(client, db_path):
+    record(client, "e1", "I like tea.")
+    add_memory(db_path, "e1", "User likes tea", quote="I like tea")
+    record(client, "e0", "I like coffee.")
+    coffee = add_memory(db_path, "e0", "User likes coffee", quote="I like coffee")
+    client.ok("memory_correct", memory_id=coffee, content="User likes tea", reason="it was tea")
+    record(client, "e2", "Tea, I like tea.")
+    assert add_memory_or_none(db_path, "e2", "User likes tea", quote="I like tea")
+    client.ok("memory_forget", record_id="e1")
+    assert current(db_path) == ["User likes tea"]  # the correction's replacement, once
+    assert count(db_path, "SELECT count(*) FROM repeats") == 1
+
+
+def test_a_carried_replacement_goes_with_its_correction_event(client, db_path):
+    record(client, "e1", "My sister is called Emma Kowalski.")
+    record(client, "e2", "I work at Acme.")
+    acme = add_memory(db_path, "e2", "User works at Acme", quote="I work at Acme")
+    fixed = client.ok("memory_correct", memory_id=acme, content="User works for Emma Kowalski at Globex", reason="x")
+    out = client.ok("memory_forget", record_id="e1")
+    assert out["deleted_event_ids"] == ["e1", fixed["correction_event_id"]]
+    assert out["deleted_memory_ids"] == [fixed["replacement_id"]]
+    assert count(db_path, "SELECT count(*) FROM events WHERE text LIKE '%Kowalski%'") == 0
+    assert count(db_path, "SELECT count(*) FROM corrections") == 0
+    assert status(client, acme) == "revoked"
+    db = open_database(db_path)
+    try:
+        for rule, sql in STRUCTURE.items():  # add_memory leaves its events pending; full text is backend-specific
+            if "correction" in rule or "revoked" in rule or "timeline" in rule:
+                assert db.scalar(sql) == 0, rule
+    finally:
+        db.close()
+
+
+def test_a_revived_quote_is_a_span_of_the_text_as_stored_even_when_it_is_decomposed(client, db_path):
+    import unicodedata
+
+    text = unicodedata.normalize("NFD", "Él bebe café. Mi código es 4411.")
+    record(client, "e1", unicodedata.normalize("NFC", "Él bebe café."))
+    add_memory(db_path, "e1", "User drinks coffee", quote=unicodedata.normalize("NFC", "Él bebe café"))
+    record(client, "e2", text)
+    assert add_memory_or_none(db_path, "e2", "User drinks coffee", quote=unicodedata.normalize("NFD", "Él bebe café"))
+    client.ok("memory_forget", record_id="e1")
+    quotes = [row["quote"] for row in rows(db_path, "SELECT quote FROM memories")]
+    assert quotes == [unicodedata.normalize("NFD", "Él bebe café")] and quotes[0] in text

@@ -415,7 +415,7 @@ def m011_memory_repeats(conn: Any) -> None:
     # repeats: an item a later event stated again, skipped as repeating a current memory (review,
     # issues 30/31 round). When that memory's own event is forgotten, the earliest surviving repeat
     # becomes a memory of its event, so the fact stated twice is not lost with the first statement.
-    # No text: the quote is a span (start, length) of the event's whitespace-collapsed NFC text.
+    # No text: the quote is a span (start, length) of the event's text; the subject is the memory's.
     conn.execute(
         """
         CREATE TABLE repeats (
@@ -425,7 +425,6 @@ def m011_memory_repeats(conn: Any) -> None:
             quote_length   INTEGER NOT NULL,
             kind           TEXT NOT NULL,
             basis          TEXT NOT NULL,
-            subject        TEXT,
             valid_from     TEXT NOT NULL,
             extractor      TEXT,
             PRIMARY KEY (memory_id, event_sequence)

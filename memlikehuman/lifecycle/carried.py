@@ -55,11 +55,18 @@ def carried(conn: Any, scope: Scope, gone: Sequence[str], events: Iterable[int],
     )
 
 
-def names_gone(conn: Any, scope: Scope, gone: Sequence[str], text: str) -> bool:
-    """Whether ``text`` names a mark of the forgotten texts ``gone`` that no surviving record event
-    holds (called after the forgotten events were deleted)."""
-    words = set(_WORD.findall(text))
-    return any(not _held(conn, scope, mark, set()) for mark in _marks(gone) & words)
+def marks(texts: Sequence[str]) -> set[str]:
+    """The names and numbers of forgotten texts, as ``carried`` reads them."""
+    return _marks(texts)
+
+
+def names_gone(conn: Any, scope: Scope, marks: set[str], content: str, subject: str | None) -> bool:
+    """Whether a memory's content (with its case) or subject (in any case) names one of the forgotten
+    texts' ``marks`` that no surviving record event holds (called after those events were deleted)."""
+    words = set(_WORD.findall(content))
+    folded = {w.casefold() for w in _WORD.findall(subject or "")}
+    named = {mark for mark in marks if mark in words or mark.casefold() in folded}
+    return any(not _held(conn, scope, mark, set()) for mark in named)
 
 
 def _holders(conn: Any, scope: Scope, marks: set[str], skipped: set[int], after: int) -> dict[str, set[int]]:

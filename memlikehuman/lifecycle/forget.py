@@ -95,6 +95,13 @@ def forget(db: Database, scope: Scope, record_id: str, *, expected: Preview | No
         memories.delete(conn, list(plan.memories))
         events.delete(conn, list(plan.events))
         revived = _revive(db, conn, scope, restated, gone["events"][0])
+        still = _still_stored(conn, gone, revived)
+        revived_ids = tuple(
+            str(row["memory_id"])
+            for row in conn.execute(
+                f"SELECT memory_id FROM memories WHERE id IN ({placeholders(revived)}) ORDER BY id", revived
+            )
+        )
         for sequence in dependents:
             fulltext.index_event(conn, sequence)
         # Alias evidence of the forgotten events went by cascade; the next turns answer another turn now.
@@ -111,42 +118,58 @@ def forget(db: Database, scope: Scope, record_id: str, *, expected: Preview | No
         event_sequences=tuple(plan.events),
         memory_rowids=tuple(sorted(plan.memories)),
         reembed_sequences=tuple(dependents),
-        scrubbed=backend_of(db).scrub(db, _still_stored(gone, revived)),
+        revived_memory_ids=revived_ids,
+        scrubbed=backend_of(db).scrub(db, still),
         residue=backend_of(db).residue,
     )
 
 
-def _revive(db: Database, conn: Any, scope: Scope, restated: dict[int, Waiting], texts: list[str]) -> list[str]:
-    """A deleted memory that a surviving turn stated again becomes a memory of the earliest such turn
-    (archive/repeats.py), unless it names what only the forgotten texts held; the later turns then
-    repeat the new memory. Returns the contents kept so."""
+def _revive(db: Database, conn: Any, scope: Scope, restated: dict[int, Waiting], texts: list[str]) -> list[int]:
+    """A deleted current memory that a surviving turn stated again becomes a memory of the earliest
+    such turn (archive/repeats.py), in the deleted one's place: its subject, and the version it had
+    closed closed again. Not when it names what only the forgotten texts held; when a current
+    memory already says it (a correction's replacement may), the repeats point there instead.
+    Returns the rowids of the memories revived."""
+    marks = carried.marks(texts)
     revived = []
     for old in restated.values():
-        if carried.names_gone(conn, scope, texts, old.content):
+        if carried.names_gone(conn, scope, marks, old.content, old.subject):
+            continue
+        live = memories.repeated(db, scope, old.content)
+        if live is not None:
+            repeat_rows.restore(conn, live, [r for r in old.repeats if r["event_sequence"] != _event_of(conn, live)])
             continue
         first, *later = old.repeats
         event = events.load(db, first["event_sequence"])
         start = first["quote_start"]
         item = Candidate(
             content=old.content,
-            quote=repeat_rows.collapsed(event.text)[start : start + first["quote_length"]],
-            kind=first["kind"],
+            quote=event.text[start : start + first["quote_length"]],
+            kind=old.kind,
             basis=first["basis"],
-            subject=first["subject"],
+            subject=old.subject,
             valid_from=first["valid_from"],
         )
         rowid = memories.insert(conn, event, item, clock.now_stamp(), first["extractor"])
         if item.subject and item.kind != "event":
             timeline.insert_version(conn, event, rowid, item)
+        if old.supersedes is not None:  # an update without a subject (the extractor's alias): close it again
+            timeline.close_target(conn, event, rowid, old.supersedes, item.valid_from)
         repeat_rows.restore(conn, rowid, later)
-        revived.append(old.content)
+        revived.append(rowid)
     return revived
 
 
-def _still_stored(gone: Gone, revived: list[str]) -> Gone:
+def _event_of(conn: Any, rowid: int) -> int:
+    return int(conn.execute("SELECT event_sequence FROM memories WHERE id = ?", (rowid,)).fetchone()["event_sequence"])
+
+
+def _still_stored(conn: Any, gone: Gone, revived: list[int]) -> Gone:
     """What the stale-page check looks for, less the contents a revived memory still holds."""
+    marks = placeholders(revived)
+    held = {row["content"] for row in conn.execute(f"SELECT content FROM memories WHERE id IN ({marks})", revived)}
     texts, keys = gone["memories"]
-    return {**gone, "memories": ([text for text in texts if text not in revived], keys)}
+    return {**gone, "memories": ([text for text in texts if text not in held], keys)}
 
 
 def _check_expected(plan: _Plan, expected: Preview) -> None:
@@ -187,12 +210,16 @@ def _plan(conn: Any, scope: Scope, root: int) -> _Plan:
     rowids = carried.carried(conn, scope, gone["events"][0], plan.events, plan.memories)
     if not rowids:
         return plan
-    marks = placeholders(rowids)
-    seeds = {
-        row["id"]: row["memory_id"]
-        for row in conn.execute(f"SELECT id, memory_id FROM memories WHERE id IN ({marks})", rowids)
-    }
-    more = _closure(conn, [], seeds, known=plan.events)
+    rows = conn.execute(
+        "SELECT m.id, m.memory_id, e.sequence, e.kind FROM memories m JOIN events e ON e.sequence = m.event_sequence"
+        f" WHERE m.id IN ({placeholders(rowids)})",
+        rowids,
+    ).fetchall()
+    # A correction's replacement goes with its correction event (and its corrections row), as when the
+    # correction itself is forgotten: the original stays revoked.
+    roots = sorted({row["sequence"] for row in rows if row["kind"] == "correction"})
+    seeds = {row["id"]: row["memory_id"] for row in rows if row["kind"] != "correction"}
+    more = _closure(conn, roots, seeds, known=plan.events)
     return _Plan({**plan.events, **more.events}, {**plan.memories, **more.memories}, frozenset(more.memories))
 
 

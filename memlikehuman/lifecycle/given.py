@@ -119,7 +119,8 @@ def _retried(db: Database, event: Event, items: Sequence[dict[str, Any]]) -> Out
         row = stored.get(key)
         if row is None and memories.repeats(db, event.scope, candidate.content, current_only=False):
             continue  # skipped by the first call as a repeat of the scope's memory
-        if row is None or _fields(row) != _fields(candidate.__dict__):
+        # A memory revived from a repeat keeps no gist (lifecycle/forget.py): then the gist is not compared.
+        if row is None or _fields(row, row["gist"] is not None) != _fields(candidate.__dict__, row["gist"] is not None):
             raise Conflict(differs)
     return Outcome("complete", None, event.memory_ids, tuple(_renumbered(notes, range(len(items)))))
 
@@ -127,10 +128,9 @@ def _retried(db: Database, event: Event, items: Sequence[dict[str, Any]]) -> Out
 _SAME = ("quote", "kind", "basis", "subject", "valid_from", "gist")
 
 
-def _fields(values: Any) -> tuple[Any, ...]:
-    """The fields a retry must repeat; the quote as the check reads it (a memory revived from a repeat
-    keeps its quote whitespace-collapsed: lifecycle/forget.py)."""
-    return (collapsed(values["quote"]), *(values[f] for f in _SAME[1:]))
+def _fields(values: Any, gist: bool) -> tuple[Any, ...]:
+    """The fields a retry must repeat, the quote as the check reads it (white space collapsed)."""
+    return (collapsed(values["quote"]), *(values[f] for f in _SAME[1:] if gist or f != "gist"))
 
 
 def _rows(db: Database, sequence: int) -> list[Any]:

@@ -41,6 +41,8 @@ class ForgetResult:
     event_sequences: tuple[int, ...] = ()
     memory_rowids: tuple[int, ...] = ()
     reembed_sequences: tuple[int, ...] = ()
+    # Deleted memories a surviving turn had stated again live on as these new memories of that turn.
+    revived_memory_ids: tuple[str, ...] = ()
     # False when another connection kept the WAL from being truncated within SCRUB_TIMEOUT_MS.
     scrubbed: bool = True
     # What is left when not scrubbed: SQLite's WAL text, or PostgreSQL's (NOT_SCRUBBED_POSTGRES).
@@ -48,8 +50,14 @@ class ForgetResult:
 
     @property
     def warnings(self) -> list[str]:
-        """What the caller must be told: copies of the deleted text left where the cleanup could not reach."""
-        return [] if self.scrubbed else [self.residue]
+        """What the caller must be told: copies of the deleted text left where the cleanup could not reach,
+        and the facts that stay because a surviving turn states them too."""
+        kept = [
+            f"memory {memory_id} keeps a deleted memory's content: a surviving event stated it again, and it"
+            " is quoted from there now (forget that event too to remove it)"
+            for memory_id in self.revived_memory_ids
+        ]
+        return kept + ([] if self.scrubbed else [self.residue])
 
 
 @dataclass(frozen=True)

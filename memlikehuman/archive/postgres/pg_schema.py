@@ -342,7 +342,6 @@ CREATE TABLE repeats (
     quote_length   bigint NOT NULL,
     kind           text COLLATE "C" NOT NULL,
     basis          text COLLATE "C" NOT NULL,
-    subject        text COLLATE "C",
     valid_from     text COLLATE "C" NOT NULL,
     extractor      text COLLATE "C",
     PRIMARY KEY (memory_id, event_sequence)
