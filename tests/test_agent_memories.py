@@ -224,3 +224,14 @@ def test_a_memory_stated_again_survives_the_forgotten_first_call_and_its_retry_i
     ]
     retry = stdio_client.ok("memory_record", **call, source="user", memories=[again])
     assert retry["duplicate"] is True and retry["memory_ids"] == [hits[0]["memory_id"]]
+
+
+def test_a_retry_after_the_revival_is_a_duplicate_when_the_first_call_named_another_subject(stdio_client):
+    named = {**PNPM_MEMORY, "subject": "user.package_manager"}
+    stdio_client.ok("memory_record", event_id="a-s1", text=PNPM, role="user", source="user", memories=[named])
+    plain = {k: v for k, v in PNPM_MEMORY.items() if k != "subject"}
+    call = {"event_id": "a-s2", "text": "Again: " + PNPM, "role": "user", "source": "user", "memories": [plain]}
+    assert stdio_client.ok("memory_record", **call)["memory_ids"] == []
+    stdio_client.ok("memory_forget", record_id="a-s1")
+    retry = stdio_client.ok("memory_record", **call)
+    assert retry["duplicate"] is True and len(retry["memory_ids"]) == 1

@@ -208,7 +208,9 @@ def add_memory_or_none(db_path: Path, event_id: str, content: str, *, quote: str
         db.close()
 
 
-def stored_memory(db_path: Path, event_id: str, content: str, *, quote: str, target: str | None = None) -> None:
+def stored_memory(
+    db_path: Path, event_id: str, content: str, *, quote: str, target: str | None = None, subject: str | None = None
+) -> None:
     """Store an item as extraction would, naming the memory it updates (the extractor's alias)."""
     from memlikehuman.archive import events, memories
     from memlikehuman.records import Candidate
@@ -217,7 +219,7 @@ def stored_memory(db_path: Path, event_id: str, content: str, *, quote: str, tar
     try:
         event = events.find(db, DEFAULT, event_id)
         rowid = None if target is None else db.scalar("SELECT id FROM memories WHERE memory_id = ?", (target,))
-        item = Candidate(content, quote, "fact", "stated", None, event.occurred_at)
+        item = Candidate(content, quote, "fact", "stated", subject, event.occurred_at)
         memories.store(db, event, [item], event.recorded_at, targets=[rowid])
     finally:
         db.close()
@@ -300,3 +302,53 @@ def test_a_revived_quote_is_a_span_of_the_text_as_stored_even_when_it_is_decompo
     client.ok("memory_forget", record_id="e1")
     quotes = [row["quote"] for row in rows(db_path, "SELECT quote FROM memories")]
     assert quotes == [unicodedata.normalize("NFD", "Él bebe café")] and quotes[0] in text
+
+
+def test_a_name_written_in_another_mix_of_cases_by_another_turn_is_held_on_both_backends(client, db_path):
+    record(client, "e1", "I pushed it to Github yesterday.")
+    record(client, "e2", "My GitHub account is old.")
+    record(client, "e3", "It worked.")
+    worked = add_memory(db_path, "e3", "The push to Github worked", quote="It worked")
+    assert client.ok("memory_forget", record_id="e1")["deleted_memory_ids"] == []
+    assert status(client, worked) == "current"
+
+
+def timeline_rules_hold(db_path: Path) -> None:
+    db = open_database(db_path)
+    try:
+        for rule in ("one-sided timeline link", "superseded memory still open", "revoked memory without a replacement"):
+            assert db.scalar(STRUCTURE[rule]) == 0, rule
+    finally:
+        db.close()
+
+
+def test_a_revived_memory_closes_again_every_version_its_first_statement_had_closed(client, db_path):
+    record(client, "e0", "I use npm.", occurred_at="2024-01-01T00:00:00Z")
+    stored_memory(db_path, "e0", "User uses npm", quote="I use npm")
+    npm = client.ok("memory_read", record_id="e0")["event"]["memory_ids"][0]
+    record(client, "e00", "My package manager is yarn.", occurred_at="2024-01-02T00:00:00Z")
+    add_memory(db_path, "e00", "User's package manager is yarn", quote="package manager is yarn", subject="user.pm")
+    record(client, "e1", "Now I use pnpm.", occurred_at="2024-02-01T00:00:00Z")
+    stored_memory(db_path, "e1", "User uses pnpm", quote="I use pnpm", target=npm, subject="user.pm")
+    timeline_rules_hold(db_path)  # both closed, linked both ways with one of them only
+    record(client, "e2", "Yes, I use pnpm.", occurred_at="2024-03-01T00:00:00Z")
+    assert add_memory_or_none(db_path, "e2", "User uses pnpm", quote="I use pnpm", subject="user.pm")
+    client.ok("memory_forget", record_id="e1")
+    assert current(db_path) == ["User uses pnpm"]
+    timeline_rules_hold(db_path)
+
+
+def test_repeats_pointed_at_a_live_memory_close_again_what_the_deleted_one_had_closed(client, db_path):
+    record(client, "e0", "I use npm.")
+    stored_memory(db_path, "e0", "User uses npm", quote="I use npm")
+    npm = client.ok("memory_read", record_id="e0")["event"]["memory_ids"][0]
+    record(client, "e1", "Now I use pnpm.")
+    stored_memory(db_path, "e1", "User uses pnpm", quote="I use pnpm", target=npm)
+    record(client, "e3", "I use yarn.")
+    yarn = add_memory(db_path, "e3", "User uses yarn", quote="I use yarn")
+    client.ok("memory_correct", memory_id=yarn, content="User uses pnpm", reason="it was pnpm")
+    record(client, "e2", "pnpm, I use pnpm.")
+    assert add_memory_or_none(db_path, "e2", "User uses pnpm", quote="I use pnpm")
+    client.ok("memory_forget", record_id="e1")
+    assert current(db_path) == ["User uses pnpm"] and status(client, npm) == "superseded"
+    timeline_rules_hold(db_path)

@@ -32,7 +32,7 @@ RELEASED = (
     ("m008_event_dates", "1dbab56db223e324"),
     ("m009_alias_evidence", "7e136c0f10ade631"),
     ("m010_memory_extractor", "9cfb1ecd85d23e79"),
-    ("m011_memory_repeats", "285de0e54d366538"),
+    ("m011_memory_repeats", "9172111f2e6acb16"),
 )
 # PostgreSQL's own list (archive/postgres/pg_schema.py), pinned the same way; p001's SQL lives in module
 # constants its code only names, so their text is pinned too (unchanged since p001's release, eb446ff).
@@ -40,7 +40,7 @@ PG_RELEASED = (
     ("p001_create_archive", "1476115e7e7f4554"),
     ("p002_alias_evidence", "98dffaa36eae0668"),
     ("p003_memory_extractor", "6a00fb7d470246c7"),
-    ("p004_memory_repeats", "d9fef0aa84f2914c"),
+    ("p004_memory_repeats", "112d149d4277ec5d"),
 )
 PG_P001_SQL = "6b5c9075dfffed71"
 # The frozen copies released migrations call (memlikehuman/migrations_frozen.py).

@@ -425,6 +425,7 @@ def m011_memory_repeats(conn: Any) -> None:
             quote_length   INTEGER NOT NULL,
             kind           TEXT NOT NULL,
             basis          TEXT NOT NULL,
+            same_subject   INTEGER NOT NULL,  -- 1: the item named the memory's subject (0: none, or another)
             valid_from     TEXT NOT NULL,
             extractor      TEXT,
             PRIMARY KEY (memory_id, event_sequence)

@@ -23,7 +23,7 @@ from .timeline import current_sql
 if TYPE_CHECKING:
     from ..records import Candidate, Event
 
-COLUMNS = "memory_id, event_sequence, quote_start, quote_length, kind, basis, valid_from, extractor"
+COLUMNS = "memory_id, event_sequence, quote_start, quote_length, kind, basis, same_subject, valid_from, extractor"
 
 
 def collapsed(text: str) -> str:
@@ -47,9 +47,11 @@ def record(conn: Any, event: Event, memory: int, item: Candidate, extractor: str
     if place is None:
         return
     start, end = place
-    values = (memory, event.sequence, start, end - start, item.kind, item.basis, item.valid_from, extractor)
+    row = conn.execute("SELECT subject FROM memories WHERE id = ?", (memory,)).fetchone()
+    same = int(item.subject is not None and row is not None and row["subject"] == item.subject)
+    values = (memory, event.sequence, start, end - start, item.kind, item.basis, same, item.valid_from, extractor)
     conn.execute(
-        f"INSERT INTO repeats ({COLUMNS}) SELECT ?, ?, ?, ?, ?, ?, ?, ?"
+        f"INSERT INTO repeats ({COLUMNS}) SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?"
         " WHERE NOT EXISTS (SELECT 1 FROM repeats WHERE memory_id = ? AND event_sequence = ?)",
         (*values, memory, event.sequence),
     )
@@ -60,9 +62,8 @@ class Waiting:
     """A current memory about to be deleted, with its repeats in surviving events (the earliest first)."""
 
     content: str
-    kind: str
     subject: str | None
-    supersedes: int | None
+    closed: tuple[int, ...]  # the versions it had closed (superseded_by it): closed again by its heir
     repeats: tuple[dict[str, Any], ...]
 
 
@@ -73,19 +74,22 @@ def waiting(conn: Any, rowids: Sequence[int], going: Sequence[int]) -> dict[int,
     Read before the delete: the rows cascade with their memory.
     """
     rows = conn.execute(
-        f"SELECT r.*, m.content, m.kind AS memory_kind, m.subject, m.supersedes FROM repeats r"
-        f" JOIN memories m ON m.id = r.memory_id WHERE r.memory_id IN ({placeholders(rowids)})"
-        f" AND r.event_sequence NOT IN ({placeholders(going)}) AND {current_sql('m')}"
-        " ORDER BY r.memory_id, r.event_sequence",
+        f"SELECT r.*, m.content, m.subject FROM repeats r JOIN memories m ON m.id = r.memory_id"
+        f" WHERE r.memory_id IN ({placeholders(rowids)}) AND r.event_sequence NOT IN ({placeholders(going)})"
+        f" AND {current_sql('m')} ORDER BY r.memory_id, r.event_sequence",
         [*rowids, *going],
     ).fetchall()
     found: dict[int, list[dict[str, Any]]] = {}
     for row in rows:
         found.setdefault(row["memory_id"], []).append(dict(row))
+    closed: dict[int, list[int]] = {}
+    for row in conn.execute(
+        f"SELECT id, superseded_by FROM memories WHERE superseded_by IN ({placeholders(list(found))}) ORDER BY id",
+        list(found),
+    ):
+        closed.setdefault(row["superseded_by"], []).append(row["id"])
     return {
-        rowid: Waiting(
-            rows[0]["content"], rows[0]["memory_kind"], rows[0]["subject"], rows[0]["supersedes"], tuple(rows)
-        )
+        rowid: Waiting(rows[0]["content"], rows[0]["subject"], tuple(closed.get(rowid, ())), tuple(rows))
         for rowid, rows in found.items()
     }
 

@@ -123,14 +123,21 @@ def insert_version(conn: Any, event: Event, rowid: int, item: Candidate) -> None
 
 
 def close_target(conn: Any, event: Event, rowid: int, target: int, valid_from: str) -> None:
-    """Close a memory the extractor named (by alias) as updated by the new one, if still open (invariant 6)."""
+    """Close a memory the extractor named (by alias) as updated by the new one, if still open (invariant 6).
+
+    The two are linked both ways only when the new one has no earlier version yet (its subject's
+    timeline may have given it one): a link one way only breaks the timeline, so the target is then
+    closed without a successor link, as a revoked original's version before it is.
+    """
+    before = conn.execute("SELECT supersedes FROM memories WHERE id = ?", (rowid,)).fetchone()["supersedes"]
+    link = before is None or before == target
     conn.execute(
         "UPDATE memories SET valid_to = ?, superseded_by = ? WHERE id = ? AND persona_id = ? AND project_id = ?"
         f" AND category = ? AND {current_sql('memories')} AND valid_from <= ?",
-        (valid_from, rowid, target, event.persona_id, event.project_id, event.category, valid_from),
+        (valid_from, rowid if link else None, target, event.persona_id, event.project_id, event.category, valid_from),
     )
-    if conn.changes():
-        conn.execute("UPDATE memories SET supersedes = coalesce(supersedes, ?) WHERE id = ?", (target, rowid))
+    if conn.changes() and link:
+        conn.execute("UPDATE memories SET supersedes = ? WHERE id = ?", (target, rowid))
 
 
 # -- a correction --------------------------------------------------------------------------------

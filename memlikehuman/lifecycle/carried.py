@@ -104,12 +104,14 @@ def _holders(conn: Any, scope: Scope, marks: set[str], skipped: set[int], after:
 def _held(conn: Any, scope: Scope, mark: str, skipped: set[int]) -> bool:
     """Whether a surviving record event of the scope holds the mark as a word of its text or its
     speaker (source), in any case. Correction events do not count: one may restate a carried memory."""
-    forms = {mark, mark.lower(), mark.upper()}
-    like = " OR ".join(["text LIKE ?", "source LIKE ?"] * len(forms))
+    # LIKE folds ASCII case in SQLite and no case in PostgreSQL, lower() folds ASCII only in both (the
+    # archive's C collation): the forms as written, lower and upper, and any ASCII mix through lower().
+    forms = sorted({mark, mark.lower(), mark.upper()})
+    like = " OR ".join(["text LIKE ?", "source LIKE ?"] * len(forms) + ["lower(text) LIKE ?", "lower(source) LIKE ?"])
     rows = conn.execute(
         f"SELECT sequence, text, source FROM events WHERE persona_id = ? AND project_id = ? AND kind = 'record'"
         f" AND ({like}) LIMIT {_HELD_ROWS}",
-        (scope.persona_id, scope.project_id, *_patterns(*(form for form in forms for _ in (0, 1)))),
+        (scope.persona_id, scope.project_id, *_patterns(*(f for f in [*forms, mark.lower()] for _ in (0, 1)))),
     ).fetchall()
     folded = mark.casefold()
     found = any(

@@ -30,7 +30,7 @@ from ..archive.db import Database, Gone, placeholders
 from ..archive.repeats import Waiting
 from ..errors import Conflict, NotFound
 from ..index import vectors
-from ..records import Candidate, ForgetResult, Preview, Scope
+from ..records import Candidate, Event, ForgetResult, Preview, Scope
 from . import carried
 
 log = logging.getLogger("memlikehuman")
@@ -126,9 +126,10 @@ def forget(db: Database, scope: Scope, record_id: str, *, expected: Preview | No
 
 def _revive(db: Database, conn: Any, scope: Scope, restated: dict[int, Waiting], texts: list[str]) -> list[int]:
     """A deleted current memory that a surviving turn stated again becomes a memory of the earliest
-    such turn (archive/repeats.py), in the deleted one's place: its subject, and the version it had
-    closed closed again. Not when it names what only the forgotten texts held; when a current
-    memory already says it (a correction's replacement may), the repeats point there instead.
+    such turn (archive/repeats.py): its content, the turn's own fields (the subject if the turn named
+    the same), and the versions the deleted one had closed closed again. Not when it names what only
+    the forgotten texts held; when a current memory already says it (a correction's replacement
+    may), the repeats point there and it closes those versions instead.
     Returns the rowids of the memories revived."""
     marks = carried.marks(texts)
     revived = []
@@ -137,7 +138,9 @@ def _revive(db: Database, conn: Any, scope: Scope, restated: dict[int, Waiting],
             continue
         live = memories.repeated(db, scope, old.content)
         if live is not None:
-            repeat_rows.restore(conn, live, [r for r in old.repeats if r["event_sequence"] != _event_of(conn, live)])
+            event = events.load(db, _event_of(conn, live))
+            repeat_rows.restore(conn, live, [r for r in old.repeats if r["event_sequence"] != event.sequence])
+            _close_again(conn, event, live, old.closed)
             continue
         first, *later = old.repeats
         event = events.load(db, first["event_sequence"])
@@ -145,19 +148,25 @@ def _revive(db: Database, conn: Any, scope: Scope, restated: dict[int, Waiting],
         item = Candidate(
             content=old.content,
             quote=event.text[start : start + first["quote_length"]],
-            kind=old.kind,
+            kind=first["kind"],
             basis=first["basis"],
-            subject=old.subject,
+            subject=old.subject if first["same_subject"] else None,
             valid_from=first["valid_from"],
         )
         rowid = memories.insert(conn, event, item, clock.now_stamp(), first["extractor"])
         if item.subject and item.kind != "event":
             timeline.insert_version(conn, event, rowid, item)
-        if old.supersedes is not None:  # an update without a subject (the extractor's alias): close it again
-            timeline.close_target(conn, event, rowid, old.supersedes, item.valid_from)
+        _close_again(conn, event, rowid, old.closed)
         repeat_rows.restore(conn, rowid, later)
         revived.append(rowid)
     return revived
+
+
+def _close_again(conn: Any, event: Event, rowid: int, closed: tuple[int, ...]) -> None:
+    """Close the versions a deleted memory had closed, now by ``rowid`` (the unlink reopened them)."""
+    valid_from = conn.execute("SELECT valid_from FROM memories WHERE id = ?", (rowid,)).fetchone()["valid_from"]
+    for target in closed:
+        timeline.close_target(conn, event, rowid, target, valid_from)
 
 
 def _event_of(conn: Any, rowid: int) -> int:

@@ -54,7 +54,7 @@ class ForgetResult:
         and the facts that stay because a surviving turn states them too."""
         kept = [
             f"memory {memory_id} keeps a deleted memory's content: a surviving event stated it again, and it"
-            " is quoted from there now (forget that event too to remove it)"
+            " is quoted from there now (to remove the fact, forget every event that states it)"
             for memory_id in self.revived_memory_ids
         ]
         return kept + ([] if self.scrubbed else [self.residue])

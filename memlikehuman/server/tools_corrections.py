@@ -79,7 +79,9 @@ def register(server: MemoryMCPServer, holder: Holder) -> None:
 
         Deletes the whole source event of the record (a memory ID forgets its entire event), every
         memory derived from it, and every correction connected to those memories with what it
-        derived. Nothing readable remains in the archive file afterwards. Every task checkpoint of
+        derived; also memories of later turns that name what only this record said. A fact a later
+        turn stated again stays, quoted from that turn (the warnings name it). Nothing readable of
+        the deleted text remains in the archive file afterwards. Every task checkpoint of
         this scope is invalidated and its saved state erased. Copies and backups made earlier are
         not affected. Forgetting the same record again is not_found.
         """

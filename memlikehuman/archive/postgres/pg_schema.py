@@ -342,6 +342,7 @@ CREATE TABLE repeats (
     quote_length   bigint NOT NULL,
     kind           text COLLATE "C" NOT NULL,
     basis          text COLLATE "C" NOT NULL,
+    same_subject   integer NOT NULL,
     valid_from     text COLLATE "C" NOT NULL,
     extractor      text COLLATE "C",
     PRIMARY KEY (memory_id, event_sequence)

@@ -43,6 +43,9 @@ def scrub(db: Any, timeout_ms: int = SCRUB_TIMEOUT_MS) -> bool:
         busy = 1 if row is None else int(row[0])
     except apsw.BusyError:
         busy = 1
+    except apsw.Error as exc:  # the forget has committed: its caller must still hear what it deleted
+        log.warning("memory_forget: the WAL could not be truncated (%s); retried at the next forget", exc)
+        busy = 1
     finally:
         conn.close()
     marker = unscrubbed_marker(db.path)
@@ -75,6 +78,9 @@ def rewrite_stale_pages(db: Any, gone: Gone, timeout_ms: int = SCRUB_TIMEOUT_MS)
         conn.execute("VACUUM").fetchall()
     except apsw.BusyError:
         log.warning("memory_forget: another connection kept the archive busy; stale pages stay until the next forget")
+        return False
+    except apsw.Error as exc:  # a full disk during the VACUUM: the forget has committed all the same
+        log.warning("memory_forget: the archive could not be rebuilt (%s); stale pages stay until the next forget", exc)
         return False
     finally:
         conn.close()
