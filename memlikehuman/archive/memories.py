@@ -249,7 +249,7 @@ def store(
             key = normalized(item.content)
             earlier = None if key in seen else repeated(db, event.scope, item.content)
             if key in seen or earlier is not None:
-                if earlier is not None and _event_of(conn, earlier) != event.sequence:
+                if earlier is not None:
                     repeat_rows.record(conn, event, earlier, item, _label(extractor))
                 skipped += 1
                 continue
@@ -261,7 +261,3 @@ def store(
                 timeline.close_target(conn, event, rowid, target, item.valid_from)
             rowids.append(rowid)
     return rowids, skipped
-
-
-def _event_of(conn: Any, rowid: int) -> int:
-    return int(conn.execute("SELECT event_sequence FROM memories WHERE id = ?", (rowid,)).fetchone()["event_sequence"])

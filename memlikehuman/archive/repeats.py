@@ -11,12 +11,11 @@ repeat the new memory (``restore``).
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..text.quotes import span
 from .db import placeholders
 from .timeline import current_sql
 
@@ -26,29 +25,17 @@ if TYPE_CHECKING:
 COLUMNS = "memory_id, event_sequence, quote_start, quote_length, kind, basis, same_subject, valid_from, extractor"
 
 
-def collapsed(text: str) -> str:
-    """The text as quotes are checked against it: NFC, runs of white space as one space, trimmed."""
-    return re.sub(r"\s+", " ", unicodedata.normalize("NFC", text)).strip()
-
-
-def span(text: str, quote: str) -> tuple[int, int] | None:
-    """Where the quote occurs in the text as stored, white space matching any white space."""
-    words = quote.split()
-    found = re.search(r"\s+".join(re.escape(word) for word in words), text) if words else None
-    return found.span() if found else None
-
-
 def record(conn: Any, event: Event, memory: int, item: Candidate, extractor: str | None) -> None:
-    """Keep that ``event`` stated ``item`` again, a repeat of memory ``memory`` (once per pair).
-
-    A quote found only in the NFC form of the text (the quote check's) has no span in it: not kept.
+    """Keep that ``event`` stated ``item`` again, a repeat of memory ``memory`` (once per pair), unless
+    the memory is the event's own. A quote found only in the NFC form of the text (the quote check's)
+    has no span in it: not kept.
     """
+    row = conn.execute("SELECT subject, event_sequence FROM memories WHERE id = ?", (memory,)).fetchone()
     place = span(event.text, item.quote)
-    if place is None:
+    if row is None or row["event_sequence"] == event.sequence or place is None:
         return
     start, end = place
-    row = conn.execute("SELECT subject FROM memories WHERE id = ?", (memory,)).fetchone()
-    same = int(item.subject is not None and row is not None and row["subject"] == item.subject)
+    same = int(item.subject is not None and row["subject"] == item.subject)
     values = (memory, event.sequence, start, end - start, item.kind, item.basis, same, item.valid_from, extractor)
     conn.execute(
         f"INSERT INTO repeats ({COLUMNS}) SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?"

@@ -47,17 +47,11 @@ def carried(conn: Any, scope: Scope, gone: Sequence[str], events: Iterable[int],
     skipped = set(events)
     if not skipped:
         return []
-    marks = _marks(gone)
     # The memories first: most marks are in none, and then no event needs to be read for them.
-    holders = _holders(conn, scope, marks, set(memories), min(skipped))
+    holders = _holders(conn, scope, marks(gone), set(memories), min(skipped))
     return sorted(
         {rowid for mark, rowids in holders.items() if not _held(conn, scope, mark, skipped) for rowid in rowids}
     )
-
-
-def marks(texts: Sequence[str]) -> set[str]:
-    """The names and numbers of forgotten texts, as ``carried`` reads them."""
-    return _marks(texts)
 
 
 def names_gone(conn: Any, scope: Scope, marks: set[str], content: str, subject: str | None) -> bool:
@@ -126,7 +120,7 @@ def _patterns(*marks: str) -> tuple[str, ...]:
     return tuple(f"%{mark[:_PATTERN_CHARS]}%" for mark in marks)
 
 
-def _marks(texts: Sequence[str]) -> set[str]:
+def marks(texts: Sequence[str]) -> set[str]:
     """Numbers (a word holding a digit) and names (a capitalized word that does not open a sentence),
     of four or more characters; not dates."""
     found = set()

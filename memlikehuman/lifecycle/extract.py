@@ -28,6 +28,7 @@ from ..archive.db import Database
 from ..errors import Transient, Unavailable
 from ..providers.base import Extractor
 from ..records import BASES, Candidate, Event, Memory
+from ..text.quotes import collapsed
 from . import extract_schema, shown_still
 from .fields import Rejected, gist, kind_of, subject_of, target_of, text_of, valid_from_of
 
@@ -337,7 +338,7 @@ def check(
             f"extraction: the extractor returned {len(items)} items; only the first {MAX_ITEMS} were considered"
             f" (at most {MAX_ITEMS} memories per event)"
         )
-    source = _collapsed(event.text)
+    source = collapsed(event.text)
     candidates: list[Candidate] = []
     targets: list[int | None] = []
     for number, raw in enumerate(items[:MAX_ITEMS], start=1):
@@ -365,9 +366,9 @@ def _check_item(
         raise Rejected("it holds text that is not valid Unicode (a lone surrogate)") from None
     content = text_of(raw, "content")
     quote = text_of(raw, "quote")
-    if _collapsed(quote) not in source:
+    if collapsed(quote) not in source:
         raise Rejected("its quote does not occur in the event text (quotes must be verbatim)")
-    if sum(c.isalnum() or unicodedata.category(c).startswith("M") for c in quote) < 2 and _collapsed(quote) != source:
+    if sum(c.isalnum() or unicodedata.category(c).startswith("M") for c in quote) < 2 and collapsed(quote) != source:
         raise Rejected("its quote is too short to support anything: quote the words that state the memory")
     kind = kind_of(raw, event, notes)
     basis = raw.get("basis")
@@ -389,7 +390,3 @@ def _check_item(
         ),
         target.rowid if target is not None else None,
     )
-
-
-def _collapsed(text: str) -> str:
-    return re.sub(r"\s+", " ", unicodedata.normalize("NFC", text)).strip()

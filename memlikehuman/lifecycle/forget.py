@@ -95,13 +95,7 @@ def forget(db: Database, scope: Scope, record_id: str, *, expected: Preview | No
         memories.delete(conn, list(plan.memories))
         events.delete(conn, list(plan.events))
         revived = _revive(db, conn, scope, restated, gone["events"][0])
-        still = _still_stored(conn, gone, revived)
-        revived_ids = tuple(
-            str(row["memory_id"])
-            for row in conn.execute(
-                f"SELECT memory_id FROM memories WHERE id IN ({placeholders(revived)}) ORDER BY id", revived
-            )
-        )
+        still = _still_stored(gone, revived)
         for sequence in dependents:
             fulltext.index_event(conn, sequence)
         # Alias evidence of the forgotten events went by cascade; the next turns answer another turn now.
@@ -118,21 +112,23 @@ def forget(db: Database, scope: Scope, record_id: str, *, expected: Preview | No
         event_sequences=tuple(plan.events),
         memory_rowids=tuple(sorted(plan.memories)),
         reembed_sequences=tuple(dependents),
-        revived_memory_ids=revived_ids,
+        revived_memory_ids=tuple(memory_id for memory_id, _ in revived),
         scrubbed=backend_of(db).scrub(db, still),
         residue=backend_of(db).residue,
     )
 
 
-def _revive(db: Database, conn: Any, scope: Scope, restated: dict[int, Waiting], texts: list[str]) -> list[int]:
+def _revive(
+    db: Database, conn: Any, scope: Scope, restated: dict[int, Waiting], texts: list[str]
+) -> list[tuple[str, str]]:
     """A deleted current memory that a surviving turn stated again becomes a memory of the earliest
     such turn (archive/repeats.py): its content, the turn's own fields (the subject if the turn named
     the same), and the versions the deleted one had closed closed again. Not when it names what only
     the forgotten texts held; when a current memory already says it (a correction's replacement
     may), the repeats point there and it closes those versions instead.
-    Returns the rowids of the memories revived."""
+    Returns the memory ID and content of each memory revived."""
     marks = carried.marks(texts)
-    revived = []
+    revived: list[tuple[str, str]] = []
     for old in restated.values():
         if carried.names_gone(conn, scope, marks, old.content, old.subject):
             continue
@@ -158,7 +154,8 @@ def _revive(db: Database, conn: Any, scope: Scope, restated: dict[int, Waiting],
             timeline.insert_version(conn, event, rowid, item)
         _close_again(conn, event, rowid, old.closed)
         repeat_rows.restore(conn, rowid, later)
-        revived.append(rowid)
+        memory_id = conn.execute("SELECT memory_id FROM memories WHERE id = ?", (rowid,)).fetchone()["memory_id"]
+        revived.append((str(memory_id), old.content))
     return revived
 
 
@@ -173,10 +170,9 @@ def _event_of(conn: Any, rowid: int) -> int:
     return int(conn.execute("SELECT event_sequence FROM memories WHERE id = ?", (rowid,)).fetchone()["event_sequence"])
 
 
-def _still_stored(conn: Any, gone: Gone, revived: list[int]) -> Gone:
+def _still_stored(gone: Gone, revived: list[tuple[str, str]]) -> Gone:
     """What the stale-page check looks for, less the contents a revived memory still holds."""
-    marks = placeholders(revived)
-    held = {row["content"] for row in conn.execute(f"SELECT content FROM memories WHERE id IN ({marks})", revived)}
+    held = {content for _, content in revived}
     texts, keys = gone["memories"]
     return {**gone, "memories": ([text for text in texts if text not in held], keys)}
 

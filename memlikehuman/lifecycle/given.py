@@ -22,9 +22,9 @@ from typing import Any
 from .. import clock
 from ..archive import events, memories
 from ..archive.db import Database
-from ..archive.repeats import collapsed
 from ..errors import Conflict, InvalidArgument, LimitExceeded
 from ..records import Event
+from ..text.quotes import collapsed
 from .extract import MAX_ITEMS, Outcome, check
 
 AGENT = "agent"

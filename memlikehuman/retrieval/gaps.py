@@ -16,19 +16,16 @@ import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 
+from ..text import quotes
+
 GAP_JOINER = " \u2026 "
 # Fragments left between quotes with no word in them (", and", ".") are no gap worth showing.
 _WORD = re.compile(r"\w", re.UNICODE)
 
 
 def quote_span(text: str, quote: str) -> tuple[int, int] | None:
-    """Where `quote` occurs in `text`, whitespace runs matching any whitespace; None if it does not."""
-    words = quote.split()
-    if not words:
-        return None
-    pattern = r"\s+".join(re.escape(word) for word in words)
-    found = re.search(pattern, text) or re.search(pattern, unicodedata.normalize("NFC", text))
-    return found.span() if found else None
+    """Where `quote` occurs in `text` (or in its NFC form), whitespace runs matching any whitespace."""
+    return quotes.span(text, quote) or quotes.span(unicodedata.normalize("NFC", text), quote)
 
 
 def gaps(text: str, quotes: Iterable[str]) -> list[tuple[int, int]] | None:
