@@ -17,10 +17,10 @@ FRAMEWORKS = {"mcp", "click", "starlette", "uvicorn"}
 # What an edge may import from the core: the facade, the records, the errors, the settings, the JSON
 # shapes of results, three small rule modules edges need to read their input (validate, clock, projects),
 # the SHA-256 helper that keeps hashlib (OpenSSL) off the hooks' path (digest), and the one-line quote
-# the hooks share with the injection gate (lines).
+# the hooks share with the injection gate (lines), and the owner-only file helpers every writer uses (files).
 EDGE_MAY_IMPORT = {
     "engine", "records", "errors", "config", "shapes", "validate", "clock", "text.projects", "text.digest",
-    "text.lines", "",
+    "text.lines", "files", "",
 }  # fmt: skip
 # The browser UI still reads the archive for its list pages (timeline, checkpoints, counts): read-only
 # SQL through these modules. Tables are written only through the facade (tests below).
@@ -110,7 +110,7 @@ def test_the_edges_call_only_the_facade_records_errors_and_settings():
 
 # The floors below the facade (issue 32): text/ holds the pure rules used at record time and imports
 # nothing of ours but itself; archive/ imports only itself, text/ and the foundation modules.
-FOUNDATION = {"errors", "clock", "validate", "records", "records.reports"}
+FOUNDATION = {"errors", "clock", "validate", "records", "records.reports", "files"}
 FLOORS = {"text": {"text"}, "archive": {"archive", "text"}}
 
 

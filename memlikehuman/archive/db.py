@@ -16,6 +16,7 @@ from typing import Any
 
 import apsw
 
+from .. import files
 from ..errors import InvalidArgument, Unavailable, unreadable
 
 BUSY_TIMEOUT_MS = 30_000
@@ -101,10 +102,7 @@ class Database:
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
         if str(path) != ":memory:":
-            try:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise InvalidArgument(f"cannot create the archive directory {self.path.parent}: {exc}") from None
+            _private_file(self.path)
         try:
             self.conn = apsw.Connection(str(self.path))
         except apsw.Error as exc:
@@ -217,6 +215,26 @@ class Database:
                 raise
             self._depth = 0
             self.conn.execute("COMMIT")
+
+
+def _private_file(path: Path) -> None:
+    """The archive file, created empty and 0600 (its directories 0700) when missing, so SQLite gives its
+    -wal and -shm files the same mode; an existing one readable by others is tightened, with a line on stderr."""
+    try:
+        files.private_dirs(path.parent)
+    except OSError as exc:
+        raise InvalidArgument(f"cannot create the archive directory {path.parent}: {exc}") from None
+    try:
+        if files.create_private(path):
+            return
+    except OSError as exc:
+        raise Unavailable(f"cannot create the archive {path}: {exc}") from None
+    files.tighten([path, *(path.with_name(path.name + suffix) for suffix in SIDE_SUFFIXES)])
+
+
+# Files SQLite and memlikehuman keep beside an archive, all as private as the archive.
+SIDE_SUFFIXES = ("-wal", "-shm", "-unscrubbed", ".hooks.json", ".hooks.log", ".injected.json", ".replies.json",
+                 ".sampling.json")  # fmt: skip
 
 
 URL_PREFIXES = ("postgresql://", "postgres://")

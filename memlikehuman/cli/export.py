@@ -9,6 +9,7 @@ from typing import BinaryIO
 
 import click
 
+from .. import files
 from ..engine import Engine
 from ..errors import InvalidArgument, MemLikeHumanError
 from .common import EXIT_ERROR, db_option, fail, progress_bar, require_archive, settings_from
@@ -65,6 +66,8 @@ def _write_file(engine: Engine, persona_id: str | None, project_id: str | None, 
     """Write to a temporary name first: an interrupted export never leaves a file that looks complete."""
     partial = output.with_name(output.name + ".partial")
     try:
+        if not files.create_private(partial):  # the export holds the archive's text: owner-only
+            partial.chmod(files.FILE_MODE)
         with partial.open("wb") as stream:
             written = _write(engine, persona_id, project_id, stream, total)
             stream.flush()

@@ -11,9 +11,12 @@ import gc
 import os
 import sys
 
+from .. import files
+
 
 def main() -> None:
     """Run the command line."""
+    files.restrict_umask()  # whatever this process or SQLite creates is owner-only (files.py)
     if sys.argv[1:2] == ["hook"] and not {"-h", "--help"} & set(sys.argv[2:]):  # help: the click command
         # A hook process lives for one call and creates few cycles: the collector's passes over the
         # objects its imports create cost milliseconds of every prompt, and exit frees everything.

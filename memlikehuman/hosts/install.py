@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .. import validate
+from .. import files, validate
 from ..errors import InvalidArgument
 from ..text.projects import AUTO, project_name
 from . import edits, tools
@@ -275,6 +275,7 @@ def apply(changes: Iterable[Change], *, remove: bool) -> list[Path]:
         if change.before is not None:
             backup = change.path.with_name(f"{change.path.name}.memlikehuman-backup-{stamp}")
             shutil.copy2(change.path, backup)
+            backup.chmod(files.FILE_MODE)
             backups.append(backup)
         if change.after is None:
             change.path.unlink()

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
+
+from .. import files
 
 
 def state_path(db_path: Path) -> Path:
@@ -44,12 +45,9 @@ def _read_object(path: Path) -> dict[str, Any]:
 def _replace(db_path: Path, path: Path, data: object) -> None:
     """Write `data` to `path` beside the archive by an atomic rename (raises OSError).
 
-    A PostgreSQL archive's side files go to the user data directory, which may not exist yet; the
-    temporary name is per process (not tempfile: the hook's import path stays short)."""
-    db_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data), encoding="utf-8")
-    os.replace(tmp, path)
+    A PostgreSQL archive's side files go to the user data directory, which may not exist yet."""
+    files.private_dirs(db_path.parent)
+    files.write_private(path, json.dumps(data))
 
 
 def last_runs(db_path: Path) -> dict[str, dict[str, str]]:
@@ -88,9 +86,8 @@ def failed(db_path: Path | None, host: str, event: str | None, exc: BaseExceptio
             from ..config import default_db_path
 
             db_path = default_db_path()
-        db_path.parent.mkdir(parents=True, exist_ok=True)
-        with log_path(db_path).open("a", encoding="utf-8") as log:
-            log.write(line + "\n")
+        files.private_dirs(db_path.parent)
+        files.append_private(log_path(db_path), line + "\n")
     except OSError:
         pass
 

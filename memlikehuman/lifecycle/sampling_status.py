@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from .. import files
 
 INSTEAD = (
     "give memory_record `memories` from the agent, or set MEMLIKEHUMAN_EXTRACTOR=command"
@@ -38,10 +39,8 @@ def write(db_path: Path, client: str, protocol: str, sampling: bool, modern: boo
     }
     path = status_path(db_path)
     with contextlib.suppress(OSError):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(path.name + f".{os.getpid()}")
-        temporary.write_text(json.dumps(record), encoding="utf-8")
-        os.replace(temporary, path)
+        files.private_dirs(path.parent)
+        files.write_private(path, json.dumps(record))
 
 
 def read(db_path: Path) -> dict[str, Any] | None:

@@ -15,6 +15,7 @@ from typing import Any
 
 import apsw
 
+from ... import files
 from ...text.lines import one_line
 from ..db import Gone, placeholders, unscrubbed_marker
 from . import residue
@@ -51,7 +52,7 @@ def scrub(db: Any, timeout_ms: int = SCRUB_TIMEOUT_MS) -> bool:
     marker = unscrubbed_marker(db.path)
     if busy:
         log.warning("memory_forget: another connection kept the WAL from being truncated; retried at the next forget")
-        marker.touch()  # until then, no connection closes without its checkpoint (Database.close)
+        files.create_private(marker)  # until then, no connection closes without its checkpoint (Database.close)
     else:
         marker.unlink(missing_ok=True)
     return not busy

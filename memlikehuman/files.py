@@ -1,0 +1,139 @@
+"""Files and directories that only their owner can read: everything memlikehuman writes on disk.
+
+The archive holds the user's own words, and so do its WAL, its side files and its exports: under the
+usual umask 022 they would be readable by every local user. Every file made here is 0600 and every
+directory 0700, whatever the umask; `restrict_umask` makes the same hold for files that SQLite or a
+library creates in a command's process. The hooks import this module: os and stat only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import sys
+from pathlib import Path
+from typing import TextIO
+
+FILE_MODE = 0o600
+DIR_MODE = 0o700
+OTHERS = 0o077  # the group and other permission bits
+
+
+def restrict_umask() -> None:
+    """Make every file and directory this process creates owner-only (set once, at a command's start)."""
+    os.umask(OTHERS)
+
+
+def private_dirs(directory: Path) -> None:
+    """Create `directory` and its missing parents, each 0700; existing ones are left as they are.
+
+    Raises OSError."""
+    missing = []
+    for path in (directory, *directory.parents):
+        if path.is_dir():
+            break
+        missing.append(path)
+    for path in reversed(missing):
+        with contextlib.suppress(FileExistsError):  # made meanwhile by another process
+            os.mkdir(path, DIR_MODE)
+        os.chmod(path, DIR_MODE)  # mkdir's mode passes through the umask
+
+
+def create_private(path: Path) -> bool:
+    """Create an empty 0600 file if `path` does not exist; True when this call created it. Raises OSError."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE)
+    except FileExistsError:
+        return False
+    try:
+        os.fchmod(fd, FILE_MODE)  # os.open's mode passes through the umask
+    finally:
+        os.close(fd)
+    return True
+
+
+def write_private(path: Path, text: str) -> None:
+    """Replace `path` with `text` (UTF-8) by an atomic rename of a 0600 file beside it. Raises OSError.
+
+    The temporary name is per process (not tempfile: the hooks' import path stays short)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(tmp)  # left by a dead process of the same pid
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE)
+    try:
+        os.fchmod(fd, FILE_MODE)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    os.replace(tmp, path)
+
+
+def append_private(path: Path, line: str) -> None:
+    """Append one line to `path`, creating it 0600. Raises OSError."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, FILE_MODE)
+    with os.fdopen(fd, "a", encoding="utf-8") as out:
+        if os.fstat(out.fileno()).st_mode & OTHERS:
+            os.fchmod(out.fileno(), FILE_MODE)
+        out.write(line)
+
+
+def tighten(paths: list[Path], stderr: TextIO | None = None) -> list[Path]:
+    """Remove the group and other bits of those `paths` that exist, are ours and have any; return them.
+
+    One line on stderr names what was tightened (an archive made by an older version, or under a
+    permissive umask by another program). A file of another user is left alone."""
+    changed = []
+    for path in paths:
+        try:
+            info = os.lstat(path)
+        except OSError:
+            continue
+        if stat.S_ISLNK(info.st_mode) or info.st_uid != os.getuid() or not info.st_mode & OTHERS:
+            continue
+        with contextlib.suppress(OSError):
+            os.chmod(path, stat.S_IMODE(info.st_mode) & ~OTHERS)
+            changed.append(path)
+    if changed:
+        names = ", ".join(str(path) for path in changed)
+        with contextlib.suppress(OSError, ValueError):
+            (stderr or sys.stderr).write(
+                f"memlikehuman: made owner-only (other local users could read them): {names}\n"
+            )
+    return changed
+
+
+def runtime_dir(create: bool = True) -> Path | None:
+    """A directory only this user can enter, for sockets and short-lived files; None when it is untrusted.
+
+    $XDG_RUNTIME_DIR/memlikehuman when XDG_RUNTIME_DIR is a private directory of this user (the login
+    session's own, on tmpfs), else <user cache dir>/memlikehuman/run: never a shared directory such
+    as /tmp, where another user could create the name first. `create` makes it (0700) when missing;
+    a directory that is a symlink, of another user or open to others is never repaired or used.
+    """
+    xdg = os.environ.get("XDG_RUNTIME_DIR", "")
+    if os.path.isabs(xdg) and _private_dir(Path(xdg), follow=True):
+        directory = Path(xdg) / "memlikehuman"
+    else:
+        directory = _cache_dir() / "memlikehuman" / "run"
+    if create:
+        with contextlib.suppress(OSError):
+            private_dirs(directory)
+    return directory if _private_dir(directory, follow=False) else None
+
+
+def _cache_dir() -> Path:
+    """The user's cache directory as platformdirs computes it on Linux ($XDG_CACHE_HOME or ~/.cache)."""
+    cache = os.environ.get("XDG_CACHE_HOME", "")
+    return Path(cache) if os.path.isabs(cache) else Path(os.path.expanduser("~")) / ".cache"
+
+
+def _private_dir(path: Path, *, follow: bool) -> bool:
+    try:
+        info = os.stat(path) if follow else os.lstat(path)
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and not info.st_mode & OTHERS

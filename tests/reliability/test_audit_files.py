@@ -1,0 +1,101 @@
+"""What another local user can read: every file memlikehuman writes is 0600, every directory it creates 0700.
+
+The hooks, the server and the command line run under the user's umask (usually 022, which makes new
+files readable by everyone). Each test sets that umask for the processes it starts and reads the
+modes back; the archive holds the user's own words, and so do its WAL and its side files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import make_settings
+from hook_support import SCRIPT, run_hook
+
+from memlikehuman.engine import Engine
+from memlikehuman.records import Scope
+
+
+@pytest.fixture(autouse=True)
+def permissive_umask() -> Iterator[None]:
+    """The usual umask of a desktop session: group and others may read what is created."""
+    before = os.umask(0o022)
+    try:
+        yield
+    finally:
+        os.umask(before)
+
+
+def _modes(root: Path) -> dict[str, int]:
+    """Every file and directory under root (root included), by relative name, with its permission bits."""
+    found = {".": stat.S_IMODE(root.stat().st_mode)}
+    for path in root.rglob("*"):
+        found[str(path.relative_to(root))] = stat.S_IMODE(path.lstat().st_mode)
+    return found
+
+
+def _readable_by_others(modes: dict[str, int]) -> dict[str, str]:
+    return {name: oct(mode) for name, mode in modes.items() if mode & 0o077}
+
+
+def _prompt(session: str, text: str) -> dict[str, str]:
+    return {"session_id": session, "hook_event_name": "UserPromptSubmit", "prompt": text, "cwd": "/tmp"}
+
+
+def test_a_new_archive_its_wal_and_the_hooks_side_files_are_owner_only(tmp_path: Path):
+    data = tmp_path / "fresh" / "deeper"  # two directories the hook creates
+    db = data / "memory.sqlite3"
+    project = tmp_path / "project"
+    project.mkdir()
+    assert run_hook("claude-code", _prompt("s1", "My PIN is 4711, keep it private"), db, project).returncode == 0
+    run_hook("claude-code", {"session_id": "s1", "hook_event_name": "Stop", "last_assistant_message": "Noted."}, db,
+             project)  # fmt: skip
+    run_hook("claude-code", "not json", db, project)  # a failure: the hooks' log
+    modes = _modes(tmp_path / "fresh")
+    names = set(modes)
+    assert {"deeper/memory.sqlite3", "deeper/memory.sqlite3.hooks.json", "deeper/memory.sqlite3.hooks.log"} <= names
+    assert {"deeper/memory.sqlite3-wal", "deeper/memory.sqlite3.replies.json"} <= names
+    assert _readable_by_others(modes) == {}
+    assert modes["."] == modes["deeper"] == 0o700
+
+
+def test_the_wal_of_an_archive_opened_in_process_is_owner_only(tmp_path: Path):
+    db = tmp_path / "lib" / "memory.sqlite3"
+    with Engine(make_settings(db)) as engine:
+        engine.record(Scope(), "e1", "the safe code is 9931", "user", "test")
+        modes = _modes(tmp_path / "lib")
+    assert "memory.sqlite3-wal" in modes
+    assert _readable_by_others(modes) == {}
+
+
+def test_an_export_written_to_a_file_is_owner_only(tmp_path: Path):
+    db = tmp_path / "memory.sqlite3"
+    with Engine(make_settings(db)) as engine:
+        engine.record(Scope(), "e1", "the safe code is 9931", "user", "test")
+    out = tmp_path / "out" / "export.jsonl"
+    out.parent.mkdir()
+    done = subprocess.run([str(SCRIPT), "--db", str(db), "export", "-o", str(out)], capture_output=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600
+
+
+def test_an_archive_readable_by_others_is_tightened_when_opened_and_says_so(tmp_path: Path):
+    db = tmp_path / "memory.sqlite3"
+    with Engine(make_settings(db)) as engine:
+        engine.record(Scope(), "e1", "the safe code is 9931", "user", "test")
+    side = tmp_path / "memory.sqlite3.hooks.json"
+    side.write_text(json.dumps({}))
+    for path in (db, side):
+        path.chmod(0o644)
+    done = subprocess.run([str(SCRIPT), "--db", str(db), "stats"], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert _readable_by_others(_modes(tmp_path)) == {}
+    assert "owner-only" in done.stderr and str(db) in done.stderr
+    again = subprocess.run([str(SCRIPT), "--db", str(db), "stats"], capture_output=True, text=True, check=False)
+    assert "owner-only" not in again.stderr  # said once, when it changed something
