@@ -1,99 +1,28 @@
 """The hook-to-server channel (hosts/channel.py), on real Unix sockets in private temporary directories.
 
-Each test gets its own XDG_RUNTIME_DIR and TMPDIR (short paths: a socket path holds at most 107 bytes),
-so nothing touches the real runtime directory or /tmp/memlikehuman-<uid>.
+Fixtures and helpers: tests/channel_support.py. What another local user or a stuck server can do to
+the channel: tests/reliability/test_audit_channel.py.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import shutil
 import socket
 import stat
 import subprocess
 import sys
-import tempfile
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import pytest
+from channel_support import OTHER, Dirs, Recorder, as_root, dirs, path_of, path_of_started, serve, stale_socket
 
 from memlikehuman.hosts.channel import MAX_LINE, Listener, archive_key, ask, runtime_dir
 
-OTHER = 65534  # nobody
-as_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as another user")
-
-
-class Dirs(NamedTuple):
-    base: Path
-    xdg: Path
-    tmp: Path
-
-
-@pytest.fixture
-def dirs(monkeypatch: pytest.MonkeyPatch) -> Iterator[Dirs]:
-    base = Path(tempfile.mkdtemp(prefix="mlh-", dir="/tmp" if os.path.isdir("/tmp") else None))
-    found = Dirs(base, base / "xdg", base / "tmp")
-    for directory in (found.xdg, found.tmp):
-        directory.mkdir(mode=0o700)
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(found.xdg))
-    monkeypatch.setenv("TMPDIR", str(found.tmp))
-    yield found
-    shutil.rmtree(base)
-
-
-@pytest.fixture
-def serve(dirs: Dirs) -> Iterator[Callable[..., Listener]]:
-    """Start a listener (closed at teardown); `answer` defaults to one that names its archive."""
-    started: list[Listener] = []
-
-    def start(target: str, answer: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> Listener:
-        listener = Listener(target, answer or (lambda request: {"target": target, "request": request}))
-        started.append(listener)
-        assert listener.start() is not None
-        return listener
-
-    yield start
-    for listener in started:
-        listener.close()
-
-
-class Recorder:
-    """An `answer` that records the requests it gets."""
-
-    def __init__(self, reply: dict[str, Any]) -> None:
-        self.reply = reply
-        self.calls: list[dict[str, Any]] = []
-
-    def __call__(self, request: dict[str, Any]) -> dict[str, Any]:
-        self.calls.append(request)
-        return self.reply
-
-
-def path_of(listener: Listener) -> Path:
-    assert listener.path is not None
-    return listener.path
-
-
-def path_of_started(listener: Listener) -> Path:
-    path = listener.start()
-    assert path is not None
-    return path
-
-
-def stale_socket(directory: Path, name: str) -> Path:
-    """A socket file, 0600 and ours, that nothing listens on any more."""
-    path = directory / name
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.bind(str(path))
-    os.chmod(path, 0o600)
-    future = time.time_ns() + 10**10  # the newest file: tried first
-    os.utime(path, ns=(future, future))
-    return path
+__all__ = ["dirs", "serve"]  # fixtures
 
 
 def raw_exchange(path: Path, data: bytes) -> bytes:
@@ -271,11 +200,14 @@ def test_a_server_of_another_user_behind_a_socket_file_of_ours_is_not_trusted(di
             impostor.kill()
 
 
-def test_a_loose_xdg_runtime_dir_is_not_used_and_the_fallback_is_a_private_dir_under_tmpdir(dirs: Dirs) -> None:
+def test_a_loose_xdg_runtime_dir_is_not_used_and_the_fallback_is_a_private_dir_under_the_cache_dir(
+    dirs: Dirs,
+) -> None:
     os.chmod(dirs.xdg, 0o755)
-    fallback = dirs.tmp / f"memlikehuman-{os.getuid()}"
+    fallback = dirs.fallback
     assert runtime_dir() == fallback
     assert stat.S_IMODE(os.lstat(fallback).st_mode) == 0o700
+    assert stat.S_IMODE(os.lstat(fallback.parent).st_mode) == 0o700  # created too: 0700 as well
     listener = Listener("a", lambda request: {"ok": True})
     try:
         assert path_of_started(listener).parent == fallback
@@ -295,7 +227,8 @@ def test_an_untrusted_socket_directory_means_no_channel(dirs: Dirs) -> None:
     assert os.listdir(dirs.xdg / "memlikehuman") == []
 
     os.chmod(dirs.xdg, 0o755)  # so the fallback is chosen: a symlink, even to a private directory, is no better
-    (dirs.tmp / f"memlikehuman-{os.getuid()}").symlink_to(dirs.xdg / "memlikehuman")
+    dirs.fallback.parent.mkdir(parents=True)
+    dirs.fallback.symlink_to(dirs.xdg / "memlikehuman")
     os.chmod(dirs.xdg / "memlikehuman", 0o700)
     assert runtime_dir() is None
 
@@ -303,30 +236,12 @@ def test_an_untrusted_socket_directory_means_no_channel(dirs: Dirs) -> None:
 @as_root
 def test_a_runtime_dir_owned_by_another_user_is_not_used(dirs: Dirs) -> None:
     os.chown(dirs.xdg, OTHER, OTHER)
-    assert runtime_dir() == dirs.tmp / f"memlikehuman-{os.getuid()}"
-    (dirs.tmp / f"memlikehuman-{os.getuid()}").rmdir()
+    assert runtime_dir() == dirs.fallback
+    dirs.fallback.rmdir()
     os.chown(dirs.xdg, os.getuid(), os.getgid())
     (dirs.xdg / "memlikehuman").mkdir(mode=0o700)
     os.chown(dirs.xdg / "memlikehuman", OTHER, OTHER)
     assert runtime_dir() is None
-
-
-def test_ask_gives_up_within_its_timeout_while_an_answer_hangs(serve: Callable[..., Listener]) -> None:
-    entered, release = threading.Event(), threading.Event()
-
-    def hang(request: dict[str, Any]) -> dict[str, Any]:
-        entered.set()
-        release.wait(5)
-        return {"late": True}
-
-    serve("a", hang)
-    began = time.monotonic()
-    assert ask("a", {}, timeout=0.2) is None
-    elapsed = time.monotonic() - began
-    assert entered.is_set() and not release.is_set()
-    assert 0.2 <= elapsed < 0.7
-    release.set()
-    assert ask("a", {}, timeout=2) == {"late": True}
 
 
 def test_an_answer_that_raises_gives_none_and_the_listener_keeps_serving(

@@ -9,9 +9,17 @@ Protocol: one Unix-socket connection per request. The client sends one line of J
 no JSON of at most MAX_LINE bytes; logged to stderr). A request line past MAX_LINE, or not complete
 within CONNECTION_SECONDS: closed unanswered.
 
-Where: in `runtime_dir()`, one socket file per listener, `<archive_key>-<pid>.sock` (further listeners
-of one process: `<archive_key>-<pid>-<n>.sock`). A socket is bound 0600 under a hidden name and renamed
-into place once listening, so a visible socket file that refuses connections is stale.
+Where: in `runtime_dir()` (files.runtime_dir: $XDG_RUNTIME_DIR/memlikehuman, else a 0700 directory
+under the user's cache directory; never /tmp), one socket file per listener, `<archive_key>-<pid>.sock`
+(further listeners of one process: `<archive_key>-<pid>-<n>.sock`). A socket is bound 0600 under a
+hidden name and renamed into place once listening, so a visible socket file that refuses connections
+is stale; a server starts listening only once it can answer at once (server/app.py warms it first),
+so a hook never waits on a server that is still loading its embedder. A listener removes the socket
+files of servers that no longer run when it starts.
+
+A hook asks every ready server of its archive at once and takes the first answer (`ask`); a server
+that lets the time run out is marked resting and skipped for REST_SECONDS. A server answers at most
+MAX_CONNECTIONS requests at a time and closes further connections unanswered.
 
 Trust; whatever fails is ignored, never repaired, never deleted:
 - the directory: a directory (not a symlink) owned by os.getuid(), no group/other permission bits;
@@ -34,6 +42,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .. import files
 from ..text.digest import sha256_hex
 
 if TYPE_CHECKING:
@@ -43,6 +52,8 @@ if TYPE_CHECKING:
 
 MAX_LINE = 256 * 1024  # bytes of one request or answer line, without its newline
 CONNECTION_SECONDS = 5.0  # the server's whole budget for one connection: read, answer, send
+MAX_CONNECTIONS = 16  # requests answered at once; more connections are closed unanswered
+REST_SECONDS = 60.0  # a server that let a hook's time run out is not asked again for this long
 LONGEST_WAIT = 60.0  # seconds of one socket operation at most (a hook host gives up by then; settimeout has a ceiling)
 _UCRED = struct.Struct("i2I")  # struct ucred: pid_t pid, uid_t uid, gid_t gid
 _SEQUENCE = itertools.count()  # tells apart the listeners of one process
@@ -53,33 +64,13 @@ Answer = Callable[[dict[str, Any]], dict[str, Any]]
 
 
 def runtime_dir(create: bool = True) -> Path | None:
-    """The private directory for sockets, created 0700 if missing (`create`: a listener's call; a client
-    only looks); None (never raises) when missing or untrusted.
-
-    $XDG_RUNTIME_DIR/memlikehuman when XDG_RUNTIME_DIR is a private directory of this user, else
-    $TMPDIR (or /tmp)/memlikehuman-<uid>. The chosen directory is never repaired: untrusted means None.
-    """
+    """The private directory for sockets (files.runtime_dir); None (never raises) when it is missing or
+    untrusted, or without AF_UNIX and SO_PEERCRED (not Linux). `create`: a listener's call; a client only looks."""
     import _socket  # the C module: `socket` itself costs a hook ~4 ms, paid only when a server is there
 
     if not hasattr(_socket, "AF_UNIX") or not hasattr(_socket, "SO_PEERCRED"):
         return None
-    xdg, tmp = os.environ.get("XDG_RUNTIME_DIR", ""), os.environ.get("TMPDIR", "")
-    if os.path.isabs(xdg) and _private(xdg, follow=True):
-        directory = Path(xdg) / "memlikehuman"
-    else:
-        directory = Path(tmp if os.path.isabs(tmp) else "/tmp") / f"memlikehuman-{os.getuid()}"
-    if create:
-        with contextlib.suppress(OSError):
-            os.mkdir(directory, 0o700)
-    return directory if _private(directory, follow=False) else None
-
-
-def _private(path: str | Path, follow: bool) -> bool:
-    try:
-        info = os.stat(path) if follow else os.lstat(path)
-    except (OSError, ValueError):
-        return False
-    return stat.S_ISDIR(info.st_mode) and _ours(info)
+    return files.runtime_dir(create)
 
 
 def _ours(info: os.stat_result) -> bool:
@@ -107,6 +98,8 @@ class Listener:
         self._path: Path | None = None
         self._inode: tuple[int, int] | None = None
         self._thread: threading.Thread | None = None
+        self._closed = False
+        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
 
     @property
     def path(self) -> Path | None:
@@ -118,7 +111,7 @@ class Listener:
         import threading
 
         with self._lock:
-            if self._socket is not None:
+            if self._socket is not None or self._closed:
                 return self._path
             directory = runtime_dir()
             if directory is None:
@@ -132,13 +125,16 @@ class Listener:
                 _log().warning("channel: cannot listen on %s: %s", path, error)
                 return None
             self._path = path
+            _sweep(directory)
             self._thread = threading.Thread(target=self._serve, args=(self._socket,), name="channel", daemon=True)
             self._thread.start()
             return path
 
     def close(self) -> None:
-        """Stop serving and remove the socket file if it is still the one bound; idempotent."""
+        """Stop serving and remove the socket file if it is still the one bound; idempotent. A listener
+        closed before it started never starts."""
         with self._lock:
+            self._closed = True
             sock, path, inode, thread = self._socket, self._path, self._inode, self._thread
             self._socket = self._path = self._inode = self._thread = None
         if sock is None or path is None or thread is None:
@@ -165,18 +161,24 @@ class Listener:
                 _log().warning("channel: accept failed on %s: %s", self._path, error)
                 time.sleep(0.5)  # out of file descriptors, say: pause rather than spin
                 continue
+            if not self._slots.acquire(blocking=False):
+                connection.close()  # MAX_CONNECTIONS already being answered: the hook falls back at once
+                continue
             threading.Thread(target=self._handle, args=(connection,), name="channel-request", daemon=True).start()
 
     def _handle(self, connection: socket.socket) -> None:
         deadline = time.monotonic() + CONNECTION_SECONDS
-        with connection, contextlib.suppress(OSError):
-            if _peer_uid(connection) != os.getuid():
-                return
-            line = _read_line(connection, deadline)
-            if line is not None:
-                reply = self._reply(line)
-                _budget(connection, deadline)
-                connection.sendall(reply)
+        try:
+            with connection, contextlib.suppress(OSError):
+                if _peer_uid(connection) != os.getuid():
+                    return
+                line = _read_line(connection, deadline)
+                if line is not None:
+                    reply = self._reply(line)
+                    _budget(connection, deadline)
+                    connection.sendall(reply)
+        finally:
+            self._slots.release()
 
     def _reply(self, line: bytes) -> bytes:
         try:
@@ -193,12 +195,14 @@ class Listener:
 
 
 def ask(target: str, request: dict[str, Any], timeout: float) -> dict[str, Any] | None:
-    """Send one request to a server of this archive and return its answer; never raises.
+    """Send one request to every ready server of this archive at once and return the first answer; never raises.
 
-    None when no trusted server answers within `timeout` seconds in total (servers are tried newest
-    first; an answer that is not a JSON object or has an "error" key counts as none), or when the
-    request is not JSON of at most MAX_LINE bytes (a warning is logged). A socket file that passes
-    the trust checks but refuses connections is stale (ours, no longer listening): it is deleted.
+    None when no trusted server answers within `timeout` seconds in total (an answer that is not a JSON
+    object or has an "error" key counts as none), or when the request is not JSON of at most MAX_LINE
+    bytes (a warning is logged). A server that let the time run out (suspended, or busy) is marked
+    and not asked again for REST_SECONDS, so that it does not cost every prompt its whole wait. A
+    socket file that passes the trust checks but refuses connections is stale (ours, no longer
+    listening): it is deleted.
     """
     deadline = time.monotonic() + timeout
     try:
@@ -209,12 +213,122 @@ def ask(target: str, request: dict[str, Any], timeout: float) -> dict[str, Any] 
     directory = runtime_dir(create=False)  # a hook without a server leaves no directory behind
     if directory is None:
         return None
-    for path, info in _candidates(directory, archive_key(target)):
-        if time.monotonic() >= deadline:
-            break
-        if (answer := _ask_one(path, info, data, deadline)) is not None:
-            return answer
+    candidates = [(path, info) for path, info in _candidates(directory, archive_key(target)) if not _resting(path)]
+    if not candidates:
+        return None
+    import selectors
+
+    with selectors.DefaultSelector() as selector:
+        exchanges = [x for path, info in candidates if (x := _Exchange.open(path, info, data, selector))]
+        try:
+            return _first_answer(selector, exchanges, deadline)
+        finally:
+            for exchange in exchanges:
+                exchange.close(selector, timed_out=time.monotonic() >= deadline)
+
+
+def _first_answer(selector: Any, exchanges: list[_Exchange], deadline: float) -> dict[str, Any] | None:
+    open_ones = set(exchanges)
+    while open_ones and (remaining := deadline - time.monotonic()) > 0:
+        for key, events in selector.select(min(remaining, LONGEST_WAIT)):
+            exchange: _Exchange = key.data
+            if exchange.step(events, selector) and exchange.answer is not None:
+                return exchange.answer
+            if exchange.done:
+                open_ones.discard(exchange)
     return None
+
+
+class _Exchange:
+    """One request to one server on a non-blocking socket: write the line, read one line back."""
+
+    def __init__(self, path: Path, sock: socket.socket, data: bytes) -> None:
+        self.path, self.sock = path, sock
+        self.out, self.got = memoryview(data), bytearray()
+        self.done = False
+        self.answer: dict[str, Any] | None = None
+
+    @classmethod
+    def open(cls, path: Path, info: os.stat_result, data: bytes, selector: Any) -> _Exchange | None:
+        """Connected and registered; None (a stale file deleted) when the server cannot be asked."""
+        import selectors
+        import socket
+
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.setblocking(False)
+            sock.connect(str(path))
+            if _peer_uid(sock) != os.getuid():
+                sock.close()
+                return None
+        except ConnectionRefusedError:
+            sock.close()
+            with contextlib.suppress(OSError):
+                if _identity(os.lstat(path)) == _identity(info):  # still the file that passed the checks
+                    os.unlink(path)
+            return None
+        except OSError:  # its backlog is full (EAGAIN), or it went away
+            sock.close()
+            return None
+        exchange = cls(path, sock, data)
+        selector.register(sock, selectors.EVENT_WRITE, exchange)
+        return exchange
+
+    def step(self, events: int, selector: Any) -> bool:
+        """Go on after the selector's `events`; True when this exchange has ended."""
+        import selectors
+
+        try:
+            if self.out:
+                sent = self.sock.send(self.out)
+                self.out = self.out[sent:]
+                if not self.out:
+                    selector.modify(self.sock, selectors.EVENT_READ, self)
+                return False
+            chunk = self.sock.recv(65536)
+        except (BlockingIOError, InterruptedError):
+            return False
+        except OSError:
+            chunk = b""
+        end = chunk.find(b"\n")
+        self.got += chunk if end < 0 else chunk[:end]
+        if chunk and end < 0 and len(self.got) <= MAX_LINE:
+            return False
+        self.done = True
+        if end >= 0 and len(self.got) <= MAX_LINE:
+            self.answer = _decoded(bytes(self.got))
+        return True
+
+    def close(self, selector: Any, *, timed_out: bool) -> None:
+        """Unregister and close; a server that had not answered when the time ran out is marked resting."""
+        with contextlib.suppress(KeyError, ValueError):
+            selector.unregister(self.sock)
+        self.sock.close()
+        if timed_out and not self.done:
+            marker = _rest_marker(self.path)
+            with contextlib.suppress(OSError):
+                if not files.create_private(marker):
+                    os.utime(marker)
+
+
+def _decoded(line: bytes) -> dict[str, Any] | None:
+    try:
+        answer = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    return answer if isinstance(answer, dict) and "error" not in answer else None
+
+
+def _rest_marker(path: Path) -> Path:
+    return path.with_name(path.name + ".resting")
+
+
+def _resting(path: Path) -> bool:
+    """Whether the server on `path` let a hook's time run out less than REST_SECONDS ago."""
+    try:
+        return time.time() - os.stat(_rest_marker(path)).st_mtime < REST_SECONDS
+    except OSError:
+        return False
 
 
 def _candidates(directory: Path, key: str) -> list[tuple[Path, os.stat_result]]:
@@ -230,30 +344,31 @@ def _candidates(directory: Path, key: str) -> list[tuple[Path, os.stat_result]]:
     return sorted(found, key=lambda item: item[1].st_mtime_ns, reverse=True)
 
 
-def _ask_one(path: Path, info: os.stat_result, data: bytes, deadline: float) -> dict[str, Any] | None:
-    import socket
-
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        try:
-            _budget(sock, deadline)
-            sock.connect(str(path))
-            if _peer_uid(sock) != os.getuid():
-                return None
-            _budget(sock, deadline)
-            sock.sendall(data)
-            line = _read_line(sock, deadline)
-        except ConnectionRefusedError:
+def _sweep(directory: Path) -> None:
+    """Remove the socket files (and rest marks) of servers that no longer run: a server killed with
+    SIGKILL cannot remove its own. The process ID is in the name; only socket files of ours are touched."""
+    with contextlib.suppress(OSError), os.scandir(directory) as entries:
+        for entry in list(entries):
+            name = entry.name.removesuffix(".resting")
+            if not name.endswith(".sock") or name.startswith("."):
+                continue
+            pid = name.removesuffix(".sock").split("-")[1:2]
+            if not pid or not pid[0].isdigit() or _alive(int(pid[0])):
+                continue
             with contextlib.suppress(OSError):
-                if _identity(os.lstat(path)) == _identity(info):  # still the file that passed the checks
-                    os.unlink(path)
-            return None
-        except OSError:
-            return None
+                info = entry.stat(follow_symlinks=False)
+                if _ours(info) and (stat.S_ISSOCK(info.st_mode) or stat.S_ISREG(info.st_mode)):
+                    os.unlink(entry.path)
+
+
+def _alive(pid: int) -> bool:
     try:
-        answer = json.loads(line) if line is not None else None
-    except (ValueError, RecursionError):
-        return None
-    return answer if isinstance(answer, dict) and "error" not in answer else None
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process of that number: alive
+        return True
+    return True
 
 
 def _bind(path: Path) -> tuple[socket.socket, tuple[int, int]]:

@@ -201,10 +201,16 @@ def _hook_listener(engine: Engine) -> Listener | None:
     if engine.settings.embedder == "none":
         return None  # the hooks' own fast search is all this server could offer
     listener = channel.Listener(prompt_context.target(engine.settings), lambda r: prompt_context.answer(engine, r))
-    path = listener.start()
-    if path is not None:
-        log.info("answering the prompt hooks of this archive on %s", path)
-        threading.Thread(target=prompt_context.warm, args=(engine,), name="memlikehuman-warm", daemon=True).start()
+
+    def warm_then_listen() -> None:
+        # The socket appears once this server can answer at once: a hook never spends its wait on a
+        # server still loading its embedder while a warm one of the same archive runs.
+        prompt_context.warm(engine)
+        path = listener.start()
+        if path is not None:
+            log.debug("answering the prompt hooks of this archive on %s", path)
+
+    threading.Thread(target=warm_then_listen, name="memlikehuman-warm", daemon=True).start()
     return listener
 
 

@@ -1,0 +1,131 @@
+"""The channel from the hooks to a running server, audited: a stuck server, a flood of connections,
+dead servers' sockets and a directory planted by another user cost a prompt at most one wait and never
+turn the channel off. Fixtures: tests/channel_support.py."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from channel_support import OTHER, Dirs, as_root, dirs, path_of, path_of_started, serve, stale_socket
+
+from memlikehuman.hosts.channel import MAX_CONNECTIONS, REST_SECONDS, Listener, archive_key, ask, runtime_dir
+
+__all__ = ["dirs", "serve"]  # fixtures
+
+
+def test_ask_gives_up_within_its_timeout_while_an_answer_hangs(serve: Callable[..., Listener]) -> None:
+    entered, release = threading.Event(), threading.Event()
+
+    def hang(request: dict[str, Any]) -> dict[str, Any]:
+        entered.set()
+        release.wait(5)
+        return {"late": True}
+
+    path = path_of(serve("a", hang))
+    began = time.monotonic()
+    assert ask("a", {}, timeout=0.2) is None
+    elapsed = time.monotonic() - began
+    assert entered.is_set() and not release.is_set()
+    assert 0.2 <= elapsed < 0.7
+    release.set()
+    # It let the time run out: the next prompts do not wait for it again, until its rest is over.
+    began = time.monotonic()
+    assert ask("a", {}, timeout=2) is None
+    assert time.monotonic() - began < 0.1
+    resting = path.with_name(path.name + ".resting")
+    assert resting.exists() and stat.S_IMODE(resting.stat().st_mode) == 0o600
+    os.utime(resting, (time.time() - REST_SECONDS - 1,) * 2)
+    assert ask("a", {}, timeout=2) == {"late": True}
+
+
+SUSPENDED = """
+import sys, time
+from memlikehuman.hosts.channel import Listener
+listener = Listener(sys.argv[1], lambda request: {"who": "suspended"})
+print(listener.start(), flush=True)
+time.sleep(120)
+"""
+
+
+def test_a_suspended_server_does_not_hold_the_hook_and_a_live_older_one_answers_within_the_budget(
+    serve: Callable[..., Listener],
+) -> None:
+    serve("a", lambda request: {"who": "live"})
+    with subprocess.Popen([sys.executable, "-c", SUSPENDED, "a"], stdout=subprocess.PIPE, text=True) as child:
+        try:
+            assert child.stdout is not None and child.stdout.readline().strip().endswith(".sock")
+            os.kill(child.pid, signal.SIGSTOP)  # the newest server: it accepts (the kernel does) but never answers
+            began = time.monotonic()
+            assert ask("a", {}, timeout=0.5) == {"who": "live"}
+            assert time.monotonic() - began < 0.3
+        finally:
+            child.kill()
+
+
+def test_a_suspended_server_alone_costs_one_wait_then_is_skipped(dirs: Dirs) -> None:
+    with subprocess.Popen([sys.executable, "-c", SUSPENDED, "a"], stdout=subprocess.PIPE, text=True) as child:
+        try:
+            assert child.stdout is not None and child.stdout.readline().strip().endswith(".sock")
+            os.kill(child.pid, signal.SIGSTOP)
+            began = time.monotonic()
+            assert ask("a", {}, timeout=0.3) is None
+            assert time.monotonic() - began >= 0.3
+            began = time.monotonic()
+            assert ask("a", {}, timeout=0.3) is None
+            assert time.monotonic() - began < 0.1
+        finally:
+            child.kill()
+
+
+def test_a_listener_answers_a_bounded_number_of_connections_at_once(serve: Callable[..., Listener]) -> None:
+    path = path_of(serve("a", lambda request: {"ok": True}))
+    before = threading.active_count()
+    idle = []
+    try:
+        for _ in range(3 * MAX_CONNECTIONS):
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.connect(str(path))
+            idle.append(sock)  # connected, never sending: each would hold a thread for CONNECTION_SECONDS
+        time.sleep(0.3)
+        assert threading.active_count() - before <= MAX_CONNECTIONS
+    finally:
+        for sock in idle:
+            sock.close()
+
+
+def test_a_new_listener_removes_the_socket_files_of_servers_that_no_longer_run(
+    dirs: Dirs, serve: Callable[..., Listener]
+) -> None:
+    directory = runtime_dir()
+    assert directory is not None
+    dead = stale_socket(directory, f"{archive_key('x')}-999999999.sock")
+    dead_mark = directory / f"{dead.name}.resting"
+    dead_mark.write_text("")
+    dead_mark.chmod(0o600)
+    live = serve("a")
+    assert not dead.exists() and not dead_mark.exists()
+    assert path_of(live).exists()
+
+
+@as_root
+def test_a_directory_another_user_made_in_tmp_first_does_not_turn_the_channel_off(dirs: Dirs) -> None:
+    os.chmod(dirs.xdg, 0o755)  # no usable XDG_RUNTIME_DIR: the fallback is chosen
+    planted = dirs.tmp / f"memlikehuman-{os.getuid()}"
+    planted.mkdir(mode=0o777)
+    os.chown(planted, OTHER, OTHER)
+    listener = Listener("a", lambda request: {"ok": True})
+    try:
+        assert path_of_started(listener).parent == dirs.fallback
+        assert ask("a", {}, timeout=2) == {"ok": True}
+        assert os.listdir(planted) == []
+    finally:
+        listener.close()
