@@ -67,8 +67,10 @@ def side_file(db: Path | str, suffix: str) -> Path:
     return home_of(db) / ".local" / "share" / "memlikehuman" / f"postgres-{digest}{suffix}"
 
 
-def run_hook(host: str, payload: dict[str, Any] | str, db: Path | str, cwd: Path, *args: str, **env: str) -> Ran:
-    """Run the installed console script the way the host's settings run it."""
+def run_hook(
+    host: str, payload: dict[str, Any] | str, db: Path | str, cwd: Path, *args: str, timeout: float = 60, **env: str
+) -> Ran:
+    """Run the installed console script the way the host's settings run it (TimeoutExpired past `timeout`)."""
     data = payload if isinstance(payload, str) else json.dumps(payload)
     home = home_of(db)
     environment = {
@@ -85,7 +87,7 @@ def run_hook(host: str, payload: dict[str, Any] | str, db: Path | str, cwd: Path
         capture_output=True,
         cwd=cwd,
         env=environment,
-        timeout=60,
+        timeout=timeout,
         check=False,
     )
     return Ran(done.returncode, done.stdout.decode(), done.stderr.decode())

@@ -323,7 +323,7 @@ def test_a_broken_payload_exits_0_prints_nothing_and_logs_one_line(db: Archive, 
 def test_an_unusable_archive_fails_open(tmp_path: Path, project: Path) -> None:
     not_a_db = tmp_path / "junk.sqlite3"
     not_a_db.write_bytes(b"this is not sqlite" * 100)
-    not_a_db.chmod(0o600)  # else the one line would be that it was made owner-only (tests/reliability/test_audit_files.py)
+    not_a_db.chmod(0o600)  # else one more line: that it was made owner-only
     ran = run_hook("claude-code", payload("UserPromptSubmit", project), not_a_db, project)
     assert (ran.returncode, ran.stdout) == (0, "")
     assert ran.stderr.count("\n") == 1

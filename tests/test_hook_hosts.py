@@ -80,9 +80,9 @@ def test_cursor_session_start_gives_additional_context(db: Archive, project: Pat
     assert "SQLite via apsw" in answer["additional_context"]
 
 
-def test_cursor_after_agent_response_records_the_reply_and_stop_answers_empty(db: Archive, project: Path) -> None:
+def test_cursor_after_agent_response_records_the_reply_and_stop_lets_the_agent_go_on(db: Archive, project: Path):
     run_hook("cursor", payload("cursor", "afterAgentResponse", project), db, project)
-    assert run_hook("cursor", payload("cursor", "stop", project), db, project).json() == {}
+    assert run_hook("cursor", payload("cursor", "stop", project), db, project).json() == {"continue": True}
     assert [(e["role"], e["text"]) for e in stored(db)] == [("assistant", "It uses SQLite through apsw.")]
 
 

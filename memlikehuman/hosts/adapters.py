@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from typing import Any, NamedTuple
 
+from .storable import session_key
+
 HOSTS = ("claude-code", "codex", "cursor", "gemini")
 
 _EVENTS: dict[str, dict[str, str]] = {
@@ -85,7 +87,7 @@ def parse(host: str, payload: dict[str, Any], event: str | None) -> HookInput:
         host=host,
         event=name,
         step=_EVENTS[host].get(name, ""),
-        session_id=_str(payload, "session_id", "conversation_id", "sessionId") or "default",
+        session_id=session_key(_str(payload, "session_id", "conversation_id", "sessionId") or "default"),
         turn_id=_str(payload, "prompt_id", "turn_id", "generation_id"),
         cwd=cwd,
         transcript_path=_str(payload, "transcript_path"),
@@ -105,11 +107,10 @@ NO_PROMPT_CONTEXT = frozenset({"cursor"})
 def output(hook: HookInput, context: str | None) -> str:
     """What the host expects on stdout for this event; `context` is the model-visible text, if any."""
     if hook.host == "cursor":
-        if hook.step == "start":
-            return json.dumps({"additional_context": context} if context else {})
-        if hook.step == "prompt":
-            return json.dumps({"continue": True})  # Cursor has no prompt-time context channel
-        return json.dumps({}) if hook.event == "stop" else ""
+        # Every Cursor event gets an object that lets the agent go on; sessionStart may add context
+        # (Cursor has no prompt-time context channel).
+        shown = {"additional_context": context} if hook.step == "start" and context else {}
+        return json.dumps({"continue": True, **shown}, ensure_ascii=False)
     if hook.step in ("start", "prompt") and context:
         return json.dumps(
             {"hookSpecificOutput": {"hookEventName": hook.event, "additionalContext": context}}, ensure_ascii=False
@@ -119,9 +120,10 @@ def output(hook: HookInput, context: str | None) -> str:
 
 
 def fallback_output(host: str, event: str | None) -> str:
-    """The do-nothing answer after a failure: lets the host go on as if no hook had run."""
-    if host == "cursor" and event == "beforeSubmitPrompt":
+    """The do-nothing answer after a failure (a malformed payload, an unknown event): lets the host go on
+    as if no hook had run."""
+    if host == "cursor":
         return json.dumps({"continue": True})
-    if host in ("gemini", "cursor"):
-        return json.dumps({})
+    if host == "gemini":
+        return json.dumps({})  # Gemini parses stdout as JSON on exit 0
     return ""

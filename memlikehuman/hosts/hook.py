@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
 from ..text.digest import sha256_hex
 from ..text.lines import one_line
 from ..text.projects import resolve_project
-from . import adapters, markers, state, tools
+from . import adapters, markers, state, storable, tools
 
 if TYPE_CHECKING:
     from ..config import Settings
@@ -135,11 +135,12 @@ def _step(engine: Engine, scope: Scope, hook: adapters.HookInput, parts: Collect
 def event_id(host: str, session_id: str, role: str, text: str) -> str:
     """The stable event ID of a conversation message: a re-run (or an import) is a duplicate."""
     digest = sha256_hex(text.encode("utf-8", "surrogatepass"))[:32]
-    return f"{host}:{session_id}:{role}:{digest}"
+    return storable.event_id(host, f"{session_id}:{role}", digest)
 
 
 def record(engine: Engine, scope: Scope, host: str, session_id: str, role: str, text: str, **given: str) -> str | None:
-    """Record one message (injected context stripped); return its event ID, None when nothing is left.
+    """Record one message (injected context stripped); return its event ID (a message over the limit is
+    stored in parts: the first part's), None when nothing is left (hosts/storable.py).
 
     `given` may name the `source` (default: the host) and `occurred_at` (default: now) of a message
     recorded later than it was said (bench/injection.py replays conversations this way)."""
@@ -147,7 +148,8 @@ def record(engine: Engine, scope: Scope, host: str, session_id: str, role: str, 
     if not clean:
         return None
     source = given.pop("source", host)
-    return _store(engine, scope, (host, session_id, role), clean, (role, source), given)
+    key = (host, session_id, role)
+    return [_store(engine, scope, key, part, (role, source), given) for part in storable.parts(clean)][0]
 
 
 def _store(
@@ -173,8 +175,11 @@ def record_tool(engine: Engine, scope: Scope, host: str, session_id: str, call: 
     """Record one tool call (role `tool`) under the host's ID of the call; a call already stored is left as it is."""
     from ..errors import Conflict
 
-    text = tools.render(call)
-    eid = f"{host}:{session_id}:tool:{call.call_id}" if call.call_id else event_id(host, session_id, "tool", text)
+    text = storable.text(tools.render(call))
+    if call.call_id:
+        eid = storable.event_id(host, f"{session_id}:tool", storable.text(call.call_id))
+    else:
+        eid = event_id(host, session_id, "tool", text)
     # Conflict: stored before from the other source (turn-end scan or per-call hook), in other words.
     with contextlib.suppress(Conflict):
         engine.record(scope, eid, text, "tool", host, session_id=session_id)
@@ -228,7 +233,7 @@ def _prompt(engine: Engine, scope: Scope, hook: adapters.HookInput) -> str | Non
         return None
     record(engine, scope, hook.host, hook.session_id, "user", hook.prompt)
     state.note_reply(engine.settings.db_path, hook.session_id, None)  # a new turn: its reply is to come
-    query = markers.strip(hook.prompt)[:MAX_QUERY_CHARS]
+    query = storable.text(markers.strip(hook.prompt))[:MAX_QUERY_CHARS]
     if not query.strip() or hook.host in adapters.NO_PROMPT_CONTEXT:
         return None  # nothing to search for, or no way to show the model what is found
     items, mode = prompt_context.items_for(engine, scope, query, hook.session_id)
@@ -277,9 +282,9 @@ def _subagent(engine: Engine, scope: Scope, hook: adapters.HookInput) -> None:
         last = transcripts.last_assistant(transcripts.read(hook.agent_transcript_path, sidechain=True))
         text = last.text if last else None
     clean = markers.strip(text or "")
-    if clean:
-        key = (hook.host, hook.session_id, f"subagent:{hook.agent_id or '-'}")
-        _store(engine, scope, key, clean, ("assistant", f"{hook.host}/subagent"), {})
+    key = (hook.host, hook.session_id, f"subagent:{hook.agent_id or '-'}")
+    for part in storable.parts(clean) if clean else ():
+        _store(engine, scope, key, part, ("assistant", f"{hook.host}/subagent"), {})
 
 
 def _checkpoint(engine: Engine, scope: Scope, hook: adapters.HookInput) -> None:

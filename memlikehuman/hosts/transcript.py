@@ -10,7 +10,10 @@ conversation. Codex lines are `{"type": "response_item", "payload": {"type": "me
 
 from __future__ import annotations
 
+import io
 import json
+import os
+import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +21,8 @@ from typing import Any
 
 from ..errors import InvalidArgument
 from . import markers
+
+LIMIT_BYTES = 20_000_000  # the tail of a transcript a hook reads: far more than one turn, never a whole disk
 
 
 @dataclass(frozen=True)
@@ -119,20 +124,43 @@ def _keep(message: Message) -> tuple[str | None, str | None, str | None, int]:
     return message.uuid, message.timestamp, message.session_id, message.line
 
 
-def lines(path: str | Path | None, *, limit_bytes: int = 20_000_000) -> list[str]:
-    """The lines of a transcript file (its last `limit_bytes`); [] when it is missing or unreadable."""
+def lines(path: str | Path | None, *, limit_bytes: int = LIMIT_BYTES) -> list[str]:
+    """The lines of a transcript file (its last `limit_bytes`); [] when it is missing, unreadable or not a
+    regular file.
+
+    A host names the path; whatever it names must not hold the hook: the file is opened without
+    blocking (a FIFO would wait for a writer), and anything but a regular file (a FIFO, /dev/zero,
+    /dev/urandom, a directory) is not read at all.
+    """
     if not path:
         return []
     try:
-        with open(path, encoding="utf-8", errors="replace") as stream:
-            stream.seek(0, 2)
-            size = stream.tell()
-            stream.seek(max(0, size - limit_bytes))
-            if size > limit_bytes:
-                stream.readline()  # a partial first line after seeking
-            return stream.readlines()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    except (OSError, ValueError):
+        return []
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return []
+        start = max(0, info.st_size - limit_bytes)
+        os.lseek(fd, start, os.SEEK_SET)
+        data = _read_at_most(fd, limit_bytes)
     except OSError:
         return []
+    finally:
+        os.close(fd)
+    # As a text file reads (universal newlines): not str.splitlines, which also splits at U+2028 inside JSON.
+    found = io.StringIO(data.decode("utf-8", errors="replace"), newline=None).readlines()
+    return found[1:] if start and found else found  # a partial first line after seeking
+
+
+def _read_at_most(fd: int, limit: int) -> bytes:
+    """What the file holds from here, at most `limit` bytes (a file that grows meanwhile is cut there)."""
+    chunks, left = [], limit
+    while left > 0 and (chunk := os.read(fd, min(left, 1 << 20))):
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
 
 
 def read(path: str | Path | None, *, sidechain: bool = False) -> list[Message]:

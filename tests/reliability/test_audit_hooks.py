@@ -1,0 +1,117 @@
+"""The hooks, audited as a hostile or careless host would call them: a transcript path that never ends,
+a payload that is not what the host documents, and text the tools would refuse.
+
+A hook must answer within its host's timeout with the answer the host expects, and a turn the host
+sent must be stored (changed visibly where it had to be), never dropped without a trace.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from conftest import make_settings
+from hook_support import run_hook
+
+from memlikehuman.engine import Engine
+from memlikehuman.hosts.install import HOOK_TIMEOUT_SECONDS
+from memlikehuman.records import Scope
+
+# Each host's events that read the transcript, and what it expects on stdout from them.
+GO_ON = '{"continue": true}'
+READERS = {
+    "claude-code": (("Stop", ""), ("PreCompact", ""), ("SessionEnd", ""), ("SubagentStop", "")),
+    "codex": (("Stop", ""), ("PreCompact", ""), ("SessionEnd", "")),
+    "cursor": (
+        ("stop", '{"continue": true}'),
+        ("preCompact", '{"continue": true}'),
+        ("sessionEnd", '{"continue": true}'),
+    ),
+    "gemini": (("AfterAgent", "{}"), ("PreCompress", "{}"), ("SessionEnd", "{}")),
+}
+
+
+@pytest.fixture
+def fifo(tmp_path: Path) -> Path:
+    """A named pipe nobody writes to: opening it for reading blocks until a writer comes."""
+    path = tmp_path / "transcript.jsonl"
+    os.mkfifo(path)
+    return path
+
+
+def _run(host: str, payload: dict[str, object] | str, db: Path, project: Path) -> str:
+    """The hook's stdout; a hook that outlives its host's timeout fails the test (subprocess timeout)."""
+    ran = run_hook(host, payload, db, project, timeout=HOOK_TIMEOUT_SECONDS)
+    assert ran.returncode == 0, ran.stderr
+    return ran.stdout.strip()
+
+
+@pytest.mark.parametrize("host", sorted(READERS))
+@pytest.mark.parametrize("kind", ["fifo", "/dev/zero", "/dev/urandom", "directory"])
+def test_a_transcript_that_is_no_regular_file_never_holds_the_hook(
+    host: str, kind: str, fifo: Path, tmp_path: Path, project: Path
+):
+    db = tmp_path / "data" / "memory.sqlite3"
+    path = {"fifo": str(fifo), "directory": str(tmp_path)}.get(kind, kind)
+    for event, expected in READERS[host]:
+        payload = {"session_id": "s1", "conversation_id": "s1", "hook_event_name": event, "cwd": str(project),
+                   "transcript_path": path, "agent_transcript_path": path, "agent_id": "a1"}  # fmt: skip
+        assert _run(host, payload, db, project) == expected, (host, event)
+
+
+@pytest.mark.parametrize(
+    ("host", "expected"), [("claude-code", ""), ("codex", ""), ("cursor", {"continue": True}), ("gemini", {})]
+)
+@pytest.mark.parametrize(
+    "payload",
+    ["{not json", "[1, 2]", '"a string"', json.dumps({"hook_event_name": "NoSuchEvent", "session_id": "s"})],
+    ids=["not-json", "array", "string", "unknown-event"],
+)
+def test_a_malformed_payload_or_an_unknown_event_gets_the_hosts_do_nothing_answer(
+    host: str, expected: object, payload: str, tmp_path: Path, project: Path
+):
+    out = _run(host, payload, tmp_path / "memory.sqlite3", project)
+    assert (json.loads(out) if out else "") == expected
+
+
+def _found(db: Path, word: str) -> list[str]:
+    """The texts of the events a fast recall of `word` finds (no cwd in the payloads: the default scope)."""
+    with Engine(make_settings(db)) as engine:
+        return [hit.event.text for hit in engine.recall(Scope(), word, limit=5).raw_fallback]
+
+
+def _prompt(session: str, text: str) -> dict[str, str]:
+    return {"session_id": session, "hook_event_name": "UserPromptSubmit", "prompt": text}
+
+
+def test_a_prompt_over_the_limit_is_stored_in_parts_each_findable(tmp_path: Path, project: Path):
+    db = tmp_path / "memory.sqlite3"
+    text = "zucchinifirst " + "filler words here " * 15_000 + "kohlrabilast"  # 270,000 characters
+    _run("claude-code", _prompt("s1", text), db, project)
+    first, last = _found(db, "zucchinifirst"), _found(db, "kohlrabilast")
+    assert first and last
+    assert first[0].startswith("[part 1 of 2 of one 270,026-character message]")
+    assert last[0].startswith("[part 2 of 2 of one 270,026-character message]")
+
+
+def test_a_prompt_with_a_lone_surrogate_is_stored_with_a_replacement_character(tmp_path: Path, project: Path):
+    db = tmp_path / "memory.sqlite3"
+    raw = '{"session_id": "s1", "hook_event_name": "UserPromptSubmit", "prompt": "broken emoji \\ud83d in marzipan"}'
+    _run("claude-code", raw, db, project)
+    assert _found(db, "marzipan") == ["broken emoji \ufffd in marzipan"]
+
+
+@pytest.mark.parametrize("session", ["x" * 300, "tab\there", "nul\x00id"], ids=["long", "tab", "nul"])
+def test_a_prompt_in_a_session_with_an_odd_id_is_stored_under_a_readable_key(
+    session: str, tmp_path: Path, project: Path
+):
+    db = tmp_path / "memory.sqlite3"
+    _run("claude-code", _prompt(session, "the quince orchard opens at nine"), db, project)
+    with Engine(make_settings(db)) as engine:
+        hits = engine.recall(Scope(), "quince", limit=5).raw_fallback
+    assert [hit.event.text for hit in hits] == ["the quince orchard opens at nine"]
+    stored = hits[0].event.session_id
+    assert stored.startswith(session.replace("\t", "?").replace("\x00", "?")[:80]) and "~" in stored
+    assert len(stored) <= 128
