@@ -23,6 +23,7 @@ KEYS = (
     "MEMLIKEHUMAN_EXTRACTOR_BASE_URL",
     "MEMLIKEHUMAN_EXTRACTOR_API_KEY",
     "MEMLIKEHUMAN_EXTRACTOR_COMMAND",
+    "MEMLIKEHUMAN_EXTRACTOR_ENV",
     "MEMLIKEHUMAN_EMBEDDER",
     "MEMLIKEHUMAN_EMBEDDER_MODEL",
     "MEMLIKEHUMAN_EMBEDDER_BASE_URL",
@@ -66,6 +67,9 @@ class Settings:
     # environment it runs in (this process's, read here like every other setting)
     extractor_command: str | None = None
     extractor_env: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+    # names of further environment variables the command gets (MEMLIKEHUMAN_EXTRACTOR_ENV; a name
+    # ending in "_" is a prefix): the command gets only an allow-list of the environment
+    extractor_env_names: tuple[str, ...] = ()
     # set in the environment of an extraction command's run: hooks then record nothing
     extracting: bool = False
     embedder: str = "local"
@@ -217,6 +221,7 @@ def load(db: str | Path | None = None, env: Mapping[str, str] | None = None) -> 
         extractor_api_key=values.get("MEMLIKEHUMAN_EXTRACTOR_API_KEY") or env.get("OPENAI_API_KEY") or None,
         extractor_command=values.get("MEMLIKEHUMAN_EXTRACTOR_COMMAND") or None,
         extractor_env=tuple(env.items()) if extractor == "command" else (),
+        extractor_env_names=_names(values.get("MEMLIKEHUMAN_EXTRACTOR_ENV")),
         extracting=extracting,
         embedder=embedder,
         embedder_model=values.get("MEMLIKEHUMAN_EMBEDDER_MODEL") or None,
@@ -239,6 +244,11 @@ def load(db: str | Path | None = None, env: Mapping[str, str] | None = None) -> 
         inject_search=_choice(values, "MEMLIKEHUMAN_INJECT_SEARCH", INJECT_SEARCHES),
         inject_wait=_number(values, "MEMLIKEHUMAN_INJECT_WAIT", 0.5, 0),
     )
+
+
+def _names(raw: str | None) -> tuple[str, ...]:
+    """A comma-separated list of names (environment variables), without blanks."""
+    return tuple(name.strip() for name in (raw or "").split(",") if name.strip())
 
 
 def _choice(values: Mapping[str, str], key: str, allowed: tuple[str, ...]) -> str:

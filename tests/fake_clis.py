@@ -16,7 +16,8 @@ import json, os, re, sys, time
 prompt = sys.stdin.read()
 with open(os.path.join(os.path.dirname(__file__), "runs.jsonl"), "a") as log:
     names = ("MEMLIKEHUMAN_EXTRACTING", "OPENAI_API_KEY", "MEMLIKEHUMAN_EXTRACTOR_API_KEY", "MEMLIKEHUMAN_DB",
-             "PGPASSWORD", "CLAUDECODE", "KEPT_VARIABLE")
+             "PGPASSWORD", "CLAUDECODE", "KEPT_VARIABLE", "GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "DATABASE_URL",
+             "ANTHROPIC_API_KEY", "AWS_REGION")
     seen = {k: os.environ.get(k) for k in names}
     record = {"argv": sys.argv[1:], "env": seen, "prompt_chars": len(prompt), "pid": os.getpid(), "cwd": os.getcwd()}
     log.write(json.dumps(record) + "\n")
@@ -79,6 +80,16 @@ sys.exit(1)''',
 sys.stderr.write(json.dumps({"session_id": "45b9d917", "error": {"type": "FatalAuthenticationError",
     "message": "Please set an Auth method", "code": 41}}, indent=2) + "\n"); sys.exit(41)''',
     "hang": "time.sleep(3600)",
+    # prints far more than any answer, on stdout or stderr, in 1 MB writes
+    "flood": 'block = b"x" * 2**20\nfor _ in range(300): sys.stdout.buffer.write(block)',
+    "flood-stderr": 'block = b"x" * 2**20\nfor _ in range(300): sys.stderr.buffer.write(block)',
+    # leaves a grandchild in a session of its own (out of the process group), noted in grandchild.pid, then hangs
+    "escape": r'''import subprocess
+code = "import os, time; os.setsid(); time.sleep(600)"
+child = subprocess.Popen([sys.executable, "-c", code])
+with open(os.path.join(os.path.dirname(__file__), "grandchild.pid"), "w") as note:
+    note.write(str(child.pid))
+time.sleep(3600)''',
 }
 
 

@@ -7,14 +7,18 @@ their npm packages and run against a local endpoint; docs/hosts.md). The prompt 
 command's standard input (Claude Code takes the system message as ``--system-prompt``), the reply
 is read from its standard output, and the JSON envelope the CLI wraps it in is taken off
 (``reply_text``); extract.parse_answer then strips code fences. One run is bounded by
-``MEMLIKEHUMAN_TIMEOUT``: past it the command's process group is killed.
+``MEMLIKEHUMAN_TIMEOUT`` and by caps on its output, read as it comes (providers/run.py): past either,
+the whole process tree the command started is killed.
 
 What a run gets: an empty working directory of its own (no project files, CLAUDE.md or workspace
-settings of the project are read), the environment this server was given, less the keys of our own
-providers (``MEMLIKEHUMAN_*_API_KEY``, ``OPENAI_API_KEY``: a CLI logs in on its own), plus
-``MEMLIKEHUMAN_EXTRACTING=1``: every ``memlikehuman`` that the CLI might start (its hooks, or our MCP
-server where a preset could not keep MCP servers off) records nothing and extracts nothing, so the
-extraction prompt is never recorded as the user's and no run starts another.
+settings of the project are read) and an environment made from an allow-list, not from everything
+this server was given: the basics every program needs (``PASSED``: PATH, HOME, LANG, proxies, ...),
+what the preset's CLI reads (``Preset.passes``: its own key, base URL and config directory), the
+names the user lists in ``MEMLIKEHUMAN_EXTRACTOR_ENV``, and ``MEMLIKEHUMAN_EXTRACTING=1``: every
+``memlikehuman`` that the CLI might start (its hooks, or our MCP server where a preset could not keep
+MCP servers off) records nothing and extracts nothing, so the extraction prompt is never recorded
+as the user's and no run starts another. Anything else (a GITHUB_TOKEN, cloud keys, the archive's
+DATABASE_URL) stays with this process.
 
 Errors: a command that cannot be started raises ``Unavailable`` (pending until the configuration is
 fixed); a timeout, a non-zero exit or an envelope that says it failed raise ``Transient`` (the
@@ -27,7 +31,6 @@ import json
 import os
 import shlex
 import shutil
-import signal
 import subprocess
 import tempfile
 from collections.abc import Mapping
@@ -35,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidArgument, Transient, Unavailable
+from . import run
 from .base import Extractor
 
 
@@ -45,6 +49,8 @@ class Preset:
     env: tuple[tuple[str, str], ...] = ()
     # what a run leaves under HOME that holds the prompt, removed after it ({dir}: the run's directory name)
     leaves: tuple[str, ...] = ()
+    # environment variables the CLI reads, passed on besides PASSED (a name ending in "_" is a prefix)
+    passes: tuple[str, ...] = ()
 
 
 PRESETS: dict[str, Preset] = {
@@ -53,32 +59,82 @@ PRESETS: dict[str, Preset] = {
     # when the envelope says is_error. An API error is retried 9 times by default: once is enough here.
     # --name: a session with a name gets no second request for a title (which would send the prompt again).
     "claude-code": Preset(
-        ("claude", "-p", "--output-format", "json", "--safe-mode", "--tools", "", "--no-session-persistence",
-         "--name", "memlikehuman-extract"),
+        (
+            "claude",
+            "-p",
+            "--output-format",
+            "json",
+            "--safe-mode",
+            "--tools",
+            "",
+            "--no-session-persistence",
+            "--name",
+            "memlikehuman-extract",
+        ),
         system_flag="--system-prompt",
         env=(("CLAUDE_CODE_MAX_RETRIES", "1"),),
-    ),
+        passes=(
+            "ANTHROPIC_",
+            "CLAUDE_CONFIG_DIR",
+            "CLAUDE_CODE_USE_BEDROCK",
+            "CLAUDE_CODE_USE_VERTEX",
+            "DISABLE_TELEMETRY",
+            "DISABLE_ERROR_REPORTING",
+            "DISABLE_AUTOUPDATER",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC",
+        ),
+    ),  # fmt: skip
     # --ignore-user-config: no MCP servers of ~/.codex/config.toml (the login in CODEX_HOME stays; so
     # does the default model: -m MODEL in a command line of your own picks one); --disable hooks: no
     # hooks.json; --ephemeral: no session files; stdout: JSON Lines of events.
     "codex": Preset(
-        ("codex", "exec", "--json", "--ephemeral", "--ignore-user-config", "--disable", "hooks",
-         "--skip-git-repo-check", "--sandbox", "read-only", "-"),
+        (
+            "codex",
+            "exec",
+            "--json",
+            "--ephemeral",
+            "--ignore-user-config",
+            "--disable",
+            "hooks",
+            "--skip-git-repo-check",
+            "--sandbox",
+            "read-only",
+            "-",
+        ),
+        passes=("CODEX_",),
     ),  # fmt: skip
     # -p "": headless, the prompt being stdin; no extensions; an allow-list that names no MCP server;
     # --skip-trust: the empty working directory needs no trust prompt. Gemini has no flag against its
     # hooks: MEMLIKEHUMAN_EXTRACTING keeps ours quiet. It saves every chat (the whole prompt) under
     # ~/.gemini/tmp/<directory name>, with no setting against it: removed after the run.
     "gemini": Preset(
-        ("gemini", "-p", "", "--output-format", "json", "--extensions", "none", "--allowed-mcp-server-names",
-         "__none__", "--approval-mode", "plan", "--skip-trust"),
+        (
+            "gemini",
+            "-p",
+            "",
+            "--output-format",
+            "json",
+            "--extensions",
+            "none",
+            "--allowed-mcp-server-names",
+            "__none__",
+            "--approval-mode",
+            "plan",
+            "--skip-trust",
+        ),
         leaves=(".gemini/tmp/{dir}", ".gemini/history/{dir}"),
+        passes=("GEMINI_", "GOOGLE_"),
     ),  # fmt: skip
 }
 EXTRACTING = "MEMLIKEHUMAN_EXTRACTING"
-_OWN_SECRETS = ("OPENAI_API_KEY", "CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CODE_SSE_PORT")
-_NOT_PASSED = ("MEMLIKEHUMAN_", "PG")
-MAX_OUTPUT = 4_000_000  # bytes of stdout kept; an extraction answer is a few kB
+# What every run gets (a name ending in "_" is a prefix): where programs and home are, the locale, the
+# terminal, the user's directories, proxies and certificates; no key, token or URL with a password.
+PASSED = (
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "LC_", "TZ", "TMPDIR", "TERM",
+    "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR",
+    "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "no_proxy", "all_proxy",
+    "SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_EXTRA_CA_CERTS",
+)  # fmt: skip
 
 
 def parse_command(value: str | None) -> tuple[Preset, str]:
@@ -101,12 +157,14 @@ def parse_command(value: str | None) -> tuple[Preset, str]:
     return Preset(argv), os.path.basename(argv[0])
 
 
-def child_environment(env: Mapping[str, str], extra: tuple[tuple[str, str], ...] = ()) -> dict[str, str]:
-    """The command's environment: ours less our own settings and secrets (our providers' keys, the
-    archive's URL with its password, libpq's variables) and less the markers of the Claude Code session
-    we may run in (a `claude -p` that sees them refuses to nest), with the preset's and the guard."""
-    kept = {k: v for k, v in env.items() if not k.startswith(_NOT_PASSED) and k not in _OWN_SECRETS}
-    return {**kept, **dict(extra), EXTRACTING: "1"}
+def child_environment(
+    env: Mapping[str, str], preset: Preset = Preset(("",)), named: tuple[str, ...] = ()
+) -> dict[str, str]:
+    """The command's environment: of `env`, only what PASSED, the preset's `passes` and the user's
+    `named` list allow (MEMLIKEHUMAN_EXTRACTOR_ENV), then the preset's own values and the guard."""
+    allowed = (*PASSED, *preset.passes, *named)
+    kept = {k: v for k, v in env.items() if any(k == a or (a.endswith("_") and k.startswith(a)) for a in allowed)}
+    return {**kept, **dict(preset.env), EXTRACTING: "1"}
 
 
 class CommandExtractor(Extractor):
@@ -114,9 +172,11 @@ class CommandExtractor(Extractor):
 
     needs_network = False  # the command may use one; this process opens no connection
 
-    def __init__(self, preset: Preset, label: str, timeout: float, env: Mapping[str, str]) -> None:
+    def __init__(
+        self, preset: Preset, label: str, timeout: float, env: Mapping[str, str], named: tuple[str, ...] = ()
+    ) -> None:
         self.preset, self.timeout = preset, timeout
-        self.env = child_environment(env, preset.env)
+        self.env = child_environment(env, preset, named)
         self._running: set[subprocess.Popen[bytes]] = set()  # killed by close()
         self.model_id = f"command:{shlex.join(preset.argv)}"
         self.label = f"command:{label}"
@@ -137,7 +197,7 @@ class CommandExtractor(Extractor):
     def close(self) -> None:
         """Kill the runs still going (the server stops): the CLI would go on, and cost, without us."""
         for process in list(self._running):
-            _kill(process)
+            run.kill(process)
 
     def _clean(self, run_dir: str) -> None:
         home = self.env.get("HOME")
@@ -147,16 +207,13 @@ class CommandExtractor(Extractor):
             shutil.rmtree(os.path.join(home, template.format(dir=run_dir)), ignore_errors=True)
 
     def _run(self, argv: tuple[str, ...], name: str, prompt: str, where: str) -> str:
-        try:
-            process = subprocess.Popen(
-                argv,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                cwd=where,
-                env=self.env,
-                start_new_session=True,  # its own process group: a timeout kills what it started too
+        if shutil.which(name, path=self.env.get("PATH")) is None:
+            raise Unavailable(
+                f"the extraction command {name!r} cannot be started (not found on PATH):"
+                " install it or fix MEMLIKEHUMAN_EXTRACTOR_COMMAND"
             )
+        try:
+            process = run.start(argv, self.env, where)
         except OSError as exc:
             raise Unavailable(
                 f"the extraction command {name!r} cannot be started ({exc.strerror or exc}):"
@@ -164,20 +221,22 @@ class CommandExtractor(Extractor):
             ) from None
         self._running.add(process)
         try:
-            out, err = process.communicate(prompt.encode("utf-8"), timeout=self.timeout)
+            done = run.exchange(process, prompt.encode("utf-8"), self.timeout)
         except subprocess.TimeoutExpired:
-            _kill(process)
             raise Transient(
                 f"the extraction command {name!r} did not answer within {self.timeout:g} s"
                 " (MEMLIKEHUMAN_TIMEOUT): raise the timeout or batch fewer events"
             ) from None
+        except run.TooMuchOutput as exc:
+            raise Transient(
+                f"the extraction command {name!r} printed more than {exc.cap:,} bytes on {exc.stream}: it was"
+                " stopped; check MEMLIKEHUMAN_EXTRACTOR_COMMAND (an answer is a few kB)"
+            ) from None
         finally:
             self._running.discard(process)
-        text = out[:MAX_OUTPUT].decode("utf-8", "replace")
-        if process.returncode != 0:
-            raise Transient(
-                f"the extraction command {name!r} exited with {process.returncode}: {_why(text, err)}"
-            )
+        text = done.stdout.decode("utf-8", "replace")
+        if done.returncode != 0:
+            raise Transient(f"the extraction command {name!r} exited with {done.returncode}: {_why(text, done.stderr)}")
         return reply_text(text)
 
 
@@ -193,21 +252,6 @@ def _why(stdout: str, stderr: bytes) -> str:
             return exc.message.removeprefix("the host CLI reported an error: ")
     lines = [line for line in errors.splitlines() if line.strip()]
     return _short(lines[-1]) if lines else _short(stdout)
-
-
-def _kill(process: subprocess.Popen[bytes]) -> None:
-    """Kill the run's process group; a grandchild that left it and holds the pipes is not waited for."""
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        process.kill()
-    try:
-        process.communicate(timeout=5)
-    except subprocess.TimeoutExpired:
-        for pipe in (process.stdin, process.stdout, process.stderr):
-            if pipe is not None:
-                pipe.close()
-        process.wait()
 
 
 def reply_text(stdout: str) -> str:

@@ -22,5 +22,6 @@ def build_extractor(settings: Settings) -> Extractor | None:
         from .command import CommandExtractor, parse_command
 
         preset, label = parse_command(settings.extractor_command)
-        return CommandExtractor(preset, label, settings.timeout, dict(settings.extractor_env))
+        env = dict(settings.extractor_env)
+        return CommandExtractor(preset, label, settings.timeout, env, settings.extractor_env_names)
     return None
