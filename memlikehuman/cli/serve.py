@@ -40,6 +40,7 @@ def serve(ctx: click.Context, db: str | None) -> None:
         " waiting for an MCP host on stdio (Ctrl-C to stop)",
         err=True,
     )
+    server.stopping.install()  # SIGINT and SIGTERM: the socket removed, the archive closed, exit (server/app.py)
     with contextlib.suppress(KeyboardInterrupt):
         server.run("stdio")
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import inspect
 import logging
+import os
+import signal
 import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -121,11 +123,54 @@ def nullable_optionals(schema: dict[str, Any]) -> None:
             prop["description"] = prop.get("description", key.replace("_", " ")) + " (null: the default)"
 
 
+class Stopping:
+    """What a stop signal undoes before the process exits: the hooks' socket, then the open archive.
+
+    The host ends a stdio server with SIGINT, then SIGTERM (Claude Code: 100 ms later). The SDK's
+    stdin reader is a thread blocked in read(), so the event loop cannot wind down while the host keeps
+    the pipe open: the handler runs these steps (in reverse order of `add`, for at most
+    STOP_SECONDS, in a thread of their own since a tool call may hold the archive) and exits at once.
+    Everything committed is durable before that (SQLite and PostgreSQL commit synchronously).
+    """
+
+    STOP_SECONDS = 0.8
+
+    def __init__(self) -> None:
+        self._steps: list[Callable[[], None]] = []
+
+    def add(self, step: Callable[[], None]) -> None:
+        self._steps.append(step)
+
+    def discard(self, step: Callable[[], None]) -> None:
+        if step in self._steps:
+            self._steps.remove(step)
+
+    def install(self) -> None:
+        """Handle SIGINT and SIGTERM (main thread only)."""
+        for number in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(number, self._on_signal)
+
+    def _on_signal(self, number: int, frame: Any) -> None:
+        def run_steps() -> None:
+            for step in reversed(list(self._steps)):
+                try:
+                    step()
+                except Exception:  # a step that fails must not keep the next from running
+                    log.exception("stopping: a clean-up step failed")
+
+        worker = threading.Thread(target=run_steps, name="memlikehuman-stop", daemon=True)
+        worker.start()
+        worker.join(self.STOP_SECONDS)
+        os._exit(0)  # stopped as asked: the host ends its servers this way
+
+
 class MemoryMCPServer(MCPServer[Any]):
     """MCPServer whose argument-validation failures carry the invalid_argument code."""
 
     #: persona_id/project_id for tool calls that name none (set from the settings by build_server)
     default_scope: dict[str, str] = {}
+    #: what a stop signal undoes (serve installs it; the lifespan adds its steps)
+    stopping: Stopping = Stopping()
 
     def tool(  # type: ignore[override]
         self, name: str | None = None, title: str | None = None, description: str | None = None, **kwargs: Any
@@ -234,9 +279,14 @@ def make_server(settings: Settings) -> tuple[MemoryMCPServer, Holder]:
         engine.start_extraction()  # events left pending by an earlier run are extracted again
         log.info("archive open: %s (schema %d)", settings.archive_label, engine.schema_version)
         listener = _hook_listener(engine)
+        steps = [engine.close, *([listener.close] if listener is not None else [])]
+        for step in steps:
+            server.stopping.add(step)
         try:
             yield {"engine": engine}
         finally:
+            for step in steps:
+                server.stopping.discard(step)
             if listener is not None:
                 listener.close()
             holder._engine = None
@@ -246,4 +296,5 @@ def make_server(settings: Settings) -> tuple[MemoryMCPServer, Holder]:
         name="memlikehuman", version=__version__, instructions=INSTRUCTIONS, lifespan=lifespan, middleware=middleware
     )
     server.default_scope = {"persona_id": settings.persona_id, "project_id": settings.project_id}
+    server.stopping = Stopping()
     return server, holder

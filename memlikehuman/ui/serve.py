@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import html
 import os
+import signal
 import socket
 import sys
 import threading
 import webbrowser
+from pathlib import Path
+from typing import Any
 
 import uvicorn
 
+from .. import files
 from ..engine import Engine
 from .app import build_app
 from .security import Secrets
@@ -42,16 +47,49 @@ def open_in_browser(url: str) -> None:
         print("memlikehuman: could not start a browser: open the URL above in one", file=sys.stderr)
 
 
+def launcher(url: str, port: int) -> Path | None:
+    """A page only this user can read that sends the browser on to `url`; None without a private directory.
+
+    The browser is started with this file's path, never with the URL: a command line is visible to
+    every local user (`ps`), and the URL holds the token. The way Jupyter opens its notebooks."""
+    directory = files.runtime_dir()
+    if directory is None:
+        return None
+    path = directory / f"ui-{port}-{os.getpid()}.html"
+    target = html.escape(url, quote=True)
+    files.write_private(
+        path,
+        f'<!doctype html><meta charset="utf-8"><meta http-equiv="refresh" content="0;url={target}">'
+        f'<title>MemLikeHuman</title><p><a href="{target}">Open the MemLikeHuman memory browser</a></p>\n',
+    )
+    return path
+
+
 def run(engine: Engine, sock: socket.socket, *, open_browser: bool) -> None:
-    """Print the URL as the first line of stdout, optionally open it, and serve until Ctrl-C."""
+    """Print the URL as the first line of stdout, optionally open it (through a private launcher file),
+    and serve until Ctrl-C."""
     keys = Secrets(port=int(sock.getsockname()[1]))
     app = build_app(engine, keys)
     print(keys.url, flush=True)
     print(
         f"memlikehuman: the UI of {engine.settings.archive_label} is at {keys.url} (Ctrl-C stops it)", file=sys.stderr
     )
-    if open_browser:
-        threading.Thread(target=open_in_browser, args=(keys.url,), daemon=True).start()
+    page = launcher(keys.url, keys.port) if open_browser else None
+    if open_browser and page is None:
+        print("memlikehuman: no private directory for the browser's start page: open the URL above", file=sys.stderr)
+    # uvicorn stops on SIGTERM, then raises it again with the handler it found: exit through `finally`.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+    try:
+        if page is not None:
+            threading.Thread(target=open_in_browser, args=(page.as_uri(),), daemon=True).start()
+        _serve(app, sock)
+    finally:
+        if page is not None:
+            page.unlink(missing_ok=True)
+
+
+def _serve(app: Any, sock: socket.socket) -> None:
+    """Serve the app on the bound socket until Ctrl-C."""
     config = uvicorn.Config(
         app,
         log_config=None,  # uvicorn's default config logs access lines to stdout

@@ -13,9 +13,12 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+import pytest
 from channel_support import OTHER, Dirs, as_root, dirs, path_of, path_of_started, serve, stale_socket
+from conftest import BASE_ENV
 
 from memlikehuman.hosts.channel import MAX_CONNECTIONS, REST_SECONDS, Listener, archive_key, ask, runtime_dir
 
@@ -129,3 +132,23 @@ def test_a_directory_another_user_made_in_tmp_first_does_not_turn_the_channel_of
         assert os.listdir(planted) == []
     finally:
         listener.close()
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_serve_stops_on_the_hosts_signal_and_removes_its_socket(dirs: Dirs, tmp_path: Path, stop: int) -> None:
+    # Claude Code ends its MCP servers with SIGINT, then SIGTERM 100 ms later, with stdin still open.
+    env = {**os.environ, **BASE_ENV, "MEMLIKEHUMAN_EMBEDDER": "local", "XDG_RUNTIME_DIR": str(dirs.xdg)}
+    command = [sys.executable, "-m", "memlikehuman", "serve", "--db", str(tmp_path / "m.sqlite3")]
+    with subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+    ) as served:
+        try:
+            deadline = time.monotonic() + 60
+            while not list((dirs.xdg / "memlikehuman").glob("*.sock")):  # listening once warm
+                assert served.poll() is None and time.monotonic() < deadline, "no socket appeared"
+                time.sleep(0.05)
+            served.send_signal(stop)
+            assert served.wait(timeout=10) == 0
+        finally:
+            served.kill()
+    assert list((dirs.xdg / "memlikehuman").iterdir()) == []

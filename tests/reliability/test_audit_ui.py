@@ -1,0 +1,83 @@
+"""The memory browser, audited as another local user would try it: what its command lines show.
+
+`memlikehuman ui` opens the browser. Every local user can read every process's command line (`ps`),
+so whatever the browser is started with must not open the UI for anyone else: the browser gets the
+path of a page only the user can read, which sends it on to the URL with the token.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from conftest import BASE_ENV, make_settings
+from ui_support import UI, URL_RE
+
+from memlikehuman.engine import Engine
+
+RECORDER = """#!{python}
+import json, sys
+with open({log!r}, "a") as log:
+    log.write(json.dumps(sys.argv) + "\\n")
+"""
+
+
+def _browser(tmp_path: Path) -> tuple[Path, Path]:
+    """A BROWSER that records the command line it was started with (one JSON list per start)."""
+    log = tmp_path / "browser-argv.jsonl"
+    script = tmp_path / "browser"
+    script.write_text(RECORDER.format(python=sys.executable, log=str(log)))
+    script.chmod(0o755)
+    return script, log
+
+
+def _argv_of_browser(log: Path, process: subprocess.Popen[str]) -> list[str]:
+    deadline = time.monotonic() + 30
+    while not log.exists():
+        assert process.poll() is None and time.monotonic() < deadline, "the browser was never started"
+        time.sleep(0.05)
+    return json.loads(log.read_text().splitlines()[0])
+
+
+def test_the_browser_command_line_holds_no_token_and_nothing_in_it_opens_the_ui(tmp_path: Path):
+    db = tmp_path / "memory.sqlite3"
+    Engine(make_settings(db)).close()
+    script, log = _browser(tmp_path)
+    runtime = tmp_path / "run"
+    runtime.mkdir(mode=0o700)
+    env = {**os.environ, **BASE_ENV, "BROWSER": str(script), "DISPLAY": ":99", "XDG_RUNTIME_DIR": str(runtime)}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "memlikehuman", "ui", "--db", str(db)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert process.stdout is not None
+        url = process.stdout.readline().strip()
+        match = URL_RE.fullmatch(url)
+        assert match, url
+        ui = UI(process, url, int(match.group(1)), match.group(2))
+        argv = _argv_of_browser(log, process)
+        assert all(ui.token not in arg for arg in argv)
+        # What another client can do with each argument: fetch it as a path of the UI, or as a URL.
+        for arg in argv[1:]:
+            path = urlsplit(arg).path or "/"
+            assert ui.request("GET", path).status == 401
+            assert ui.request("GET", "/?" + (urlsplit(arg).query or arg)).status == 401
+        # The page the browser opens is the user's alone, and it leads to the UI.
+        (page,) = [Path(urlsplit(arg).path) for arg in argv[1:] if arg.startswith("file://")]
+        assert stat.S_IMODE(page.stat().st_mode) == 0o600 and stat.S_IMODE(page.parent.stat().st_mode) == 0o700
+        assert url.replace("&", "&amp;") in page.read_text()
+        assert ui.login().status == 303  # the URL itself works (for the user, who reads it on stdout)
+    finally:
+        process.terminate()
+        process.communicate(timeout=30)
+    assert not page.exists()  # removed when the UI stops
