@@ -92,6 +92,11 @@ def test_session_start_gives_the_resume_context_and_says_the_hooks_record(db: Ar
     assert "do not call memory_record" in text
 
 
+def test_session_start_on_an_empty_archive_injects_nothing(db: Archive, project: Path) -> None:
+    ran = run_hook("claude-code", payload("SessionStart", project, session_id="s1"), db, project)
+    assert (ran.returncode, ran.stdout) == (0, "")
+
+
 def test_session_start_context_stays_under_ten_thousand_characters(db: Archive, project: Path) -> None:
     for number in range(40):
         prompt = f"note {number}: " + "lorem ipsum dolor sit amet " * 60

@@ -78,14 +78,40 @@ def test_a_raw_stdio_session_writes_only_json_rpc_to_stdout(db_path: Path):
     assert by_id[7]["error"]["message"].startswith("invalid_argument: params.arguments must be a JSON object")
     assert by_id[8]["error"]["message"].startswith("invalid_argument: params.name must be")
     assert "Traceback" not in "".join(lines)
-    assert "waiting for an MCP host on stdio" in stderr
-    assert str(db_path) in stderr
+    # A host keeps stderr as an error log: no start-up lines when no person watches (stderr is a pipe here).
+    assert stderr == ""
+
+
+def test_serve_says_where_it_stands_on_stderr_with_verbose(db_path: Path):
+    served = subprocess.run(
+        [sys.executable, "-m", "memlikehuman", "-v", "serve", "--db", str(db_path)],
+        input="",
+        capture_output=True,
+        text=True,
+        env={**os.environ, **BASE_ENV},
+        timeout=60,
+        check=False,
+    )
+    assert served.returncode == 0 and served.stdout == ""
+    assert "waiting for an MCP host on stdio" in served.stderr and str(db_path) in served.stderr
 
 
 def test_every_tool_advertises_an_output_schema(stdio_client):
     tools = stdio_client.list_tools().tools
     assert {"memory_record", "memory_read"} <= {t.name for t in tools}
     assert all(t.output_schema for t in tools)
+
+
+def test_every_tool_says_what_it_does_to_the_archive_for_hosts_that_gate_tools_by_it(stdio_client):
+    # Codex runs a tool marked read-only without asking and refuses unmarked ones in `exec` (docs/hosts.md).
+    hints = {t.name: t.annotations for t in stdio_client.list_tools().tools}
+    reading = {"memory_recall", "memory_read", "session_resume"}
+    assert all(hints[name] is not None and hints[name].read_only_hint for name in reading)
+    writing = set(hints) - reading
+    assert writing == {"memory_record", "session_checkpoint", "memory_correct", "memory_forget"}
+    assert all(hints[name].read_only_hint is False and hints[name].open_world_hint is False for name in writing)
+    assert {name for name in writing if hints[name].destructive_hint} == {"memory_correct", "memory_forget"}
+    assert hints["memory_record"].idempotent_hint and hints["session_checkpoint"].idempotent_hint
 
 
 def test_recorded_events_survive_a_server_restart(db_path: Path):

@@ -53,7 +53,7 @@ def main(ctx: click.Context, db: str | None, verbose: bool) -> None:
 
     `memlikehuman serve` is the command an MCP host runs. The others look after the archive.
     """
-    ctx.obj = {"db": db}
+    ctx.obj = {"db": db, "verbose": verbose}
     logging.basicConfig(
         stream=sys.stderr,
         level=logging.DEBUG if verbose else logging.INFO,

@@ -189,7 +189,7 @@ def record_tool(engine: Engine, scope: Scope, host: str, session_id: str, call: 
 # -- steps ---------------------------------------------------------------------------------------
 
 
-def _start(engine: Engine, scope: Scope, hook: adapters.HookInput) -> str:
+def _start(engine: Engine, scope: Scope, hook: adapters.HookInput) -> str | None:
     first: list[str] = []
     session = None
     if hook.source == "compact":
@@ -204,6 +204,8 @@ def _start(engine: Engine, scope: Scope, hook: adapters.HookInput) -> str:
     if room < MIN_RESUME_CHARS:
         return markers.wrap(head)[:MAX_CONTEXT_CHARS]
     resumed = engine.resume(scope, token_budget=room, session_id=session, count_bytes=True)
+    if not first and not any(c.included for c in resumed.components if c.name != "framing"):
+        return None  # nothing remembered in this scope yet: no framing around nothing
     return markers.wrap(f"{head}\n\n{resumed.context}")[:MAX_CONTEXT_CHARS]
 
 

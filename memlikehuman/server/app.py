@@ -15,7 +15,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError, UnexpectedToolError
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
-from mcp.types import INTERNAL_ERROR, INVALID_PARAMS
+from mcp.types import INTERNAL_ERROR, INVALID_PARAMS, ToolAnnotations
 from pydantic import ValidationError
 
 from .. import __version__
@@ -123,6 +123,25 @@ def nullable_optionals(schema: dict[str, Any]) -> None:
             prop["description"] = prop.get("description", key.replace("_", " ")) + " (null: the default)"
 
 
+def _hints(*, read_only: bool, destructive: bool = False, idempotent: bool = False) -> ToolAnnotations:
+    return ToolAnnotations(
+        read_only_hint=read_only, destructive_hint=destructive, idempotent_hint=idempotent, open_world_hint=False
+    )
+
+
+# What each tool does to the archive, for hosts that gate tool calls by it (Codex runs a read-only tool
+# without asking; a destructive one is confirmed). None reaches beyond this machine's archive on its own.
+ANNOTATIONS = {
+    "memory_recall": _hints(read_only=True, idempotent=True),
+    "memory_read": _hints(read_only=True, idempotent=True),
+    "session_resume": _hints(read_only=True, idempotent=True),
+    "memory_record": _hints(read_only=False, idempotent=True),  # the same event again is a duplicate
+    "session_checkpoint": _hints(read_only=False, idempotent=True),
+    "memory_correct": _hints(read_only=False, destructive=True),
+    "memory_forget": _hints(read_only=False, destructive=True, idempotent=True),
+}
+
+
 class Stopping:
     """What a stop signal undoes before the process exits: the hooks' socket, then the open archive.
 
@@ -179,6 +198,7 @@ class MemoryMCPServer(MCPServer[Any]):
 
         def decorate(fn: Callable[..., Any]) -> Any:
             text = description or inspect.cleandoc(fn.__doc__ or "")
+            kwargs.setdefault("annotations", ANNOTATIONS.get(name or fn.__name__))
             registered = MCPServer.tool(self, name=name, title=title, description=text, **kwargs)(fn)
             tool = self._tool_manager.get_tool(name or fn.__name__)
             if tool is not None:

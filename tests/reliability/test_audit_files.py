@@ -99,3 +99,46 @@ def test_an_archive_readable_by_others_is_tightened_when_opened_and_says_so(tmp_
     assert "owner-only" in done.stderr and str(db) in done.stderr
     again = subprocess.run([str(SCRIPT), "--db", str(db), "stats"], capture_output=True, text=True, check=False)
     assert "owner-only" not in again.stderr  # said once, when it changed something
+
+
+def test_nothing_of_ours_or_of_our_libraries_writes_into_home_outside_our_own_directories(tmp_path: Path):
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "MEMLIKEHUMAN_", "ORT_"))}
+    env.update(HOME=str(home), MEMLIKEHUMAN_CONFIG="/nonexistent", MEMLIKEHUMAN_EMBEDDER="local")
+    # The server with the local embedder (onnxruntime), a record, a semantic recall; then a hook.
+    calls = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "memory_record", "arguments": {
+            "event_id": "e1", "text": "the boat is moored in Aarhus", "role": "user", "source": "t"}}},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "memory_recall", "arguments": {
+            "query": "where is the boat", "search_mode": "deep"}}},
+    ]  # fmt: skip
+    pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+    with subprocess.Popen([str(SCRIPT), "serve"], text=True, env=env, **pipes) as served:
+        assert served.stdin is not None and served.stdout is not None
+        served.stdin.write("".join(json.dumps(call) + "\n" for call in calls))
+        served.stdin.flush()
+        answers = [json.loads(served.stdout.readline()) for _ in range(3)]  # stdin stays open until they came
+        served.stdin.close()
+        assert served.wait(timeout=60) == 0
+    assert [a["id"] for a in answers] == [1, 2, 3] and not answers[2]["result"]["isError"]
+    project = tmp_path / "project"
+    project.mkdir()
+    hook = subprocess.run(
+        [str(SCRIPT), "hook", "claude-code"],
+        input=json.dumps(_prompt("s1", "where is the boat moored")),
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=project,
+        timeout=60,
+        check=False,
+    )
+    assert hook.returncode == 0, hook.stderr
+    ours = (home / ".local" / "share" / "memlikehuman", home / ".cache" / "memlikehuman")
+    written = [p for p in home.rglob("*") if p.is_file()]
+    assert written, "the default archive was not created under HOME"
+    assert [str(p.relative_to(home)) for p in written if not any(d in p.parents for d in ours)] == []

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import os
 import sys
 from collections.abc import Sequence
 
@@ -31,6 +32,9 @@ class Engine:
     """One loaded model; `embed` is not safe to call from two threads at once (callers hold a lock)."""
 
     def __init__(self, variant: str = "original", precision: str = "int8", threads: int = 0) -> None:
+        # onnxruntime writes a device ID and a telemetry queue under ~/.cache/Microsoft at import unless
+        # this is set first: nothing of ours may write outside our own directories (a user's 0 stands).
+        os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
         import onnxruntime as ort
 
         self.file = ModelFile(model_file(variant))
