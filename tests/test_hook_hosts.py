@@ -109,6 +109,19 @@ def test_gemini_before_agent_injects_context_in_hook_specific_output(db: Archive
     assert "SQLite via apsw" in answer["hookSpecificOutput"]["additionalContext"]
 
 
+def test_gemini_records_the_prompt_as_typed_without_the_context_it_echoes_in_front(db: Archive, project: Path) -> None:
+    # Gemini CLI 0.61 hands BeforeAgent the prompt with the earlier hook context in front, each piece in
+    # <hook_context> and HTML-escaped inside (docs/hosts.md); only what the user typed is recorded.
+    seed(db, project)
+    start = run_hook("gemini", payload("gemini", "SessionStart", project), db, project).json()
+    context = start["hookSpecificOutput"]["additionalContext"]
+    escaped = context.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    typed = "Which package manager does this repo use?"
+    echoed = f"<hook_context>{escaped}</hook_context>\n\n<hook_context>other hook</hook_context>\n\n{typed}"
+    run_hook("gemini", payload("gemini", "BeforeAgent", project, prompt=echoed), db, project)
+    assert stored(db)[-1]["text"] == typed
+
+
 def test_gemini_after_agent_records_the_response_and_prints_json_only(db: Archive, project: Path) -> None:
     ran = run_hook("gemini", payload("gemini", "AfterAgent", project), db, project)
     assert ran.json() == {}
