@@ -6,12 +6,14 @@ import json
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 import click
 
 from .. import config
 from ..errors import MemLikeHumanError, NotFound
+from ..text.projects import AUTO, project_name
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -28,6 +30,26 @@ def db_option(fn: F) -> F:
         default=None,
         help="Archive file or postgresql:// URL (default: $MEMLIKEHUMAN_DB, else the user data directory).",
     )(fn)
+
+
+def project_value(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """--project as the hooks read it: `auto` is the stable name of the current directory (its git work
+    tree's top folder; docs/hosts.md, "Scope"), anything else the project ID itself."""
+    if value is None or value.strip().lower() != AUTO:
+        return value
+    return project_name(Path.cwd())
+
+
+def scopes_hint(engine: Any, persona_id: str, project_id: str) -> str:
+    """For a search that found its scope empty: which scopes hold events, and this directory's `auto` name."""
+    held = [s for s in engine.stats().scopes if s.events]
+    here = project_name(Path.cwd())
+    shown = ", ".join(f"--persona {s.persona_id} --project {s.project_id} ({s.events:,})" for s in held[:8])
+    more = f" and {len(held) - 8} more (memlikehuman stats)" if len(held) > 8 else ""
+    where = f"; this directory's project (--project auto) is {here}" if here != project_id else ""
+    if not held:
+        return f"the archive holds no events yet{where}"
+    return f"no events in persona {persona_id!r}, project {project_id!r}; events are in: {shown}{more}{where}"
 
 
 def settings_from(ctx: click.Context, db: str | None) -> config.Settings:

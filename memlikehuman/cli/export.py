@@ -12,13 +12,19 @@ import click
 from .. import files
 from ..engine import Engine
 from ..errors import InvalidArgument, MemLikeHumanError
-from .common import EXIT_ERROR, db_option, fail, progress_bar, require_archive, settings_from
+from .common import EXIT_ERROR, db_option, fail, progress_bar, project_value, require_archive, settings_from
 
 
 @click.command()
 @db_option
 @click.option("--persona", "persona_id", default=None, help="Export only this persona (default: every persona).")
-@click.option("--project", "project_id", default=None, help="Export only this project (default: every project).")
+@click.option(
+    "--project",
+    "project_id",
+    default=None,
+    callback=project_value,
+    help="Export only this project (`auto`: this directory's; default: every project).",
+)
 @click.option(
     "-o",
     "--output",

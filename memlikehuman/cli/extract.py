@@ -19,6 +19,7 @@ from .common import (
     EXIT_USAGE,
     db_option,
     fail,
+    project_value,
     require_archive,
     require_extractor,
     settings_from,
@@ -28,7 +29,13 @@ from .common import (
 @click.command()
 @db_option
 @click.option("--persona", "persona_id", default=None, help="Only this persona (with --project; default: all).")
-@click.option("--project", "project_id", default=None, help="Only this project (with --persona; default: all).")
+@click.option(
+    "--project",
+    "project_id",
+    default=None,
+    callback=project_value,
+    help="Only this project (`auto`: this directory's; with --persona; default: all).",
+)
 @click.option("--follow", is_flag=True, help="Keep running and extract events as they are recorded (Ctrl-C stops).")
 @click.pass_context
 def extract(ctx: click.Context, db: str | None, persona_id: str | None, project_id: str | None, follow: bool) -> None:

@@ -10,7 +10,7 @@ from ..engine import Engine
 from ..errors import MemLikeHumanError
 from ..records import Scope
 from ..shapes import recall_shape
-from .common import db_option, echo_json, echo_table, fail, require_archive, settings_from
+from .common import db_option, echo_json, echo_table, fail, project_value, require_archive, scopes_hint, settings_from
 
 CLIP = 90
 
@@ -18,8 +18,16 @@ CLIP = 90
 @click.command()
 @db_option
 @click.argument("query", required=False, default="")
-@click.option("--persona", "persona_id", default="default", show_default=True, help="Persona of the scope.")
-@click.option("--project", "project_id", default="default", show_default=True, help="Project of the scope.")
+@click.option(
+    "--persona", "persona_id", default=None, help="Persona of the scope (default: MEMLIKEHUMAN_PERSONA, else default)."
+)
+@click.option(
+    "--project",
+    "project_id",
+    default=None,
+    callback=project_value,
+    help="Project of the scope, or `auto` for this directory's (as the hooks name it); default: $MEMLIKEHUMAN_PROJECT.",
+)
 @click.option("-n", "--limit", type=click.IntRange(1, 100), default=10, show_default=True, help="Results per list.")
 @click.option("--as-of", default=None, help="Answer as known at this ISO 8601 time with offset (default: now).")
 @click.option("--history", "include_history", is_flag=True, help="Also show versions superseded by --as-of.")
@@ -58,13 +66,18 @@ def recall(ctx: click.Context, db: str | None, query: str, as_json: bool, **opti
     """
     settings = settings_from(ctx, db)
     require_archive(settings)
-    scope = Scope(options.pop("persona_id"), options.pop("project_id"))
+    scope = Scope(options.pop("persona_id") or settings.persona_id, options.pop("project_id") or settings.project_id)
+    hint = None
     try:
         with Engine(settings) as engine:
             options["alternatives"] = list(options["alternatives"]) or None
             result = recall_shape(engine.recall(scope, query, **options))
+            if not result["coverage"]["events_in_scope"]:
+                hint = scopes_hint(engine, scope.persona_id, scope.project_id)
     except MemLikeHumanError as exc:
         fail(exc)
+    if hint:
+        click.echo(f"note: {hint}", err=True)
     if as_json:
         echo_json(result)
     else:

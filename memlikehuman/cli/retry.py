@@ -17,6 +17,7 @@ from .common import (
     db_option,
     fail,
     progress_bar,
+    project_value,
     require_archive,
     require_extractor,
     settings_from,
@@ -29,7 +30,13 @@ GIVE_UP_AFTER = 3
 @click.command()
 @db_option
 @click.option("--persona", "persona_id", default=None, help="Persona of the scope (default: default).")
-@click.option("--project", "project_id", default=None, help="Project of the scope (default: default).")
+@click.option(
+    "--project",
+    "project_id",
+    default=None,
+    callback=project_value,
+    help="Project of the scope (`auto`: this directory's; default: default).",
+)
 @click.option("--all", "all_scopes", is_flag=True, help="Retry the events of every scope.")
 @click.pass_context
 def retry(ctx: click.Context, db: str | None, persona_id: str | None, project_id: str | None, all_scopes: bool) -> None:

@@ -10,7 +10,7 @@ import click
 
 from ..engine import Engine
 from ..errors import MemLikeHumanError
-from .common import db_option, echo_json, echo_table, fail, require_archive, settings_from
+from .common import db_option, echo_json, echo_table, fail, project_value, require_archive, settings_from
 
 COLUMNS = (
     ("persona", "persona_id"),
@@ -31,7 +31,13 @@ COLUMNS = (
 @click.command()
 @db_option
 @click.option("--persona", "persona_id", default=None, help="Only this persona (default: every persona).")
-@click.option("--project", "project_id", default=None, help="Only this project (default: every project).")
+@click.option(
+    "--project",
+    "project_id",
+    default=None,
+    callback=project_value,
+    help="Only this project (`auto`: this directory's; default: every project).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the numbers as JSON on stdout.")
 @click.pass_context
 def stats(ctx: click.Context, db: str | None, persona_id: str | None, project_id: str | None, as_json: bool) -> None:
