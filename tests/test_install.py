@@ -199,8 +199,27 @@ def test_install_backs_up_each_existing_file_first(home: Path) -> None:
     original = lay_out(home, USER_FILES["gemini"])
     assert cli(home, "install", "gemini").exit_code == 0
     [path] = original
-    [backup] = path.parent.glob("settings.json.memlikehuman-backup-*")
+    [backup] = path.parent.glob("settings.json.memlikehuman-backup*")
     assert backup.read_bytes() == original[path]
+
+
+def _backups(home: Path) -> list[str]:
+    return sorted(str(p.relative_to(home)) for p in home.rglob("*memlikehuman-backup*"))
+
+
+def test_one_backup_per_file_that_was_there_none_of_a_file_install_made_none_left_after_uninstall(home: Path):
+    # ~/.claude.json exists; ~/.claude/settings.json is created by install.
+    claude_json = home / ".claude.json"
+    claude_json.write_text('{"theme": "dark"}\n')
+    for _ in range(2):
+        assert cli(home, "install", "claude-code").exit_code == 0
+    assert cli(home, "install", "claude-code", "--no-hooks").exit_code == 0
+    assert _backups(home) == [".claude.json.memlikehuman-backup"]
+    assert (home / ".claude.json.memlikehuman-backup").read_text() == '{"theme": "dark"}\n'
+    assert cli(home, "uninstall", "claude-code").exit_code == 0
+    assert claude_json.read_text() == '{"theme": "dark"}\n'
+    assert not (home / ".claude" / "settings.json").exists()
+    assert _backups(home) == []
 
 
 def test_no_hooks_installs_only_the_server_entry(home: Path) -> None:

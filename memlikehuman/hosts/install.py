@@ -12,7 +12,6 @@ import shutil
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -264,16 +263,28 @@ def plan(host: str, w: Wiring, project_dir: Path | None, *, remove: bool, hooks:
     return changes
 
 
+BACKUP_SUFFIX = ".memlikehuman-backup"
+
+
+def backup_path(path: Path) -> Path:
+    """The one backup of a config file: as it was before memlikehuman first changed it."""
+    return path.with_name(path.name + BACKUP_SUFFIX)
+
+
 def apply(changes: Iterable[Change], *, remove: bool) -> list[Path]:
-    """Write the changes (each existing file backed up first); return the backups made."""
+    """Write the changes; return the backups made.
+
+    A file that existed before memlikehuman first touched it gets one backup, made then and kept: a
+    later install or uninstall never adds another, and a file install created gets none. When an
+    uninstall gives a file back exactly as its backup holds it, the backup goes (nothing is lost)."""
     records = edits.load_records()
     backups = []
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
     for change in changes:
         if not change.changed:
             continue
-        if change.before is not None:
-            backup = change.path.with_name(f"{change.path.name}.memlikehuman-backup-{stamp}")
+        backup = backup_path(change.path)
+        ours = bool(records.get(str(change.path), change.record).get("created_file"))
+        if change.before is not None and not ours and not backup.exists():
             shutil.copy2(change.path, backup)
             backup.chmod(files.FILE_MODE)
             backups.append(backup)
@@ -283,7 +294,17 @@ def apply(changes: Iterable[Change], *, remove: bool) -> list[Path]:
             edits.write_text(change.path, change.after)
         if remove:
             records.pop(str(change.path), None)
+            _drop_backup_if_restored(change.path, backup)
         else:
             records[str(change.path)] = change.record
     edits.save_records(records)
     return backups
+
+
+def _drop_backup_if_restored(path: Path, backup: Path) -> None:
+    try:
+        same = backup.read_bytes() == path.read_bytes()
+    except OSError:
+        same = False  # no backup, or the file is gone
+    if same:
+        backup.unlink()
