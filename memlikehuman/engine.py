@@ -310,8 +310,11 @@ class Engine(Operations):
         cue_key: str | None = None,
         session_id: str | None = None,
         alternatives: Sequence[str] | None = None,
+        answering: bool = False,
     ) -> RecallResult:
-        """memory_recall (recall.recall); then drops stale cached vectors and wakes the indexer if needed."""
+        """memory_recall (recall.recall); then drops stale cached vectors and wakes the indexer if needed.
+
+        `answering`: called by the agent answering a prompt (the tool): that prompt is left out."""
         from .retrieval.recall import recall
 
         result = recall(
@@ -327,6 +330,7 @@ class Engine(Operations):
             session_id=session_id,
             alternatives=alternatives,
             upkeep=self._upkeep,
+            answering=answering,
         )
         if self._notices:
             said, self._notices = self._notices, []

@@ -76,6 +76,8 @@ def _raw_hit(hit: RawHit) -> dict[str, Any]:
         "excerpt": hit.excerpt,
         "truncated": hit.truncated,
         "score": hit.score,
+        "said": hit.said,
+        "first_at": hit.first_at,
     }
 
 

@@ -93,6 +93,23 @@ def run_hook(
     return Ran(done.returncode, done.stdout.decode(), done.stderr.decode())
 
 
+def injected_records(ran: Ran) -> list[dict[str, Any]]:
+    """The JSON records of the data block a prompt hook injected (Claude Code's and Codex's answer); [] without one.
+
+    The block opens with a line «DATA n recalled» and closes with «END n recalled», n random per prompt;
+    each line between is one JSON object (hosts/prompt_context.py)."""
+    if not ran.stdout.strip():
+        return []
+    context = ran.json()["hookSpecificOutput"]["additionalContext"]
+    lines = context.splitlines()
+    opening = [i for i, line in enumerate(lines) if line.startswith("«DATA ") and line.endswith(" recalled»")]
+    if not opening:
+        return []
+    boundary = lines[opening[0]].split()[1]
+    closing = lines.index(f"«END {boundary} recalled»")
+    return [json.loads(line) for line in lines[opening[0] + 1 : closing]]
+
+
 def _rows(db: Path | str, sql: str) -> list[dict[str, Any]]:
     """The rows of a query on the archive; none when no hook has created it yet."""
     if not is_url(db) and not Path(db).exists():

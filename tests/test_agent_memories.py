@@ -136,12 +136,32 @@ def test_a_retry_with_the_same_content_but_other_fields_is_a_conflict(stdio_clie
     assert read["memory"]["source"]["quote"] == "I prefer pnpm over npm" and read["memory"]["kind"] == "preference"
 
 
-def test_a_retry_that_adds_memories_to_an_event_recorded_without_them_is_a_conflict(stdio_client):
+def test_an_event_recorded_without_memories_takes_the_agents_once_then_retries_are_duplicates(stdio_client):
+    # A host's hook records every prompt without memories; the agent attaches them to that same event.
     call = {"event_id": "r-5", "text": PNPM, "role": "user", "source": "user"}
     assert stdio_client.ok("memory_record", **call)["extraction_state"] == "pending"
-    for given in ([], [PNPM_MEMORY]):
-        assert "without memories" in stdio_client.error("memory_record", **call, memories=given)
-    assert stdio_client.ok("memory_read", record_id="r-5")["event"]["extraction_state"] == "pending"
+    given = stdio_client.ok("memory_record", **call, memories=[PNPM_MEMORY])
+    assert given["duplicate"] is True and given["extraction_state"] == "complete" and len(given["memory_ids"]) == 1
+    memory = stdio_client.ok("memory_read", record_id=given["memory_ids"][0])["memory"]
+    assert memory["extractor"] == "agent" and memory["source"]["event_id"] == "r-5"
+    again = stdio_client.ok("memory_record", **call, memories=[PNPM_MEMORY])
+    assert again["duplicate"] is True and again["memory_ids"] == given["memory_ids"]
+    other = {**PNPM_MEMORY, "content": "The user likes npm", "quote": "npm"}
+    assert stdio_client.error("memory_record", **call, memories=[other]).startswith("conflict: ")
+    assert stdio_client.error("memory_record", **{**call, "source": "other"}, memories=[PNPM_MEMORY]).startswith(
+        "conflict: "
+    )
+
+
+def test_an_event_whose_given_memories_were_all_repeats_says_so_and_a_retry_is_a_duplicate(stdio_client):
+    stdio_client.ok("memory_record", event_id="r-6", text=PNPM, role="user", source="user", memories=[PNPM_MEMORY])
+    call = {"event_id": "r-7", "text": PNPM + " still", "role": "user", "source": "user"}
+    stdio_client.ok("memory_record", **call)
+    first = stdio_client.ok("memory_record", **call, memories=[PNPM_MEMORY])
+    assert first["memory_ids"] == [] and "none was kept" in first["error"]
+    assert stdio_client.ok("memory_record", **call, memories=[PNPM_MEMORY])["memory_ids"] == []
+    other = {**PNPM_MEMORY, "content": "The user likes npm", "quote": "npm"}
+    assert stdio_client.error("memory_record", **call, memories=[other]).startswith("conflict: ")
 
 
 def test_event_memories_with_one_subject_never_close_each_other(stdio_client):

@@ -56,7 +56,8 @@ def test_imported_messages_keep_their_original_time(tmp_path: Path) -> None:
     db = tmp_path / "m.sqlite3"
     report(db, str(CHATGPT))
     found = CliRunner().invoke(main, ["--db", str(db), "recall", "sister birthday", "--json"], env=BASE_ENV)
-    hit = json.loads(found.stdout)["raw_fallback"][0]
+    # The reply comes first (it answers the question that matched too); the user's message kept its time.
+    hit = next(h for h in json.loads(found.stdout)["raw_fallback"] if h["role"] == "user")
     assert hit["occurred_at"] == "2025-12-01T14:40:00.000000Z"  # create_time 1764600000 of the export
     assert hit["session_id"] == "conv-birthdays"
 

@@ -78,9 +78,15 @@ def test_a_prompt_gets_fast_recall_hits_from_earlier_sessions_as_marked_context(
     assert "which staging database?" not in text  # the prompt itself is not echoed back
 
 
-def test_a_prompt_with_nothing_to_recall_prints_nothing(db: Archive, project: Path) -> None:
+def test_a_prompt_with_nothing_to_recall_gets_only_the_line_that_names_its_recorded_turn(
+    db: Archive, project: Path
+) -> None:
     ran = run_hook("claude-code", payload("UserPromptSubmit", project, prompt="hello there"), db, project)
-    assert (ran.returncode, ran.stdout) == (0, "")
+    text = context_of(ran.stdout, "UserPromptSubmit")
+    [row] = stored(db)
+    assert "«DATA" not in text and f'"event_id": "{row["event_id"]}"' in text
+    assert f'"session_id": "{row["session_id"]}"' in text and '"source": "claude-code"' in text
+    assert len(text) < 500
 
 
 def test_session_start_gives_the_resume_context_and_says_the_hooks_record(db: Archive, project: Path) -> None:
@@ -89,7 +95,7 @@ def test_session_start_gives_the_resume_context_and_says_the_hooks_record(db: Ar
     text = context_of(ran.stdout, "SessionStart")
     assert len(text) <= 10_000
     assert "I prefer tabs" in text
-    assert "do not call memory_record" in text
+    assert "do not record them again" in text and "keep it as a memory" in text
 
 
 def test_session_start_on_an_empty_archive_injects_nothing(db: Archive, project: Path) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from conftest import BASE_ENV
-from hook_support import SCRIPT, Ran, run_hook, side_file, stored
+from hook_support import SCRIPT, Ran, injected_records, run_hook, side_file, stored
 from hook_support import hook_archive as hook_archive  # noqa: F401  # the `db` fixture, both backends
 
 from memlikehuman import config
@@ -43,11 +43,8 @@ def seed(db: Path | str, project: Path, **env: str) -> None:
 
 
 def injected(ran: Ran) -> list[str]:
-    """The quoted texts of the injected lines; [] when the hook injected nothing."""
-    if not ran.stdout.strip():
-        return []
-    context = ran.json()["hookSpecificOutput"]["additionalContext"]
-    return [line.split("): ", 1)[1] for line in context.splitlines() if line.startswith("- ")]
+    """The texts of the injected records (their "text" or "content"); [] when the hook injected none."""
+    return [record.get("text") or record["content"] for record in injected_records(ran)]
 
 
 def search_of(ran: Ran) -> str:
@@ -80,7 +77,7 @@ def test_a_prompt_gets_the_earlier_prompt_it_shares_a_need_with_and_not_the_unre
 def test_an_unrelated_prompt_gets_nothing_injected(db: Path | str, project: Path) -> None:
     seed(db, project)
     ran = run_hook("claude-code", prompt("now", UNRELATED, project), db, project)
-    assert (ran.returncode, ran.stdout) == (0, "")
+    assert ran.returncode == 0 and injected_records(ran) == []
     assert stored(db)[-1]["text"] == UNRELATED  # recorded all the same
 
 
@@ -126,7 +123,7 @@ def test_the_items_setting_caps_what_is_injected(db: Path | str, project: Path) 
     none = run_hook("claude-code", prompt("c", ask, project), db, project, MEMLIKEHUMAN_INJECT_ITEMS="0")
     assert sorted(injected(both)) == sorted(EARLIER[1:])
     assert len(injected(one)) == 1
-    assert none.stdout == ""
+    assert injected_records(none) == []
 
 
 @pytest.mark.parametrize("value", ["nan", "inf", "1e999"])
@@ -176,7 +173,7 @@ def test_a_stale_socket_file_of_the_archive_is_ignored(db: Path | str, project: 
     assert (injected(ran), search_of(ran)) == ([EARLIER[0]], "fast")
 
 
-POISON_LINE = "- event x (user via x, 2026-01-01): POISON"
+POISON_LINE = '{"event_id":"x","from":"user via x","on":"2026-01-01","text":"POISON"}'
 POISON = {"items": [{"record_id": "x", "line": POISON_LINE}], "search_mode": "semantic"}
 
 
@@ -228,7 +225,9 @@ def ready(db: Path, project: Path, runtime: Path, process: subprocess.Popen[byte
     env = {"XDG_RUNTIME_DIR": str(runtime), "MEMLIKEHUMAN_INJECT_WAIT": "10"}
     deadline = time.monotonic() + 120
     for n in range(1000):
-        probe = run_hook("claude-code", prompt(f"p{n}", "ruff", project), db, project, "--persona", "probe", **env)
+        # Each probe differs from the last (a prompt said again is never injected), and finds it.
+        ask = f"ruff check number {n}"
+        probe = run_hook("claude-code", prompt(f"p{n}", ask, project), db, project, "--persona", "probe", **env)
         if search_of(probe) == "semantic" and missing_vectors(db) == 0:
             return
         assert process.poll() is None, (db.parent / "serve.log").read_text()
@@ -255,6 +254,6 @@ def test_with_the_server_running_a_paraphrase_gets_its_memory_and_an_unrelated_p
         process.stdin.close()  # what a host does when it is done with a server
         process.wait(30)
     assert (injected(paraphrase), search_of(paraphrase)) == ([EARLIER[0]], "semantic")
-    assert unrelated.stdout == ""
+    assert injected_records(unrelated) == []
     assert (injected(other), search_of(other)) == ([EARLIER[0]], "fast")
     assert not list(socket_dir(runtime).glob("*.sock"))  # the server removed its socket on the way out

@@ -17,10 +17,11 @@ FRAMEWORKS = {"mcp", "click", "starlette", "uvicorn"}
 # What an edge may import from the core: the facade, the records, the errors, the settings, the JSON
 # shapes of results, three small rule modules edges need to read their input (validate, clock, projects),
 # the SHA-256 helper that keeps hashlib (OpenSSL) off the hooks' path (digest), and the one-line quote
-# the hooks share with the injection gate (lines), and the owner-only file helpers every writer uses (files).
+# the hooks share with the injection gate (lines), the owner-only file helpers every writer uses (files),
+# and what the agent is told to do with memory, one text for every edge (instructions).
 EDGE_MAY_IMPORT = {
     "engine", "records", "errors", "config", "shapes", "validate", "clock", "text.projects", "text.digest",
-    "text.lines", "files", "",
+    "text.lines", "files", "instructions", "",
 }  # fmt: skip
 # The browser UI still reads the archive for its list pages (timeline, checkpoints, counts): read-only
 # SQL through these modules. Tables are written only through the facade (tests below).
@@ -28,7 +29,7 @@ UI_READS = {
     "archive.db", "archive.memories", "archive.checkpoints", "admin.stats", "sessions.context", "retrieval.recall",
 }  # fmt: skip
 WRITERS = ("archive", "index")
-MAX_LINES = 400
+MAX_LINES = 600  # a guard against monsters; the house report shows modules over 400 (scripts/house-report)
 # The schema history is append-only: it grows with every new migration and is never split.
 LONG_BY_DESIGN = {"archive/migrations.py"}
 _WRITE_SQL = re.compile(
@@ -220,7 +221,9 @@ def test_there_are_no_import_cycles():
     assert cycles == []
 
 
-def test_no_module_is_longer_than_about_four_hundred_lines():
+def test_no_module_grows_into_a_monster():
+    # Modules are split by responsibility, never to meet a count: scripts/house-report lists the long
+    # ones (over 400 lines) for a reader to judge. Only a module past MAX_LINES fails here.
     long = {
         str(path.relative_to(PACKAGE)): n
         for path in MODULES.values()

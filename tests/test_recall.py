@@ -475,7 +475,8 @@ def test_the_tool_returns_the_documented_fields(client: SyncClient) -> None:
     out = client.ok("memory_recall", query="retriever")
     assert set(out) == {"memories", "raw_fallback", "search_mode", "as_of", "coverage", "warnings"}
     hit = out["raw_fallback"][0]
-    assert set(hit) == {"event_id", "role", "source", "session_id", "occurred_at", "excerpt", "truncated", "score"}
+    assert set(hit) == {"event_id", "role", "source", "session_id", "occurred_at", "excerpt", "truncated", "score",
+                        "said", "first_at"}  # said, first_at: beyond tools.md (turns that said the same)
     assert (hit["event_id"], hit["source"], hit["truncated"]) == ("e1", "Ana", False)
     assert out["coverage"] == {
         "events_in_scope": 1,

@@ -97,8 +97,9 @@ def test_a_reply_that_leaves_the_subject_yields_to_the_statement_and_the_reply_o
     after = ranked(local, "car purchase")
     order_before = [event_id for event_id, _ in before]
     order_after = [event_id for event_id, _ in after]
-    # Without the second look the weather reply ranks second, carried by the question before it.
-    assert order_before[:2] == ["home-t0", "home-t1"]
+    # Without the second look the weather reply ranks with the question before it, which carries it (a
+    # reply found with its question is shown before it: retrieval/echoes.py).
+    assert set(order_before[:2]) == {"home-t0", "home-t1"}
     assert order_after.index("home-t4") < order_after.index("home-t1")
     assert order_after.index("home-t5") < order_after.index("home-t1")
     assert sorted(score for _, score in after) == sorted(score for _, score in before)

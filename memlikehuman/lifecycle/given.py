@@ -7,10 +7,13 @@ in the event's text; the limits of 30 items and 4,000 characters); one that fail
 its position and stored nowhere. The accepted ones are stored with ``extractor = "agent"`` and the
 event becomes complete in the same transaction: the configured extractor is not asked for it.
 
-Retrying the same call is safe: a retry (the event is a duplicate) stores nothing and changes no
-state. Each item it accepts must be one the first call stored for the event (the same content,
-quote, kind, basis, subject, valid_from and gist; revoked ones too: a corrected memory never comes
-back) or one the first call skipped as repeating a memory of the scope; anything else is `conflict`.
+The event may have been recorded before without memories (a host's hook records every prompt): the
+first call that gives memories for it stores them, with the same payload (event_id, text, role,
+source, session_id, ...) as the stored event, else `conflict` as for any event. Retrying a call that
+stored memories is safe: the retry stores nothing and changes no state. Each item it accepts must be
+one the first call stored for the event (the same content, quote, kind, basis, subject, valid_from
+and gist; revoked ones too: a corrected memory never comes back) or one the first call skipped as
+repeating a memory of the scope; anything else is `conflict`.
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ from ..text.quotes import collapsed
 from .extract import MAX_ITEMS, Outcome, check
 
 AGENT = "agent"
+# Why an event the agent gave memories for has none of them (each repeated a memory of the scope, or was rejected).
+NONE_KEPT = "the agent gave memories for this event; none was kept (repeats of the scope's, or rejected)"
 FIELDS = ("content", "quote", "kind", "basis", "subject", "valid_from", "gist")
 DEFAULTS = {"kind": "fact", "basis": "stated"}
 
@@ -82,7 +87,7 @@ def store(db: Database, sequence: int, items: Sequence[dict[str, Any]], *, retry
     """
     with db.write():
         event = events.load(db, sequence)
-        if retry:
+        if retry and _given_before(db, sequence):
             return _retried(db, event, items)
         known = {memories.normalized(row["content"]) for row in _rows(db, sequence)}
         fresh = [
@@ -94,10 +99,21 @@ def store(db: Database, sequence: int, items: Sequence[dict[str, Any]], *, retry
             _, skipped = memories.store(db, event, candidates, clock.now_stamp(), targets, extractor=AGENT)
             if skipped:
                 notes.append(f"memories: {skipped} item(s) repeat a current memory of this scope; not stored again")
-        if event.extraction_state != "complete":
-            events.set_state(db, sequence, "complete", None)
+        kept = _given_before(db, sequence)
+        if event.extraction_state != "complete" or not kept:
+            # Complete either way; when none of the agent's items was kept, the event says so (and a
+            # retry of the call is recognised as one).
+            events.set_state(db, sequence, "complete", None if kept else NONE_KEPT)
     event = events.load(db, sequence)
     return Outcome("complete", None, event.memory_ids, tuple(notes))
+
+
+def _given_before(db: Database, sequence: int) -> bool:
+    """Whether a call gave memories for this event before: some are stored (a corrected one too), or none
+    of its items was kept (the event says NONE_KEPT). A call with memories is then a retry. An event
+    recorded without them, by a host hook or by the agent, takes them once."""
+    row = db.one("SELECT count(*) AS n FROM memories WHERE event_sequence = ? AND extractor = ?", (sequence, AGENT))
+    return bool(row and row["n"]) or events.load(db, sequence).extraction_error == NONE_KEPT
 
 
 def _retried(db: Database, event: Event, items: Sequence[dict[str, Any]]) -> Outcome:

@@ -226,6 +226,9 @@ class RawHit:
     excerpt: str
     truncated: bool
     score: float
+    # how many turns of the scope said the same (retrieval/echoes.py) and when the first of them was
+    said: int = 1
+    first_at: str | None = None
 
 
 @dataclass(frozen=True)
@@ -239,6 +242,8 @@ class InjectedItem:
     # What the hook notes as injected: "memory:" or "event:" and the row's number, never the record ID
     # (a hook's event ID holds a digest of its text, and the note outlives a forget).
     key: str = ""
+    # the keys of the turns folded into this item (they said the same): noted as injected with it
+    also: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -10,25 +10,31 @@ An item is injected only when it is about the prompt, measured relative to the p
   everything; the margin over the anchors says how much nearer this item is than small talk.
 An item passes by its words (coverage >= Gate.coverage), or by its meaning (`passing`: the one
 nearest item, with a margin >= Gate.similarity that leads the next by Gate.step); nothing passes,
-nothing is injected. Then at most Gate.items items and Gate.chars characters, best first. This
-session's own turns (the prompt itself among them) and the records in `exclude` (what the hook
-injected earlier in the session, by their items' `key`: "memory:" or "event:" and the row number,
-never a record ID, which a user may choose) are never offered. bench/injection.py chose the floors
-(docs/design.md, "Injected context").
+nothing is injected. Then at most Gate.items items and Gate.chars characters, best first. The words
+that count are the prompt's content words: the function words and politeness of its language do not
+(text/function_words.py), so that "please" never makes a match, in a small archive as in a large one.
+This session's own turns (the prompt itself among them), earlier turns that say the same as the prompt,
+and the records in `exclude` (what the hook injected earlier in the session, by their items' `key`:
+"memory:" or "event:" and the row number, never a record ID, which a user may choose) are never
+offered; turns that say the same are one item, and a reply comes before its question (echoes.py).
+Each item is one JSON record with its origin (`line`), which the hook puts in a labelled data block.
+bench/injection.py chose the floors (docs/design.md, "Injected context").
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ..archive import events, fulltext
 from ..records import Event, InjectedItem, Kind, Memory, RecallResult, Scope
-from ..text import overlap
+from ..shapes import data_line
+from ..text import function_words, overlap
 from ..text.lines import one_line
-from . import search
+from . import echoes, search
 from .recall import Dense, recall
 from .sources import Sources, Upkeep
 
@@ -42,8 +48,7 @@ else:
 # Candidates read from recall for each prompt: enough that the gate can refuse some and still fill the cap.
 POOL = 15
 MAX_POOL = 100  # recall's own limit
-# Words that carry no need of their own in a prompt ("please add ..."), beside search.STOPWORDS.
-FILLER = frozenset("please thanks thank hi hello hey ok okay yes yeah sure".split())
+_WORD = re.compile(r"\w+", re.UNICODE)
 # Sentences about nothing: a prompt's cosine to them is its floor of similarity to any text.
 ANCHORS = (
     "Okay, sounds good.",
@@ -95,8 +100,10 @@ def choose(
 ) -> list[InjectedItem]:
     """The items to inject for a prompt, best first; [] when none clears the gate.
 
-    `query_stored`: the prompt is already recorded (the hook records it first), so its own words
-    are not counted as words the archive knows.
+    Earlier turns that say the same as the prompt are left out (the user asking again), turns that
+    say the same as each other are folded into one item, and a reply comes before its question
+    (echoes.py). `query_stored`: the prompt is already recorded (the hook records it first), so its own
+    words are not counted as words the archive knows.
 
     Raises what recall raises for bad input (InvalidArgument, LimitExceeded).
     """
@@ -112,13 +119,46 @@ def choose(
     )
     weigh = _coverage(sources, query, found, 1 if query_stored else 0)
     floor = _anchor_floor(sources, dense)
+    asked = echoes.same_words(query)
+    fresh = [c for c in _candidates(sources, found, session_id, exclude) if c.words != asked or c.role != "user"]
+    groups = echoes.fold(fresh, lambda c: f"{c.speaker}\n{c.words}" if c.words else "", lambda c: c.occurred_at)
     measured = []
-    for key, record_id, line, text in _candidates(sources, found, session_id, exclude):
-        cosine = dense.cosines.get(key)
+    for group in groups:
+        best = max(group.members, key=lambda c: dense.cosines.get(c.key, -2.0))
+        cosine = dense.cosines.get(best.key)
         margin = None if cosine is None or floor is None else round(cosine - floor, 4)
-        note = f"{key[0]}:{key[1]}"
-        measured.append(InjectedItem(record_id, one_line(line), round(weigh(text), 3), margin, note))
-    return [measured[i] for i in passing([(m.coverage, m.similarity, len(m.line)) for m in measured], gate)]
+        keys = [f"{c.key[0]}:{c.key[1]}" for c in group.members]
+        said = sum(c.said for c in group.members)
+        line = data_line(_said(group.item.record, said, min(c.first_at or c.occurred_at for c in group.members)))
+        measured.append(InjectedItem(group.item.record_id, line, round(weigh(group.item.text), 3), margin, keys[0]))
+        measured[-1] = replace(measured[-1], also=tuple(k for k in keys if k != measured[-1].key))
+    chosen = [measured[i] for i in passing([(m.coverage, m.similarity, len(m.line)) for m in measured], gate)]
+    return _answers_first(sources, chosen)
+
+
+def _said(record: dict[str, Any], times: int, first_at: str) -> dict[str, Any]:
+    """A record standing for `times` turns that said the same: how often, since when."""
+    return record if times == 1 else {**record, "said": times, "since": first_at[:10]}
+
+
+def _answers_first(sources: Sources, chosen: list[InjectedItem]) -> list[InjectedItem]:
+    """Each reply chosen with its question right before the question (echoes.answers_first)."""
+    sequences = {int(i.key.split(":")[1]): i for i in chosen if i.key.startswith("event:")}
+    if len(sequences) < 2:
+        return chosen
+    links = search.neighbours(sources.db, list(sequences))
+    roles = {seq: events.load(sources.db, seq).role for seq in sequences}
+
+    def answer_of(item: InjectedItem) -> InjectedItem | None:
+        if not item.key.startswith("event:"):
+            return None
+        seq = int(item.key.split(":")[1])
+        after = links.get(seq, (None, None))[1]
+        if roles.get(seq) != "user" or after not in sequences or roles.get(after) != "assistant":
+            return None
+        return sequences[after]
+
+    return echoes.answers_first(chosen, answer_of, lambda a, b: a.key == b.key)
 
 
 def passing(measured: Sequence[tuple[float, float | None, int]], gate: Gate) -> list[int]:
@@ -149,7 +189,20 @@ def passing(measured: Sequence[tuple[float, float | None, int]], gate: Gate) -> 
     return chosen
 
 
-Candidate = tuple[tuple[Kind, int], str, str, str]  # (kind, id), record ID, line, text the coverage reads
+@dataclass(frozen=True)
+class Candidate:
+    """A record recall found, as the gate weighs it and the hook shows it."""
+
+    key: tuple[Kind, int]  # ("memory", rowid) or ("event", sequence)
+    record_id: str
+    record: dict[str, Any]  # what the injected line says of it (one JSON object)
+    text: str  # what its coverage is read from
+    words: str  # echoes.same_words of what it says
+    role: str
+    speaker: str  # role and source: only one speaker's turns fold together
+    occurred_at: str
+    said: int = 1  # how many turns it stands for (recall folds those that say the same)
+    first_at: str = ""  # when the first of them occurred
 
 
 def _candidates(
@@ -162,8 +215,10 @@ def _candidates(
         m = hit.memory
         if hit.status != "current" or f"memory:{m.rowid}" in excluded:
             continue
-        line = f"- memory {m.memory_id} ({_via(m)}, {m.basis}, {m.occurred_at[:10]}): {m.content}"
-        out.append((("memory", m.rowid), m.memory_id, line, f"{m.content} {m.source}"))
+        record = {"memory_id": m.memory_id, "kind": m.kind, "basis": m.basis, "content": one_line(m.content),
+                  "from": _via(m), "on": m.occurred_at[:10]}  # fmt: skip
+        said = (echoes.same_words(m.content), m.role, f"{m.role}/{m.source}", m.occurred_at)
+        out.append(Candidate(("memory", m.rowid), m.memory_id, record, f"{m.content} {m.source}", *said))
     raws = [
         r
         for r in found.raw_fallback
@@ -172,8 +227,10 @@ def _candidates(
     before = _previous(sources, [r.event for r in raws])
     for raw in raws:
         e = raw.event
-        line = f"- event {e.event_id} ({_via(e)}, {e.occurred_at[:10]}): {raw.excerpt}"
-        out.append((("event", e.sequence), e.event_id, line, f"{e.text} {e.source} {before.get(e.sequence, '')}"))
+        record = {"event_id": e.event_id, "from": _via(e), "on": e.occurred_at[:10], "text": one_line(raw.excerpt)}
+        text = f"{e.text} {e.source} {before.get(e.sequence, '')}"
+        said = (echoes.same_words(e.text), e.role, f"{e.role}/{e.source}", e.occurred_at)
+        out.append(Candidate(("event", e.sequence), e.event_id, record, text, *said, raw.said, raw.first_at or ""))
     return out
 
 
@@ -190,8 +247,8 @@ def _previous(sources: Sources, found: list[Event]) -> dict[int, str]:
 
 def _coverage(sources: Sources, query: str, found: RecallResult, own: int) -> Callable[[str], float]:
     """The coverage of the query by a text: the rarity-weighted share of its known content words held."""
-    words = [w for w in search.terms(query) if w not in search.STOPWORDS and w not in FILLER]
-    wanted = overlap.query_terms(words, query)
+    words = function_words.content(dict.fromkeys(w.lower() for w in _WORD.findall(query)))
+    wanted = overlap.query_terms(words, function_words.without_phrases(query))
     grams = set(wanted) - {overlap.stem(w) for w in words}
     by_word = dict(zip([overlap.stem(w) for w in words], words, strict=True))
     # Counted now, not from the planner's cache: `own` subtracts the prompt recorded a moment ago.

@@ -19,6 +19,7 @@ docs/design.md ("Embedder and retrieval in detail") has the measurements behind 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
@@ -28,7 +29,7 @@ from ..errors import InvalidArgument, MemLikeHumanError
 from ..records import Coverage, Kind, Memory, MemoryHit, RawHit, RecallResult, Scope
 from ..text import ngrams
 from ..text.dates import date_windows, in_windows, spans_meet
-from . import coverage, covered, gaps, gist, phrasings, ranking, search, second_look
+from . import coverage, covered, echoes, gaps, gist, phrasings, ranking, search, second_look
 from .excerpts import excerpt
 from .ranking import DEFAULT_TUNING, Tuning
 from .search import Filters
@@ -65,6 +66,7 @@ def recall(
     upkeep: Callable[[Upkeep], None] | None = None,
     dense: Dense | None = None,
     outside_session: str | None = None,
+    answering: bool = False,
 ) -> RecallResult:
     """Attributed memories and raw-event excerpts for a query, best first, as known at `as_of`.
 
@@ -72,6 +74,10 @@ def recall(
     drops stale cached vectors and wakes the indexer). `dense`, when given, receives the query's vector
     and the best cosine of every dense candidate (the injection gate's measures, injection.py); it
     stays empty in fast mode. `outside_session` leaves that session's raw events out (the prompt hook).
+    `answering`: the caller is the agent answering a prompt (memory_recall): the prompt a hook recorded
+    last in the scope, with no reply yet, is left out (echoes.unanswered_prompt). Raw events that say
+    the same are one hit (the most recent, with `said` and `first_at`), and a reply found with its
+    question comes before it (echoes.py).
 
     `alternatives` are further phrasings of the same need (at most 8): each is searched like the
     query and the rankings are fused. Raises InvalidArgument (bad input) or LimitExceeded (query or
@@ -92,7 +98,9 @@ def recall(
     if not query.strip() and cue_key is None:
         raise InvalidArgument("query is empty: give words to search for, or a cue_key to look up")
     stamp = clock.now_stamp() if as_of is None else clock.stamp(as_of, "as_of")
-    filters = Filters(scope, stamp, session_id, cue_key, include_history, outside_session)
+    answered = echoes.unanswered_prompt(sources.db, scope) if answering else None
+    left_out = frozenset() if answered is None else frozenset({answered})
+    filters = Filters(scope, stamp, session_id, cue_key, include_history, outside_session, left_out)
     found = _Recall(sources, filters, query, limit, detail, search_mode, tuning, others, by_alias)
     found.as_of_given = as_of is not None
     result = found.run()
@@ -361,9 +369,11 @@ class _Recall:
         return "overview" if age > timedelta(days=self.sources.settings.gist_after_days) else "full"
 
     def _raw_hits(self, scores: dict[int, float]) -> list[RawHit]:
-        """The best events as excerpts; an event with memories only where the query falls in a gap."""
+        """The best events as excerpts; an event with memories only where the query falls in a gap; events
+        that say the same as a better one folded into it; replies before their questions."""
         hits: list[RawHit] = []
-        ranked = ranking.top(scores, len(scores))
+        said: dict[str, int] = {}  # echoes.same_words -> the hit's place
+        ranked = [seq for seq in ranking.top(scores, len(scores)) if seq not in self.filters.left_out]
         for start in range(0, len(ranked), RAW_PAGE):
             page = ranked[start : start + RAW_PAGE]
             quotes = search.memory_quotes(self.db, page, self.filters.as_of)
@@ -377,10 +387,30 @@ class _Recall:
                         continue  # what matched is covered by the event's memories
                     text, whole = found, False
                 shown, truncated = excerpt(text, self.words)
-                hits.append(RawHit(event, shown, truncated or not whole, round(scores[sequence], 6)))
+                hit = RawHit(event, shown, truncated or not whole, round(scores[sequence], 6))
+                words = echoes.same_words(event.text) if whole else ""
+                key = f"{event.role}/{event.source}\n{words}" if words else ""
+                if key and key in said:
+                    hits[said[key]] = _fold(hits[said[key]], hit)
+                    continue
+                if key:
+                    said[key] = len(hits)
+                hits.append(hit)
                 if len(hits) == self.limit:
-                    return hits
-        return hits
+                    return self._answers_first(hits)
+        return self._answers_first(hits)
+
+    def _answers_first(self, hits: list[RawHit]) -> list[RawHit]:
+        """A user's turn found with the assistant's reply right after it: the reply first (echoes.py)."""
+        found = {hit.event.sequence: hit for hit in hits}
+        links = self._neighbours([seq for seq, hit in found.items() if hit.event.role == "user"])
+
+        def answer_of(hit: RawHit) -> RawHit | None:
+            after = links.get(hit.event.sequence, (None, None))[1]
+            reply = found.get(after) if after is not None else None
+            return reply if hit.event.role == "user" and reply is not None and reply.event.role == "assistant" else None
+
+        return echoes.answers_first(hits, answer_of, lambda a, b: a.event.sequence == b.event.sequence)
 
     # -- coverage ----------------------------------------------------------------------------------
 
@@ -391,3 +421,10 @@ class _Recall:
         self.warnings += coverage.warnings(counted, mode, self.model, as_of_given=self.as_of_given)
         if mode != "fast" and counted.events_without_vectors:
             self.unindexed = True
+
+
+def _fold(kept: RawHit, again: RawHit) -> RawHit:
+    """Two hits of one speaker's events that say the same as one: the better ranked, how many said it and
+    since when."""
+    first = min(kept.first_at or kept.event.occurred_at, again.event.occurred_at)
+    return replace(kept, said=kept.said + 1, first_at=first)

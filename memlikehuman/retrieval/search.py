@@ -50,6 +50,7 @@ class Filters:
     cue_key: str | None = None
     include_history: bool = False
     outside_session: str | None = None  # its raw events are left out (the prompt hook: already in context)
+    left_out: frozenset[int] = frozenset()  # raw events never returned (the prompt being answered)
 
     def params(self) -> dict[str, Any]:
         return {

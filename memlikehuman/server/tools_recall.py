@@ -59,11 +59,13 @@ def register(server: MemoryMCPServer, holder: Holder) -> None:
 
         `memories` are derived statements with their source event, validity window and status;
         `raw_fallback` holds excerpts of original events that no memory covers yet (e.g. pending
-        extraction). Both are best first. Read `warnings` and `coverage`: they say when results may be
-        incomplete. A memory with detail="overview" or an excerpt with truncated=true omits details:
-        call memory_read with its ID before asserting specifics. Inferences are labeled basis="inferred".
-        When the query names a category, a judgement or several people, pass `alternatives`: the stored
-        words are often the instances ("I made soup" for "dishes"), the behaviour or each person's name.
+        extraction); turns that said the same words are one excerpt (`said` times since `first_at`), a
+        reply comes before its question, and the prompt you are answering is left out. Both are best
+        first. Read `warnings` and `coverage`: they say when results may be incomplete. A memory with
+        detail="overview" or an excerpt with truncated=true omits details: call memory_read with its ID
+        before asserting specifics. Inferences are labeled basis="inferred". When the query names a
+        category, a judgement or several people, pass `alternatives`: the stored words are often the
+        instances ("I made soup" for "dishes"), the behaviour or each person's name.
         """
         result = call(
             lambda: holder.engine.recall(
@@ -77,6 +79,7 @@ def register(server: MemoryMCPServer, holder: Holder) -> None:
                 cue_key=cue_key,
                 session_id=session_id,
                 alternatives=alternatives,
+                answering=True,
             )
         )
         return tool_result(_summary(result), recall_out(result))

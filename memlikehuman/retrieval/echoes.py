@@ -1,0 +1,91 @@
+"""Echoes: what recall and injection leave out or fold together, so that facts come before repetitions.
+
+Three rules, each a plain comparison a user can check:
+- **The same words.** Two turns of one speaker say the same when their words are the same in the same
+  order, case, punctuation and spacing aside (`same_words`). Repeats are folded into one item, the
+  best ranked of them, with how many times it was said and since when.
+- **The question being answered.** The prompt hook leaves out the earlier turns that say the same as
+  the prompt (the user asking again); memory_recall leaves out the prompt a hook recorded last in the
+  scope while it has no answer yet (`unanswered_prompt`): the agent is answering it.
+- **Answers first.** When the assistant's reply to a user's turn (the next turn of its session) is
+  ranked right after that turn, the two swap places: the reply comes first (`answers_first`). A
+  reply ranked further down stays there (the ranking found it less relevant than what lies between).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from ..archive.db import Database
+from ..records import Scope
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+# The event IDs the host hooks give the prompts they record (hosts/hook.py, event_id): HOST:SESSION:user:DIGEST.
+_HOOK_PROMPT = re.compile(r"^(?:claude-code|codex|cursor|gemini):.+:user:[0-9a-f]{32}$")
+
+T = TypeVar("T")
+
+
+def same_words(text: str) -> str:
+    """The comparison key of a turn: its words, lowercased, one space apart."""
+    return " ".join(w.casefold() for w in _WORD.findall(text))
+
+
+@dataclass
+class Folded(Generic[T]):
+    """One item standing for every turn that says the same: the best ranked, how many, the first time."""
+
+    item: T
+    times: int
+    first_at: str
+    members: list[T]
+
+
+def fold(items: Sequence[T], key_of: Callable[[T], str], when_of: Callable[[T], str]) -> list[Folded[T]]:
+    """The items (best first) with those of one key folded into the best ranked of them.
+
+    `key_of` gives the speaker and `same_words` of an item's text; an empty key folds nothing."""
+    groups: dict[str, Folded[T]] = {}
+    order: list[str] = []
+    for item in items:
+        key = key_of(item) or f"\x00{len(order)}"
+        group = groups.get(key)
+        if group is None:
+            groups[key] = Folded(item, 1, when_of(item), [item])
+            order.append(key)
+            continue
+        group.times += 1
+        group.members.append(item)
+        group.first_at = min(group.first_at, when_of(item))
+    return [groups[key] for key in order]
+
+
+def answers_first(chosen: Sequence[T], answer_of: Callable[[T], T | None], same: Callable[[T, T], bool]) -> list[T]:
+    """The chosen items (best first) with each question swapped with its answer ranked right after it."""
+    out = list(chosen)
+    for at in range(len(out) - 1):
+        answer = answer_of(out[at])
+        if answer is not None and same(out[at + 1], answer):
+            out[at], out[at + 1] = out[at + 1], out[at]
+    return out
+
+
+def unanswered_prompt(db: Database, scope: Scope) -> int | None:
+    """The sequence of the prompt a host hook recorded last in the scope, while no reply followed it in its
+    session: the prompt the agent is answering (None when there is none)."""
+    row = db.one(
+        "SELECT sequence, event_id, session_id FROM events WHERE persona_id = ? AND project_id = ?"
+        " AND role = 'user' AND kind = 'record' ORDER BY sequence DESC LIMIT 1",
+        (scope.persona_id, scope.project_id),
+    )
+    if row is None or not _HOOK_PROMPT.match(row["event_id"]):
+        return None
+    replied = db.one(
+        "SELECT 1 AS replied FROM events WHERE persona_id = ? AND project_id = ? AND session_id = ?"
+        " AND sequence > ? AND role = 'assistant' LIMIT 1",
+        (scope.persona_id, scope.project_id, row["session_id"], row["sequence"]),
+    )
+    return None if replied else int(row["sequence"])
