@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 
 REMEMBER = (
-    "When the user states a lasting fact or preference, or changes one (a tool, a convention, a name, a"
-    " plan), keep it as a memory: call memory_record with memories, each a self-contained statement (content)"
-    " with its exact quote from the text, its kind, and a subject key (user.package_manager) for a single"
-    " value that a later one replaces. A prompt the host's hooks recorded is named in the MemLikeHuman"
-    " context of that prompt: give its event_id, text, role, source, session_id and scope exactly as named there,"
-    " with memories; anything else gets a new event_id."
+    "When the user states a lasting fact or preference, or changes one (a tool, a convention, a\n"
+    "name, a plan), keep it as a memory: call memory_record with memories, each a self-contained\n"
+    "statement (content) with its exact quote from the text, its kind, and a subject key\n"
+    "(user.package_manager) for a single value that a later one replaces. A prompt the host's hooks\n"
+    "recorded is named in the MemLikeHuman context of that prompt: give its event_id, text, role,\n"
+    "source, session_id and scope exactly as named there, with memories; anything else gets a new event_id."
 )
 
 HOST_INSTRUCTIONS = f"""\
