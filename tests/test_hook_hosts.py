@@ -136,6 +136,20 @@ def test_gemini_precompress_checkpoints_from_recorded_events_without_a_transcrip
     assert "Which database does this project use?" in checkpoint["state"]["goal"]
 
 
+def test_gemini_precompress_before_every_request_leaves_a_checkpoint_that_covers_the_latest_turn(
+    db: Archive, project: Path
+) -> None:
+    # Gemini CLI 0.61 fires PreCompress before every model request, compressing or not: a checkpoint that
+    # already covers the session's latest turn (the agent's own, or an earlier hook's) stands.
+    run_hook("gemini", payload("gemini", "BeforeAgent", project), db, project)
+    for _ in range(3):
+        run_hook("gemini", payload("gemini", "PreCompress", project), db, project)
+    assert len(checkpoints_of(db)) == 1
+    run_hook("gemini", payload("gemini", "AfterAgent", project), db, project)
+    run_hook("gemini", payload("gemini", "PreCompress", project), db, project)
+    assert len(checkpoints_of(db)) == 2  # a turn was said since: a new one
+
+
 def test_the_event_option_names_the_event_when_the_payload_does_not(db: Archive, project: Path) -> None:
     data = payload("gemini", "BeforeAgent", project)
     del data["hook_event_name"]

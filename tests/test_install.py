@@ -132,7 +132,10 @@ def test_codex_install_keeps_the_comments_and_tables_of_config_toml(home: Path) 
     lay_out(home, USER_FILES["codex"])
     assert cli(home, "install", "codex").exit_code == 0
     text = (home / ".codex" / "config.toml").read_text()
-    assert text.startswith((CONFIGS / "codex-config.toml").read_text())
+    original = (CONFIGS / "codex-config.toml").read_text()
+    # The one line outside our block: the start-up grace, a top-level key, before the first table.
+    grace = "mcp_optional_startup_grace_ms = 5000  # added by `memlikehuman install codex`; uninstall removes it\n\n"
+    assert text.replace(grace, "", 1).startswith(original)
     assert "# ask before running commands" in text
     parsed = tomllib.loads(text)
     assert set(parsed["mcp_servers"]) == {"github", "memlikehuman"}
@@ -265,8 +268,11 @@ def test_each_hosts_installed_prompt_hook_runs_from_its_config(home: Path, tmp_p
         entry["command"], shell=True, input=json.dumps(payload), capture_output=True, text=True, cwd=project, env=env
     )
     assert (done.returncode, done.stderr) == (0, "")
-    expected = {"cursor": '{"continue": true}\n', "gemini": "{}\n", "codex": ""}  # nothing to recall yet
-    assert done.stdout == expected[host]
+    if host == "cursor":
+        assert done.stdout == '{"continue": true}\n'  # Cursor has no prompt-time context channel
+    else:  # nothing to recall yet: only the line that names the turn just recorded
+        context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+        assert "This prompt is recorded as" in context and "«DATA" not in context
     [event] = stored(home / "m.db")
     assert (event["source"], event["text"]) == (host, "Which database does this project use?")
 

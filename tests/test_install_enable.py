@@ -1,4 +1,4 @@
-"""`install codex` / `install gemini` turn the host's hooks on; `uninstall` takes back exactly that."""
+"""`install codex` / `install gemini` set what the host needs to run our hooks and tools; `uninstall` takes it back."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ from hook_support import stored
 from test_install import cli, values
 
 from memlikehuman.hosts import jsonedit
-from memlikehuman.hosts.edits import FEATURE_LINE
 
 CODEX_WITH_FEATURES = """\
 model = "gpt-5.3-codex"  # the default model
@@ -65,40 +64,84 @@ def round_trip(home: Path, host: str, path: Path) -> str:
     return installed
 
 
-def test_codex_install_turns_the_hooks_feature_on_under_the_files_own_features_table(home: Path) -> None:
+def test_codex_install_writes_no_feature_line_and_leaves_a_feature_the_user_set(home: Path) -> None:
+    # Codex 0.171 runs hooks by default and warns on every run about `codex_hooks` (deprecated).
+    path = write(home / ".codex" / "config.toml", CODEX_WITH_FEATURES.replace("web_search_request", "hooks"))
+    installed = round_trip(home, "codex", path)
+    assert tomllib.loads(installed)["features"] == {"hooks": True}
+    assert "codex_hooks" not in installed
+
+
+def test_codex_install_gives_servers_time_to_start_before_the_first_table_and_uninstall_takes_it_back(home: Path):
     path = write(home / ".codex" / "config.toml", CODEX_WITH_FEATURES)
     installed = round_trip(home, "codex", path)
-    features = tomllib.loads(installed)["features"]
-    assert features == {"web_search_request": True, "codex_hooks": True}
-    assert installed.count("[features]") == 1
-    assert installed.index(FEATURE_LINE) < installed.index("[profiles.fast]")  # inside the user's table
+    assert tomllib.loads(installed)["mcp_optional_startup_grace_ms"] == 5000  # a top-level key
+    assert installed.index("mcp_optional_startup_grace_ms") < installed.index("[features]")
 
 
-def test_codex_install_adds_a_features_table_to_a_file_without_one(home: Path) -> None:
-    path = write(home / ".codex" / "config.toml", 'model = "gpt-5.3-codex"\n')
+def test_codex_install_leaves_a_start_up_grace_the_user_set(home: Path) -> None:
+    path = write(home / ".codex" / "config.toml", "mcp_optional_startup_grace_ms = 200\n" + CODEX_WITH_FEATURES)
     installed = round_trip(home, "codex", path)
-    assert tomllib.loads(installed)["features"] == {"codex_hooks": True}
+    assert tomllib.loads(installed)["mcp_optional_startup_grace_ms"] == 200
 
 
-def test_codex_install_into_no_config_file_creates_one_with_the_feature_and_uninstall_deletes_it(home: Path) -> None:
+def test_codex_install_approves_our_tools_and_trusts_exactly_our_hooks_in_codex_home(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    codex_home = home / "elsewhere"
+    monkeypatch.setenv("CODEX_HOME", str(codex_home))
+    write(codex_home / "hooks.json", (Path(__file__).parent / "host_configs" / "codex-hooks.json").read_text())
+    assert cli(home, "install", "codex").exit_code == 0
+    assert not (home / ".codex").exists()
+    config = tomllib.loads((codex_home / "config.toml").read_text())
+    assert config["mcp_servers"]["memlikehuman"]["default_tools_approval_mode"] == "approve"
+    trusted = config["hooks"]["state"]
+    hooks = str((codex_home / "hooks.json").resolve())
+    events = ("session_start", "user_prompt_submit", "stop", "pre_compact", "session_end")
+    # The user's PreToolUse hook is theirs to trust; ours are the first group of each of our events.
+    assert sorted(trusted) == sorted(f"{hooks}:{event}:0:0" for event in events)
+    first = dict(trusted)
+    assert cli(home, "install", "codex", "--db", str(home / "other.sqlite3")).exit_code == 0
+    again = tomllib.loads((codex_home / "config.toml").read_text())["hooks"]["state"]
+    assert set(again) == set(first) and all(again[k] != first[k] for k in first)  # another command, another hash
+    assert cli(home, "uninstall", "codex").exit_code == 0
+    assert not (codex_home / "config.toml").exists()  # install made it: uninstall takes it, trust and all
+
+
+def test_codex_reinstall_keeps_what_the_user_added_to_our_block(home: Path) -> None:
     path = home / ".codex" / "config.toml"
-    installed = round_trip(home, "codex", path)
-    assert tomllib.loads(installed)["features"] == {"codex_hooks": True}
-    assert not path.exists()
+    assert cli(home, "install", "codex").exit_code == 0
+    text = path.read_text()
+    text = text.replace(
+        'default_tools_approval_mode = "approve"\n',
+        'default_tools_approval_mode = "prompt"\nstartup_timeout_sec = 20\n',
+    )
+    text = text.replace(
+        "# <<< memlikehuman",
+        '[mcp_servers.memlikehuman.tools.memory_forget]\napproval_mode = "prompt"\n# <<< memlikehuman',
+    )
+    path.write_text(text)
+    assert cli(home, "install", "codex", "--db", str(home / "other.sqlite3")).exit_code == 0
+    server = tomllib.loads(path.read_text())["mcp_servers"]["memlikehuman"]
+    assert (server["default_tools_approval_mode"], server["startup_timeout_sec"]) == ("prompt", 20)
+    assert server["tools"]["memory_forget"] == {"approval_mode": "prompt"}
+    assert server["env"]["MEMLIKEHUMAN_DB"] == str(home / "other.sqlite3")
 
 
-@pytest.mark.parametrize("setting", ["hooks = false", "codex_hooks = false", "hooks = true"])
-def test_codex_install_leaves_a_hooks_feature_the_user_set(home: Path, setting: str) -> None:
-    path = write(home / ".codex" / "config.toml", f"[features]\n{setting}\n")
-    installed = round_trip(home, "codex", path)
-    assert installed.startswith(f"[features]\n{setting}\n\n")
-    assert FEATURE_LINE not in installed
+def test_codex_uninstall_never_leaves_a_config_codex_cannot_read(home: Path) -> None:
+    path = home / ".codex" / "config.toml"
+    assert cli(home, "install", "codex").exit_code == 0
+    # A user's per-tool table outside our block: without our server Codex refuses the whole file.
+    path.write_text(path.read_text() + '\n[mcp_servers.memlikehuman.tools.memory_record]\napproval_mode = "approve"\n')
+    assert cli(home, "uninstall", "codex").exit_code == 0
+    left = tomllib.loads(path.read_text()) if path.exists() else {}
+    assert "memlikehuman" not in left.get("mcp_servers", {})
 
 
-def test_codex_install_with_no_hooks_writes_no_feature(home: Path) -> None:
+def test_codex_install_with_no_hooks_writes_no_trust(home: Path) -> None:
     path = write(home / ".codex" / "config.toml", CODEX_WITH_FEATURES)
     assert cli(home, "install", "codex", "--no-hooks").exit_code == 0
-    assert "codex_hooks" not in path.read_text()
+    assert "hooks" not in tomllib.loads(path.read_text())
 
 
 def test_codex_config_that_is_not_toml_is_refused_with_its_name(home: Path) -> None:

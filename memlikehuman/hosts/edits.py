@@ -21,16 +21,14 @@ from typing import Any
 import platformdirs
 
 from ..errors import Conflict, InvalidArgument
-from . import jsonedit
+from . import codex, jsonedit
 
 HOOK_MARK = " hook "  # our hook commands run `<memlikehuman> hook HOST`
 TOML_BEGIN = "# >>> memlikehuman (added by `memlikehuman install codex`; `memlikehuman uninstall codex` removes it)"
 TOML_END = "# <<< memlikehuman"
-# Codex versions that keep hooks behind a feature flag know it as `codex_hooks` (newer ones also
-# accept `hooks`, the name they use now, and have hooks on by default).
-FEATURE_KEYS = ("hooks", "codex_hooks")
+# The line install wrote under [features] before Codex turned hooks on by default (0.171: `codex_hooks`
+# is deprecated): uninstall still removes it where an older install added it.
 FEATURE_LINE = "codex_hooks = true  # added by `memlikehuman install codex`; uninstall removes it"
-_FEATURES_HEADER = re.compile(r"^[ \t]*\[[ \t]*features[ \t]*\][ \t]*(?:#.*)?$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -232,17 +230,20 @@ def _drop_if_empty(text: str, path: tuple[str, ...], source: str) -> str:
 _TOML_BLOCK = re.compile(rf"\n*{re.escape(TOML_BEGIN)}\n.*?{re.escape(TOML_END)}\n?", re.DOTALL)
 
 
-def toml_install(text: str | None, block: str, source: str, record: dict[str, Any], *, hooks: bool = False) -> str:
-    """The TOML text with our block (replacing an older one of ours) at its end.
-
-    hooks: also turn Codex's hooks feature on where the file does not say (see _features).
-    """
+def toml_install(text: str | None, block: str, source: str, record: dict[str, Any]) -> str:
+    """The TOML text with our block at its end (an older block of ours replaced, the lines a user added to
+    it kept) and the start-up grace key set (hosts/codex.py)."""
     if text is None:
         record["created_file"] = True
         text = ""
-    text = _TOML_BLOCK.sub("", text) if TOML_BEGIN in text else text
-    if hooks:
-        text, block = _features(text, block, source, record)
+    found = _TOML_BLOCK.search(text)
+    body = block
+    if found is not None:
+        old = found.group(0).strip("\n").removeprefix(TOML_BEGIN).removesuffix(TOML_END).strip("\n") + "\n"
+        body = codex.merged(block, old, record.get("block", ""))
+        text = _TOML_BLOCK.sub("", text)
+    record["block"] = block
+    _check_toml(text, source)
     if re.search(r"^\s*\[\s*mcp_servers\s*\.\s*[\"']?memlikehuman[\"']?\s*\]", text, re.MULTILINE):
         raise Conflict(
             f"{source} already has an [mcp_servers.memlikehuman] table that install did not write:"
@@ -250,39 +251,29 @@ def toml_install(text: str | None, block: str, source: str, record: dict[str, An
         )
     if "newline" not in record:
         record["newline"] = text.endswith("\n") or not text
-    if not text:
-        return f"{TOML_BEGIN}\n{block}{TOML_END}\n"
-    separator = "\n" if text.endswith("\n") else "\n\n"
-    return f"{text}{separator}{TOML_BEGIN}\n{block}{TOML_END}\n"
+    text = codex.with_grace(text, record)
+    separator = "" if not text else "\n" if text.endswith("\n") else "\n\n"
+    return f"{text}{separator}{TOML_BEGIN}\n{body}{TOML_END}\n"
 
 
-def _features(text: str, block: str, source: str, record: dict[str, Any]) -> tuple[str, str]:
-    """Text and block with the hooks feature on: a [features] table in our block when the file has
-    none, our one line under the file's own [features] header when that names neither key; a file
-    that already names one (true or false: the user's choice) or writes features another way
-    (inline table, dotted keys) is left as it is."""
+def _check_toml(text: str, source: str) -> None:
     import tomllib
 
     try:
-        features = tomllib.loads(text).get("features")
+        tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InvalidArgument(f"{source} is not valid TOML ({exc}): fix the file, then install again") from None
-    if features is None:
-        return text, f"{block}\n[features]\n{FEATURE_LINE}\n"
-    header = _FEATURES_HEADER.search(text)
-    if not isinstance(features, dict) or any(key in features for key in FEATURE_KEYS) or header is None:
-        return text, block
-    record["feature_line"] = True
-    cut = header.end() + 1 if text.startswith("\n", header.end()) else header.end()
-    line = FEATURE_LINE + "\n" if cut > header.end() else "\n" + FEATURE_LINE
-    return text[:cut] + line + text[cut:], block
 
 
 def toml_uninstall(text: str, source: str, record: dict[str, Any]) -> str | None:
-    """The TOML text without our block (None: delete the file, install created it)."""
+    """The TOML text without our block, the grace line install added, the feature line an older install
+    added, and tables under [mcp_servers.memlikehuman.*] (which Codex refuses once our server is gone)
+    (None: delete the file, install created it)."""
     if record.get("feature_line"):
         ours = FEATURE_LINE + "\n" if FEATURE_LINE + "\n" in text else "\n" + FEATURE_LINE
         text = text.replace(ours, "", 1)
+    if record.get("grace_line"):
+        text = codex.without_grace(text)
     start = text.find(TOML_BEGIN)
     if start < 0:
         return text
@@ -295,7 +286,7 @@ def toml_uninstall(text: str, source: str, record: dict[str, Any]) -> str | None
         before = before[:-1]  # the blank line install put before the block
     if not record.get("newline", True) and before.endswith("\n"):
         before = before[:-1]
-    remaining = before + text[end:]
+    remaining = codex.without_our_subtables(before + text[end:])
     if record.get("created_file") and not remaining.strip():
         return None
     return remaining

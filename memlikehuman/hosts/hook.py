@@ -299,6 +299,11 @@ def _checkpoint(engine: Engine, scope: Scope, hook: adapters.HookInput) -> None:
     if not turns:
         return  # a session opened and closed with nothing said (or all of it forgotten): nothing to resume
     covered = turns[-1].event_id
+    latest = engine.latest_checkpoint(scope, hook.session_id)
+    if latest is not None and latest.covered_event_id == covered:
+        # Nothing was said since the latest checkpoint, the agent's own or ours: it stands (Gemini CLI
+        # calls PreCompress before every model request, compressing or not).
+        return
     messages = [(t.role, t.text) for t in turns]
     engine.checkpoint(scope, extractive_state(messages, hook.event), covered, hook.session_id)
 

@@ -18,14 +18,14 @@ from typing import Any
 from .. import files, validate
 from ..errors import InvalidArgument
 from ..text.projects import AUTO, project_name
-from . import edits, tools
+from . import codex, edits, tools
 from .edits import JsonEdit
 
 HOSTS = ("claude-code", "claude-desktop", "codex", "cursor", "vscode", "gemini")
 SERVER = "memlikehuman"
 HOOK_EVENTS = {
     "claude-code": ("SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd"),
-    "codex": ("SessionStart", "UserPromptSubmit", "Stop", "PreCompact"),
+    "codex": ("SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd"),
     "cursor": ("sessionStart", "beforeSubmitPrompt", "afterAgentResponse", "preCompact", "sessionEnd"),
     "gemini": ("SessionStart", "BeforeAgent", "AfterAgent", "PreCompress", "SessionEnd"),
 }
@@ -198,13 +198,17 @@ def targets(
     if host == "claude-code":
         mcp = base / ".mcp.json" if base else home / ".claude.json"
         settings = base / ".claude" / "settings.local.json" if base else home / ".claude" / "settings.json"
-        return [(mcp, JsonEdit(members=server)), *([(settings, JsonEdit(items=hook_items))] if hook_items else [])]
+        # alwaysLoad: `claude -p` waits for our server (up to its 5 s connect timeout) before the first
+        # request, so the first turn has the memory tools; a server that fails costs nothing (docs/hosts.md).
+        loaded = ((("mcpServers", SERVER), {**w.server(), "alwaysLoad": True}),)
+        return [(mcp, JsonEdit(members=loaded)), *([(settings, JsonEdit(items=hook_items))] if hook_items else [])]
     if host == "claude-desktop":
         return [(_app_dir("Claude") / "claude_desktop_config.json", JsonEdit(members=server))]
     if host == "codex":
-        folder = base / ".codex" if base else home / ".codex"
-        found: list[tuple[Path, JsonEdit | str]] = [(folder / "config.toml", _toml_block(w))]
-        return found + ([(folder / "hooks.json", JsonEdit(items=hook_items))] if hook_items else [])
+        folder = base / ".codex" if base else codex.home()
+        # hooks.json first: the block of config.toml trusts the hooks as that file then holds them.
+        codex_hooks: list[tuple[Path, JsonEdit | str]] = [(folder / "hooks.json", JsonEdit(items=hook_items))]
+        return [*(codex_hooks if hook_items else []), (folder / "config.toml", SERVER)]
     if host == "cursor":
         folder = base / ".cursor" if base else home / ".cursor"
         hooks_file = (folder / "hooks.json", JsonEdit(items=hook_items, root=(("version", 1),)))
@@ -216,19 +220,6 @@ def targets(
         path = (base or home) / ".gemini" / "settings.json"
         return [(path, JsonEdit(members=server, items=hook_items, flags=(GEMINI_ENABLE,) if hook_items else ()))]
     raise InvalidArgument(f"unknown host {host!r}: use one of {', '.join(HOSTS)}")
-
-
-def _toml_string(value: str) -> str:
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def _toml_block(w: Wiring) -> str:
-    entry = w.server()
-    args = ", ".join(_toml_string(a) for a in entry["args"])
-    lines = [f"[mcp_servers.{SERVER}]", f"command = {_toml_string(entry['command'])}", f"args = [{args}]"]
-    lines += ["", f"[mcp_servers.{SERVER}.env]"]
-    lines += [f"{key} = {_toml_string(value)}" for key, value in entry["env"].items()]
-    return "\n".join(lines) + "\n"
 
 
 def _read(path: Path) -> str | None:
@@ -243,7 +234,7 @@ def _read(path: Path) -> str | None:
 def plan(host: str, w: Wiring, project_dir: Path | None, *, remove: bool, hooks: bool = True) -> list[Change]:
     """The file changes install (or, with remove, uninstall) would make; nothing is written."""
     records = edits.load_records()
-    changes = []
+    changes: list[Change] = []
     for path, part in targets(host, w, project_dir, hooks=hooks or remove, every=remove):
         before = _read(path)
         record = dict(records.get(str(path), {}))
@@ -256,11 +247,18 @@ def plan(host: str, w: Wiring, project_dir: Path | None, *, remove: bool, hooks:
                 else edits.json_uninstall(before, part, str(path), record)
             )
         elif isinstance(part, str):
-            after = edits.toml_install(before, part, str(path), record, hooks=hooks)
+            trusted = _trusted(changes) if project_dir is None else {}
+            after = edits.toml_install(before, codex.block(w.server(), trusted), str(path), record)
         else:
             after = edits.json_install(before, part, str(path), record)
         changes.append(Change(path, before, after, record))
     return changes
+
+
+def _trusted(changes: list[Change]) -> dict[str, str]:
+    """Codex's trust entries for our hooks, as the hooks.json planned before config.toml will hold them."""
+    hooks = next((c for c in changes if c.path.name == "hooks.json" and c.after is not None), None)
+    return codex.trust(hooks.path, hooks.after, edits.is_ours) if hooks is not None and hooks.after else {}
 
 
 BACKUP_SUFFIX = ".memlikehuman-backup"

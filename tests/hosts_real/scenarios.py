@@ -67,9 +67,29 @@ class SessionOne:
     archive: Archive
 
 
+PNPM_MEMORY = {"content": "The user uses pnpm, never npm, in this repo", "quote": PNPM, "kind": "preference",
+               "subject": "user.package_manager"}  # fmt: skip
+
+
+def remember_script() -> Script:
+    """The model follows the instructions literally: the preference becomes a memory of the recorded turn
+    (memory_record with the IDs the prompt hook's context names), then it answers."""
+
+    def record(request: Request) -> dict[str, Any]:
+        ids = ids_from_context(request)
+        if ids is None:
+            raise LookupError("the prompt hook's context names no recorded turn to attach memories to")
+        scope = {k: v for k, v in ids.scope.items() if v}
+        return {"event_id": ids.event_id, "text": request.prompt() or "", "role": "user", "source": ids.source,
+                "session_id": ids.session_id, "memories": [PNPM_MEMORY], **scope}  # fmt: skip
+
+    return Script([Rule("pnpm", (Call("memory_record", record), Text("Noted.")))])
+
+
 def session_one(world: World) -> SessionOne:
-    """Two prompts in one session (the second resumes the first), each answered "Noted."."""
-    first = world.expect_ok(world.run(PNPM, NOTED))
+    """Two prompts in one session (the second resumes the first): the first, a preference, becomes the
+    agent's memory; the second, a fact, is answered "Noted."."""
+    first = world.expect_ok(world.run(PNPM, remember_script()))
     second = world.expect_ok(world.run(STAGING, NOTED, resume=first.session_id))
     return SessionOne([first, second], world.archive())
 
@@ -136,6 +156,16 @@ def check_first_request(world: World, run: Run) -> None:
         f" (prompt hook context: {[t[:400] for t in prompt_context] or 'none'};"
         f" pnpm in the session-start context: {any('pnpm' in t for t in first.hook_context())})",
     )
+    # What the agent made of session 1's preference is what session 2 is handed: the memory, not the prompt.
+    records = [o for text in prompt_context for o in _json_objects(text)]
+    problems.check(
+        any(r.get("memory_id") and r.get("content") == PNPM_MEMORY["content"] for r in records),
+        f"the agent's pnpm memory is not among the injected records: {records}",
+    )
+    problems.check(
+        not any(r.get("text") == PNPM for r in records),
+        "the session-1 prompt itself was injected beside (or instead of) the memory made of it",
+    )
     evidence += [f"hook context: {text[:1500]}" for text in first.hook_context()]
     evidence.append(_hooks_log(world))
     problems.assert_none("\n".join(evidence) + "\n" + run.describe())
@@ -162,6 +192,7 @@ class PromptIds:
     session_id: str
     source: str
     how: str  # "context" (copied from the prompt hook's context) or "archive (fallback)"
+    scope: dict[str, str] = field(default_factory=dict)  # persona_id, project_id when the context names them
 
 
 _KEY = r"[\"'`]?\s*[:=]\s*[\"'`]?([^\s\"'`,;)]+)"
@@ -171,16 +202,17 @@ _ID_KEYS = ("event_id", "session_id", "source")
 def ids_from_context(request: Request) -> PromptIds | None:
     """The current prompt's event ID, session ID and source, copied from the prompt hook's injected context.
 
-    Adapt this to the final wording. Today (uncommitted product work, 5 Dec): "This prompt is recorded as
-    {"event_id": ..., "role": "user", "source": ..., "session_id": ...}" after the recalled records
-    (which carry event_id but no source/session_id). Taken: the last JSON object in the context that
-    holds all three keys; else the last `event_id: X` / `session_id: X` / `source: X` of the context.
+    The context says "This prompt is recorded as {"event_id": ..., "role": "user", "source": ...,
+    "session_id": ..., "persona_id": ..., "project_id": ...}" after the recalled records (which carry
+    event_id but no source/session_id). Taken: the last JSON object in the context that holds the three
+    keys; else the last `event_id: X` / `session_id: X` / `source: X` of the context.
     """
     text = "\n".join(request.prompt_hook_context())
     objects = [o for o in _json_objects(text) if all(isinstance(o.get(k), str) for k in _ID_KEYS)]
     if objects:
         chosen = objects[-1]
-        return PromptIds(chosen["event_id"], chosen["session_id"], chosen["source"], "context")
+        scope = {k: chosen[k] for k in ("persona_id", "project_id") if isinstance(chosen.get(k), str)}
+        return PromptIds(chosen["event_id"], chosen["session_id"], chosen["source"], "context", scope)
     found = {}
     for key in _ID_KEYS:
         matches = re.findall(r"\b" + key.replace("_", "[_ ]") + _KEY, text, re.IGNORECASE)

@@ -218,24 +218,8 @@ class Gemini(Host):
 class Codex(Host):
     name = "codex"
     binary = "codex"
-    WORKAROUNDS = (
-        # Hooks do not run until trusted, and `exec` says nothing (docs/hosts.md: "Codex asks you to
-        # review and trust new hooks"; there is no prompt headless). The persisted alternative is a
-        # [hooks.state."<CODEX_HOME>/hooks.json:<event>:0:0"] trusted_hash per hook in config.toml.
-        "--dangerously-bypass-hook-trust",
-    )
-    SERVER_WORKAROUNDS = (
-        # `exec` starts the first turn without waiting for an optional MCP server: `memlikehuman serve`
-        # answers `initialize` after ~1.8 s, so the model gets no mcp__memlikehuman tools at all.
-        "-c",
-        "mcp_servers.memlikehuman.required=true",
-        # Destructive tools (destructiveHint: memory_forget, memory_correct) fail in `exec` with "MCP tool
-        # call requires approval, but approval policy is never": headless, nobody can approve them.
-        "-c",
-        'mcp_servers.memlikehuman.tools.memory_forget.approval_mode="approve"',
-        "-c",
-        'mcp_servers.memlikehuman.tools.memory_correct.approval_mode="approve"',
-    )
+    # Nothing beyond `memlikehuman install codex`: it trusts our hooks (Codex runs no untrusted hook and
+    # `exec` says nothing), approves our tools (`exec` cannot ask) and gives MCP servers time to start.
 
     def env(self, world: World) -> dict[str, str]:
         return {"STUB_API_KEY": "dummy"}
@@ -259,11 +243,7 @@ class Codex(Host):
         )
 
     def command(self, world: World, prompt: str, resume: str | None) -> list[str]:
-        config = world.home / ".codex" / "config.toml"
-        installed = config.exists() and "[mcp_servers.memlikehuman]" in config.read_text(encoding="utf-8")
-        # (-c on a server that is not configured makes an entry without a command: "invalid transport".)
-        more = self.SERVER_WORKAROUNDS if installed else ()
-        start = [cli(self.binary), "exec", "--json", "--skip-git-repo-check", *self.WORKAROUNDS, *more]
+        start = [cli(self.binary), "exec", "--json", "--skip-git-repo-check"]
         return [*start, "resume", resume, prompt] if resume else [*start, prompt]
 
     def session_of(self, stdout: str) -> str | None:
