@@ -30,6 +30,27 @@ def main() -> None:
             with contextlib.suppress(OSError, ValueError):  # a host that stopped reading: nothing to save
                 stream.flush()
         os._exit(status)
+    served = _serve_args(sys.argv[1:])
+    if served is not None:
+        # What a host starts: straight to the server, without the command group's imports (a host waits
+        # for `initialize`, and may start its first turn without our tools if it waits too long).
+        from ..server.run import main as serve
+
+        sys.exit(serve(served[0]))
     from ..cli import main as group
 
     group()
+
+
+def _serve_args(args: list[str]) -> tuple[str | None] | None:
+    """(the --db value or None) for exactly `serve`, `serve --db X` or `serve --db=X`; else None (the group)."""
+    if args[:1] != ["serve"]:
+        return None
+    rest = args[1:]
+    if not rest:
+        return (None,)
+    if len(rest) == 2 and rest[0] == "--db":
+        return (rest[1],)
+    if len(rest) == 1 and rest[0].startswith("--db="):
+        return (rest[0].removeprefix("--db="),)
+    return None
