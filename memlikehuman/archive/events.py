@@ -360,11 +360,12 @@ def session_turns(db: Database, scope: Scope, session_id: str) -> list[Turn]:
     from ..records import Turn  # reports.py: only a compaction or session end cuts a checkpoint
 
     rows = db.query(
-        "SELECT event_id, role, text FROM events WHERE persona_id = ? AND project_id = ? AND session_id = ?"
-        " AND kind = 'record' ORDER BY sequence",
+        "SELECT event_id, role, text, (SELECT count(*) FROM memories m WHERE m.event_sequence = e.sequence) AS n"
+        " FROM events e WHERE persona_id = ? AND project_id = ? AND session_id = ? AND kind = 'record'"
+        " ORDER BY sequence",
         (scope.persona_id, scope.project_id, session_id),
     )
-    return [Turn(str(r["event_id"]), str(r["role"]), str(r["text"])) for r in rows]
+    return [Turn(str(r["event_id"]), str(r["role"]), str(r["text"]), int(r["n"])) for r in rows]
 
 
 def retry_queue(db: Database, persona_id: str | None = None, project_id: str | None = None) -> list[int]:

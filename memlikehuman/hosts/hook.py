@@ -305,19 +305,31 @@ def _checkpoint(engine: Engine, scope: Scope, hook: adapters.HookInput) -> None:
         # calls PreCompress before every model request, compressing or not).
         return
     messages = [(t.role, t.text) for t in turns]
-    engine.checkpoint(scope, extractive_state(messages, hook.event), covered, hook.session_id)
+    unkept = [(t.event_id, t.text) for t in turns if t.role == "user" and not t.memories]
+    engine.checkpoint(scope, extractive_state(messages, hook.event, unkept), covered, hook.session_id)
 
 
-def extractive_state(messages: list[tuple[str, str]], event: str) -> dict[str, Any]:
-    """A checkpoint state cut from the conversation's own words, labelled as the adapter's."""
+UNKEPT_SHOWN = 10  # user turns without memories a hook checkpoint names (the newest)
+
+
+def extractive_state(
+    messages: list[tuple[str, str]], event: str, unkept: list[tuple[str, str]] | None = None
+) -> dict[str, Any]:
+    """A checkpoint state cut from the conversation's own words, labelled as the adapter's. `unkept`: the
+    user turns (event ID, text) that no memory was made of yet, for the agent to fill in after compaction."""
     users = [text for role, text in messages if role == "user"]
     replies = [text for role, text in messages if role == "assistant"]
     label = f"[written by the MemLikeHuman hook adapter at {event} from the transcript; not the agent's own state]"
     goal = f"{label} First request of the session: {one_line(users[0]) if users else '(none recorded)'}"
+    pending = [
+        f"no memory made yet of turn {event_id} (if it states a lasting fact or preference, attach memories to"
+        f" it with memory_record): {one_line(text, 160)}"
+        for event_id, text in (unkept or [])[-UNKEPT_SHOWN:]
+    ]
     return {
         "goal": goal,
         "completed": [f"assistant replied: {one_line(text)}" for text in replies[-5:]],
-        "pending": [],
+        "pending": pending,
         "constraints": [],
         "next_step": f"Last user request: {one_line(users[-1])}" if users else "",
     }

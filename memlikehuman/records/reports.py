@@ -169,3 +169,4 @@ class Turn:
     event_id: str
     role: str
     text: str
+    memories: int = 0  # memories made from it (none yet: the agent may still give them)
