@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -36,8 +36,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench import injection_set  # noqa: E402
+from bench import injection_sessions, injection_set  # noqa: E402
 from bench.conversation_recall import DATA, _evidence, load  # noqa: E402
+from bench.hooks import ROOT, pip_installed  # noqa: E402
 from bench.report import percentile, table, write_section  # noqa: E402
 from memlikehuman import config  # noqa: E402
 from memlikehuman.engine import Engine  # noqa: E402
@@ -57,7 +58,6 @@ FAST_GRID = [(c, 9.0, 0.0) for c in (0.0, 0.1, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5)]
 SEMANTIC_GRID = [(c, 9.0, 0.0) for c in (0.25, 0.3)] + [
     (c, m, s) for c in (0.25, 0.3) for m in (0.02, 0.03, 0.04, 0.06) for s in (0.0, 0.01, 0.015, 0.02, 0.03)
 ]
-_LINE = re.compile(r"^- (?:event|memory) (\S+) \(", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -169,17 +169,20 @@ def _share(values: list[bool]) -> float:
 # -- the report: the real hook command ----------------------------------------------------------------
 
 
-def ask_hook(db: Path, question: Question, session: str, extra: dict[str, str]) -> tuple[list[str], int, str, float]:
+def ask_hook(
+    db: Path, question: Question, session: str, extra: dict[str, str], script: Path = SCRIPT
+) -> tuple[list[str], int, str, float]:
     """One UserPromptSubmit through the hook command: injected IDs, characters, search label, wall ms."""
     payload = {"session_id": session, "cwd": "/", "hook_event_name": "UserPromptSubmit", "prompt": question.text}
-    argv = [str(SCRIPT), "hook", HOST, "--persona", question.scope.persona_id, "--project", question.scope.project_id]
+    argv = [str(script), "hook", HOST, "--persona", question.scope.persona_id, "--project", question.scope.project_id]
     env = {**ENV, "MEMLIKEHUMAN_DB": str(db), "MEMLIKEHUMAN_EMBEDDER": "none", "PATH": "/usr/bin:/bin", **extra}
     started = time.perf_counter()
     done = subprocess.run(argv, input=json.dumps(payload).encode(), env=env, capture_output=True, check=True)
     wall = (time.perf_counter() - started) * 1000
     context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"] if done.stdout.strip() else ""
-    label = "semantic" if "by semantic search" in context else "fast" if context else "-"
-    return _LINE.findall(context), len(context), label, wall
+    found = injection_sessions.records(context)
+    label = "semantic" if "by semantic search" in context else "fast" if found else "-"
+    return [str(r.get("memory_id") or r.get("event_id")) for r in found], len(context), label, wall
 
 
 def floor_ms() -> float:
@@ -188,14 +191,18 @@ def floor_ms() -> float:
     return (time.perf_counter() - started) * 1000
 
 
-def report(engine: Engine, db: Path, questions: list[Question], extra: dict[str, str], run: str) -> dict[str, object]:
+def report(
+    engine: Engine, db: Path, questions: list[Question], extra: dict[str, str], run: str, script: Path = SCRIPT
+) -> dict[str, object]:
     """Every question through the hook, each in a session of its own that no other run reuses."""
     by: dict[str, Tally] = defaultdict(Tally)
-    walls, floors, labels = [], [], defaultdict(int)
+    walls: list[float] = []
+    floors: list[float] = []
+    labels: dict[str, int] = defaultdict(int)
     state.injected_path(db).unlink(missing_ok=True)  # what earlier runs injected is no session's of this one
     for n, q in enumerate(questions):
         session = f"bench-{run}-{n}"
-        injected, chars, label, wall = ask_hook(db, q, session, extra)
+        injected, chars, label, wall = ask_hook(db, q, session, extra, script)
         by[q.group].add(q, injected, chars)
         walls.append(wall)
         labels[label] += 1
@@ -206,10 +213,10 @@ def report(engine: Engine, db: Path, questions: list[Question], extra: dict[str,
 
 
 @contextmanager
-def server(db: Path) -> Iterator[subprocess.Popen[bytes]]:
+def server(db: Path, script: Path = SCRIPT) -> Iterator[subprocess.Popen[bytes]]:
     """`memlikehuman serve` on the archive, its stdin held open; ready once its socket answers."""
     env = {**ENV, "MEMLIKEHUMAN_DB": str(db), "MEMLIKEHUMAN_EMBEDDER": "local", "PATH": "/usr/bin:/bin"}
-    process = subprocess.Popen([str(SCRIPT), "serve"], stdin=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    process = subprocess.Popen([str(script), "serve"], stdin=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
     try:
         target = prompt_context.target(config.load(db, env=ENV))
         probe = {"op": "inject", "persona_id": "default", "project_id": "coding", "query": "warm up the model"}
@@ -246,6 +253,7 @@ def main() -> None:
     parser.add_argument("--archive", type=Path, help="keep (and reuse) the recorded, embedded archive here")
     parser.add_argument("--tune-only", action="store_true", help="print the tuning tables, run no hook")
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md alone")
+    parser.add_argument("--baseline", default=None, help="also run the hook of this git revision (e.g. 1bb2c1b)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="injection-") as scratch:
         work = args.archive or Path(scratch)
@@ -263,18 +271,43 @@ def main() -> None:
             print(body, flush=True)
             if args.tune_only:
                 return
-            results = {
-                "fast (no server)": report(engine, db, shown, {"MEMLIKEHUMAN_INJECT_SEARCH": "fast"}, "fast"),
-            }
+            fast = {"MEMLIKEHUMAN_INJECT_SEARCH": "fast"}
+            results = {"fast (no server)": report(engine, db, shown, fast, "fast")}
             with server(db):
                 results["semantic (through serve)"] = report(engine, db, shown, {}, "semantic")
-    shown_report = render(results, settings)
+            baseline = _baseline(args.baseline, work) if args.baseline else None
+            if baseline is not None:
+                name, script = baseline
+                copy = work / "baseline.sqlite3"
+                shutil.copy(db, copy)
+                with Engine(settings.with_db(copy)) as other:
+                    results[f"fast, {name}"] = report(other, copy, shown, fast, "fast-base", script)
+                    with server(copy, script):
+                        results[f"semantic, {name}"] = report(other, copy, shown, {}, "semantic-base", script)
+        versions = {"this checkout": injection_sessions.Version("this checkout", SCRIPT, work / "sessions.sqlite3")}
+        if baseline is not None:
+            versions[baseline[0]] = injection_sessions.Version(baseline[0], baseline[1], work / "sessions-base.sqlite3")
+        sessions = {name: (v, injection_sessions.run(v)) for name, v in versions.items()}
+    shown_report = render(results, settings) + "\n\n" + injection_sessions.render(sessions)
     print(shown_report)
     body += "\n\n" + shown_report
     if not args.no_write:
         more = f" --conversations {args.conversations}" if args.conversations != 10 else ""
+        more += f" --baseline {args.baseline}" if args.baseline else ""
         command = "python -m bench.injection" + more
         write_section("injection", "Injected context of the prompt hook", command, body)
+
+
+def _baseline(rev: str, work: Path) -> tuple[str, Path]:
+    """(a label, the console script) of the code of `rev`, pip-installed into a scratch venv (bench.hooks)."""
+    commit = subprocess.run(["git", "rev-parse", "--short", rev], capture_output=True, text=True, check=True)
+    src = work / "baseline-src"
+    shutil.rmtree(src, ignore_errors=True)
+    src.mkdir()
+    tar = subprocess.run(["git", "archive", rev, "memlikehuman", "pyproject.toml", "README.md"], capture_output=True,
+                         check=True, cwd=ROOT).stdout  # fmt: skip
+    subprocess.run(["tar", "-x", "-C", str(src)], input=tar, check=True)
+    return f"at {commit.stdout.strip()} (before)", pip_installed(src, work / "baseline").with_name("memlikehuman")
 
 
 def _conversation(question: Question) -> int:

@@ -92,3 +92,40 @@ UNRELATED = [
     "format this JSON nicely",
     "remove the unused variable in main.go",
 ]
+
+# The multi-session workload (bench/injection_sessions.py): what the assistant answered each time the
+# follow-up was asked (it states the fact), and the facts the user changed later (fact index, the change).
+ANSWERS = [
+    "Use pnpm: this repo uses pnpm, not npm, so `pnpm add lodash`.",
+    "Run ruff first: you asked for ruff before every commit.",
+    "Point it at staging.example.internal, port 8443.",
+    "No: the API stays versioned under /v2 and /v1 must not break.",
+    "With tabs, not spaces: the Makefile needs tabs.",
+    "Set DOCKER_HOST to the remote builder before the integration tests.",
+    "Cut it from release/next; main stays deployable.",
+    "Put them in db/migrations and run alembic upgrade head.",
+    "In the imperative mood, under 72 characters.",
+    "Through the GraphQL gateway, not REST.",
+    "In /var/log/acme/worker.log on the VM.",
+    "Not yet: Python stays pinned to 3.11 until the ML wheels support 3.12.",
+    "In Vault under secret/acme/prod, never in a .env file.",
+    "At 02:00 UTC every night, when the nightly job rebuilds the search index.",
+    "Prefer a dataclass inside the core package.",
+    "In src/theme/tokens.ts.",
+    "Run pytest -n 4 locally.",
+    "The Platform team's PagerDuty rotation.",
+    "PostgreSQL 16 with pgvector.",
+    "It reads them from LaunchDarkly.",
+    "Two approvals under payments/.",
+    "On the c5.xlarge runner.",
+    "Semicolons: finance opens the CSV in Excel.",
+    "No: rebase only your own branches, never force-push shared ones.",
+]
+CHANGES = {
+    3: "Change of plan: we now keep the API versioned under /v3, and /v1 may be retired",
+    7: "We moved the database migrations to migrations/sql and apply them with dbmate up",
+    11: "We upgraded the ML wheels, so Python is now pinned to 3.12",
+    15: "The design system colours moved to packages/ui/tokens.css",
+    19: "The mobile app now reads feature flags from Unleash instead of LaunchDarkly",
+    23: "Force-pushing to shared branches is now allowed with --force-with-lease",
+}

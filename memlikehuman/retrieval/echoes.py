@@ -7,6 +7,9 @@ Three rules, each a plain comparison a user can check:
 - **The question being answered.** The prompt hook leaves out the earlier turns that say the same as
   the prompt (the user asking again); memory_recall leaves out the prompt a hook recorded last in the
   scope while it has no answer yet (`unanswered_prompt`): the agent is answering it.
+- **Questions are asked, not told.** The prompt hook never hands back a user's own earlier question
+  (a turn that ends with a question mark): it holds no fact. The reply to a question borrows the
+  question's words when the gate weighs it (injection.py), so the answer is found instead.
 - **Answers first.** When the assistant's reply to a user's turn (the next turn of its session) is
   ranked right after that turn, the two swap places: the reply comes first (`answers_first`). A
   reply ranked further down stays there (the ranking found it less relevant than what lies between).
@@ -27,6 +30,14 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 _HOOK_PROMPT = re.compile(r"^(?:claude-code|codex|cursor|gemini):.+:user:[0-9a-f]{32}$")
 
 T = TypeVar("T")
+
+
+_ASKS = re.compile(r"[?？؟]\W*$")
+
+
+def asks(text: str) -> bool:
+    """Whether a turn asks something: it ends with a question mark (Latin, CJK full-width or Arabic)."""
+    return _ASKS.search(text.rstrip()) is not None
 
 
 def same_words(text: str) -> str:

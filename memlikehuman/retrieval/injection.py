@@ -1,9 +1,9 @@
 """What the prompt hook puts in front of the model: recall's best items that clear a relevance gate.
 
 An item is injected only when it is about the prompt, measured relative to the prompt itself:
-- coverage: the share of the prompt's content words (each weighted by its rarity in the archive,
-  words the archive never saw left out) that the item holds, in its text, its speaker or, for an
-  event, the turn before it in its session (an answer often holds none of the question's words);
+- coverage: the share of the prompt's content words (each weighted by its rarity in the archive; a
+  word it never saw as the rarest) that the item holds, in its text, its speaker or, for an event
+  that replies to a question, that question (an answer often holds none of the question's words);
 - similarity (semantic and deep only): the cosine between the prompt and the item's vector, less
   the prompt's best cosine to a few content-free sentences (ANCHORS). Cosines of one embedder sit in
   a narrow band (e5: 0.75-0.88 for related and unrelated text alike) and some prompts are near
@@ -219,10 +219,13 @@ def _candidates(
                   "from": _via(m), "on": m.occurred_at[:10]}  # fmt: skip
         said = (echoes.same_words(m.content), m.role, f"{m.role}/{m.source}", m.occurred_at)
         out.append(Candidate(("memory", m.rowid), m.memory_id, record, f"{m.content} {m.source}", *said))
+    # The user's own questions are never handed back: they hold no fact, and their answers carry their words.
     raws = [
         r
         for r in found.raw_fallback
-        if r.event.session_id != session_id and f"event:{r.event.sequence}" not in excluded
+        if r.event.session_id != session_id
+        and f"event:{r.event.sequence}" not in excluded
+        and not (r.event.role == "user" and echoes.asks(r.event.text))
     ]
     before = _previous(sources, [r.event for r in raws])
     for raw in raws:
@@ -240,13 +243,14 @@ def _via(said: Memory | Event) -> str:
 
 
 def _previous(sources: Sources, found: list[Event]) -> dict[int, str]:
-    """The text of the turn before each event in its session."""
+    """The question each event answers: the turn before it in its session, when that turn asked something."""
     links = search.neighbours(sources.db, [e.sequence for e in found])
-    return {seq: events.load(sources.db, prev).text for seq, (prev, _) in links.items() if prev is not None}
+    before = {seq: events.load(sources.db, prev).text for seq, (prev, _) in links.items() if prev is not None}
+    return {seq: text for seq, text in before.items() if echoes.asks(text)}
 
 
 def _coverage(sources: Sources, query: str, found: RecallResult, own: int) -> Callable[[str], float]:
-    """The coverage of the query by a text: the rarity-weighted share of its known content words held."""
+    """The coverage of the query by a text: the rarity-weighted share of its content words held."""
     words = function_words.content(dict.fromkeys(w.lower() for w in _WORD.findall(query)))
     wanted = overlap.query_terms(words, function_words.without_phrases(query))
     grams = set(wanted) - {overlap.stem(w) for w in words}
@@ -258,9 +262,10 @@ def _coverage(sources: Sources, query: str, found: RecallResult, own: int) -> Ca
     total = max(found.coverage.events_in_scope, 1)
     weights = {}
     for term in wanted:
-        seen = counts.get(by_word.get(term, term), 0) - own
-        if seen > 0:  # a word the archive never saw: no item can hold it, and it says nothing of relevance
-            weights[term] = math.log(1 + max(total, seen) / seen)
+        seen = max(counts.get(by_word.get(term, term), 0) - own, 0)
+        # A word the archive never saw weighs as the rarest do: the prompt asks for something no item
+        # holds, and an item that shares only its other words covers that much less of it.
+        weights[term] = math.log(1 + max(total, seen) / max(seen, 1))
     mass = sum(weights.values())
 
     def covered(text: str) -> float:
