@@ -54,3 +54,15 @@ def test_doctor_warns_with_the_last_hook_failure(tmp_path: Path) -> None:
     run_hook("codex", "not json", home / "m.db", tmp_path)
     check = host_checks(home)["host codex"]
     assert check["status"] == "warn" and "JSONDecodeError" in check["detail"]
+
+
+def test_doctor_says_when_codex_does_not_trust_our_hooks_as_they_are(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    invoke(home, "install", "codex")
+    assert host_checks(home)["host codex"]["status"] == "ok"  # install wrote their trust
+    hooks = home / ".codex" / "hooks.json"
+    hooks.write_text(hooks.read_text().replace(" hook codex ", " hook codex --record none "))
+    check = host_checks(home)["host codex"]
+    assert check["status"] == "warn" and "until they are trusted" in check["detail"]
+    assert "memlikehuman install codex" in check["detail"]

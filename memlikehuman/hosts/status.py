@@ -8,7 +8,7 @@ from pathlib import Path
 from ..config import Settings
 from ..errors import MemLikeHumanError
 from ..records import Check
-from . import edits, jsonedit, state
+from . import codex, edits, jsonedit, state
 from .edits import JsonEdit
 from .install import HOSTS, Wiring, targets
 
@@ -88,5 +88,28 @@ def checks(settings: Settings) -> list[Check]:
             detail, status = f"wired in {where}; its hooks have not run yet (start a session in the host)", "ok"
         if host.last_failure:
             detail, status = f"{detail}; last hook failure: {host.last_failure}", "warn"
+        untrusted = _codex_untrusted() if host.host == "codex" and host.hooks else 0
+        if untrusted:
+            detail = (
+                f"{detail}; Codex runs none of {untrusted} hook(s) of ours until they are trusted (their command"
+                " changed since install wrote their trust): run `memlikehuman install codex` again, or review"
+                " them once in the interactive codex"
+            )
+            status = "warn"
         checks.append(Check(f"host {host.host}", status, detail))
     return checks
+
+
+def _codex_untrusted() -> int:
+    """How many of our hook handlers in Codex's user-level hooks.json config.toml does not trust as they are."""
+    import tomllib
+
+    folder = codex.home()
+    try:
+        hooks_text = (folder / "hooks.json").read_text(encoding="utf-8")
+        config = tomllib.loads((folder / "config.toml").read_text(encoding="utf-8"))
+        wanted = codex.trust(folder / "hooks.json", hooks_text, edits.is_ours)
+    except (OSError, ValueError):  # no file, not TOML or not JSON: the host check says what it can
+        return 0
+    state = (config.get("hooks") or {}).get("state") or {}
+    return sum(1 for key, value in wanted.items() if (state.get(key) or {}).get("trusted_hash") != value)
