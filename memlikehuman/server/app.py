@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import logging
 import os
 import signal
@@ -12,17 +11,16 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError, UnexpectedToolError
-from mcp.server.stdio import stdio_server
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
 from mcp.types import INTERNAL_ERROR, INVALID_PARAMS, ToolAnnotations
-from pydantic import ValidationError
 
 from .. import __version__, instructions
 from ..config import Settings
 from ..engine import Engine
 from ..errors import MemLikeHumanError, Unavailable
-from .stdio import AnsweringReadStream
+from .sdk import MAY_HAVE_CHANGED as MAY_HAVE_CHANGED  # re-exported: the tools name it
+from .sdk import MemoryMCPServer
 
 if TYPE_CHECKING:
     from ..hosts.channel import Listener
@@ -55,10 +53,6 @@ RECORDED = (
     "the event may already be stored: call memory_record again with the same event_id (a duplicate is safe),"
     " and report the failure with the server's stderr log"
 )
-MAY_HAVE_CHANGED = (
-    "the change may or may not have been made: check with memory_read or memory_recall before you retry,"
-    " and report the failure with the server's stderr log"
-)
 
 
 def call(fn: Callable[[], T], after_failure: str = READ_ONLY) -> T:
@@ -83,38 +77,6 @@ def protocol_error(exc: MemLikeHumanError) -> MCPError:
     """A resource or prompt failure as a JSON-RPC error whose message starts with the tools.md code."""
     code = {"internal": INTERNAL_ERROR, "unavailable": UNAVAILABLE}.get(exc.code, INVALID_PARAMS)
     return MCPError(code=code, message=str(exc))
-
-
-def _validation_text(exc: ValidationError) -> str:
-    parts = []
-    for err in exc.errors()[:5]:
-        field = ".".join(str(p) for p in err["loc"]) or "arguments"
-        parts.append(f"{field}: {err['msg']}")
-    return "invalid_argument: " + "; ".join(parts) + ". Fix these fields and call again."
-
-
-def without_nulls(arguments: dict[str, Any]) -> dict[str, Any]:
-    """The arguments without null values (also inside objects): many hosts send null for "not given".
-
-    A null optional argument then takes its default; a null required one is reported as missing.
-    """
-    return {
-        key: without_nulls(value) if isinstance(value, dict) else value
-        for key, value in arguments.items()
-        if value is not None
-    }
-
-
-def nullable_optionals(schema: dict[str, Any]) -> None:
-    """Let the input schema say that null is accepted for every optional argument (it means the default)."""
-    for part in [schema, *schema.get("$defs", {}).values()]:
-        required = set(part.get("required", ()))
-        for key, prop in part.get("properties", {}).items():
-            if key in required or "anyOf" in prop and {"type": "null"} in prop["anyOf"]:
-                continue
-            inner = {k: prop.pop(k) for k in list(prop) if k not in ("default", "description", "title")}
-            prop["anyOf"] = [inner, {"type": "null"}]
-            prop["description"] = prop.get("description", key.replace("_", " ")) + " (null: the default)"
 
 
 def _hints(*, read_only: bool, destructive: bool = False, idempotent: bool = False) -> ToolAnnotations:
@@ -177,82 +139,6 @@ class Stopping:
         os._exit(0)  # stopped as asked: the host ends its servers this way
 
 
-class MemoryMCPServer(MCPServer[Any]):
-    """MCPServer whose argument-validation failures carry the invalid_argument code."""
-
-    #: persona_id/project_id for tool calls that name none (set from the settings by build_server)
-    default_scope: dict[str, str] = {}
-    #: what a stop signal undoes (serve installs it; the lifespan adds its steps)
-    stopping: Stopping = Stopping()
-
-    def tool(  # type: ignore[override]
-        self, name: str | None = None, title: str | None = None, description: str | None = None, **kwargs: Any
-    ) -> Any:
-        """Like MCPServer.tool, with the docstring dedented into the description the agent reads."""
-
-        def decorate(fn: Callable[..., Any]) -> Any:
-            text = description or inspect.cleandoc(fn.__doc__ or "")
-            kwargs.setdefault("annotations", ANNOTATIONS.get(name or fn.__name__))
-            registered = MCPServer.tool(self, name=name, title=title, description=text, **kwargs)(fn)
-            tool = self._tool_manager.get_tool(name or fn.__name__)
-            if tool is not None:
-                nullable_optionals(tool.parameters)
-            return registered
-
-        return decorate
-
-    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
-        tool = self._tool_manager.get_tool(name)
-        if tool is None:
-            raise ToolError(f"not_found: there is no tool named {name!r}; call tools/list for the available tools")
-        unknown = sorted(set(arguments or {}) - set(tool.parameters.get("properties", {})))
-        if unknown:
-            raise ToolError(f"invalid_argument: unknown argument(s) {', '.join(unknown)}: remove them and call again")
-        # A scope the call does not name is the installed one (MEMLIKEHUMAN_PERSONA/PROJECT), as the hooks use;
-        # a null names none either (hosts send null for "not given").
-        defaults = {k: v for k, v in self.default_scope.items() if k in tool.parameters.get("properties", {})}
-        arguments = {**defaults, **without_nulls(arguments or {})}
-        try:
-            return await super().call_tool(name, arguments, context)
-        except UnexpectedToolError as exc:
-            log.error("tool %s crashed", name, exc_info=exc.__cause__)
-            raise ToolError(f"internal: the tool {name} failed unexpectedly: {MAY_HAVE_CHANGED}") from exc
-        except ToolError as exc:
-            if isinstance(exc.__cause__, ValidationError):
-                raise ToolError(_validation_text(exc.__cause__)) from exc
-            raise
-
-    async def get_prompt(self, name: str, arguments: dict[str, Any] | None = None, context: Any = None) -> Any:
-        # The SDK turns an unknown prompt or argument into an internal error: these are the caller's to fix.
-        prompt = self._prompt_manager.get_prompt(name)
-        if prompt is None:
-            raise MCPError(INVALID_PARAMS, f"not_found: there is no prompt named {name!r}; call prompts/list")
-        unknown = sorted(set(arguments or {}) - {argument.name for argument in prompt.arguments or []})
-        if unknown:
-            names = ", ".join(map(repr, unknown))
-            raise MCPError(INVALID_PARAMS, f"invalid_argument: unknown argument(s) {names}: remove them and call again")
-        return await super().get_prompt(name, arguments, context)
-
-    async def read_resource(self, uri: Any, context: Any = None) -> Any:
-        try:
-            return await super().read_resource(uri, context)
-        except ResourceNotFoundError:
-            raise MCPError(
-                INVALID_PARAMS,
-                f"not_found: no resource at {str(uri)[:200]}: read persona://{{persona_id}}/current with a persona_id"
-                " of ASCII letters, digits, '.', '_', '-' and ':'",
-            ) from None
-
-    async def run_stdio_async(self) -> None:
-        """Serve on stdin/stdout; a request the SDK cannot parse gets an error answer (see stdio.py)."""
-        async with stdio_server() as (read_stream, write_stream):
-            await self._lowlevel_server.run(
-                AnsweringReadStream(read_stream, write_stream),
-                write_stream,
-                self._lowlevel_server.create_initialization_options(),
-            )
-
-
 def _hook_listener(engine: Engine) -> Listener | None:
     """The socket the prompt hooks of this archive ask for semantic context (hosts/prompt_context.py)."""
     from ..hosts import channel, prompt_context
@@ -310,5 +196,6 @@ def make_server(settings: Settings) -> tuple[MemoryMCPServer, Holder]:
         name="memlikehuman", version=__version__, instructions=INSTRUCTIONS, lifespan=lifespan, middleware=middleware
     )
     server.default_scope = {"persona_id": settings.persona_id, "project_id": settings.project_id}
+    server.annotations = ANNOTATIONS
     server.stopping = Stopping()
     return server, holder

@@ -1,0 +1,275 @@
+"""Where the server departs from the MCP SDK's defaults, and why: each override in this one module.
+
+tests/test_sdk_pins.py pins the SDK behaviour each part works around: when an SDK release changes
+it, a pin fails, and the workaround can go (or must change). The parts:
+- `MemoryMCPServer.tool`: the agent reads the docstring dedented, every optional argument's schema
+  says null is accepted (`nullable_optionals`: hosts send null for "not given"), and each tool gets
+  its MCP annotations. Reads the SDK's private `_tool_manager`.
+- `MemoryMCPServer.call_tool`: an unknown tool or argument, and arguments that fail validation, get a
+  tools.md code (the SDK's own messages have none); nulls mean "the default" (`without_nulls`); a
+  tool that crashes is `internal`, never a traceback. Reads `_tool_manager`.
+- `get_prompt`, `read_resource`: an unknown prompt, argument or URI is the caller's to fix
+  (`invalid_argument`/`not_found`), where the SDK answers an internal error or an uncoded one.
+  Reads `_prompt_manager`.
+- `run_stdio_async` with `AnsweringReadStream`: the SDK's stdio reader drops a line it cannot parse
+  (a lone UTF-16 surrogate escape, which JavaScript hosts write when they cut a string inside an
+  emoji) and the host waits until its own timeout; such a request gets an `invalid_argument` answer.
+  A `tools/call` or `prompts/get` whose `name` or `arguments` has the wrong JSON type, or a
+  `resources/read` without a string `uri`, gets a coded answer that names the field, where the SDK
+  answers a bare "Invalid request parameters". Reads `_lowlevel_server`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError, UnexpectedToolError
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
+from mcp.types import INVALID_PARAMS, INVALID_REQUEST, ErrorData, JSONRPCError, JSONRPCRequest, ToolAnnotations
+from pydantic import ValidationError
+
+MAY_HAVE_CHANGED = (
+    "the change may or may not have been made: check with memory_read or memory_recall before you retry,"
+    " and report the failure with the server's stderr log"
+)
+
+log = logging.getLogger("memlikehuman.server")
+
+
+SURROGATE_MESSAGE = (
+    "invalid_argument: the request contains an unpaired UTF-16 surrogate escape (such as \\ud83d, half of an"
+    " emoji cut in two): send valid Unicode text"
+)
+
+
+def rejection(exc: Exception) -> JSONRPCError | None:
+    """The error answer to an unparseable line, or None when it has no request ID to answer to."""
+    line = _line(exc)
+    try:
+        message = json.loads(line) if line is not None else None
+    except ValueError:
+        message = None
+    request_id = message.get("id") if isinstance(message, dict) and "method" in message else None
+    if isinstance(request_id, bool) or not isinstance(request_id, int | str) or not _valid_unicode(request_id):
+        log.warning("dropped a message that is not valid JSON-RPC: %s", str(exc).splitlines()[0][:300])
+        return None
+    if _valid_unicode(message):
+        error = ErrorData(code=INVALID_REQUEST, message=f"invalid request: {str(exc).splitlines()[0][:300]}")
+    else:
+        error = ErrorData(code=INVALID_PARAMS, message=SURROGATE_MESSAGE)
+    return JSONRPCError(jsonrpc="2.0", id=request_id, error=error)
+
+
+def malformed_call(message: Any) -> JSONRPCError | None:
+    """The error answer to a tools/call, prompts/get or resources/read with badly typed params, else None."""
+    if not isinstance(message, JSONRPCRequest):
+        return None
+    problem = _params_problem(message.method, message.params or {})
+    if problem is None:
+        return None
+    return JSONRPCError(jsonrpc="2.0", id=message.id, error=ErrorData(code=INVALID_PARAMS, message=problem))
+
+
+def _params_problem(method: str, params: dict[str, Any]) -> str | None:
+    if method == "resources/read":
+        if not isinstance(params.get("uri"), str):
+            return "invalid_argument: params.uri must be a string such as persona://default/current"
+        return None
+    if method not in ("tools/call", "prompts/get"):
+        return None
+    listing = "tools/list" if method == "tools/call" else "prompts/list"
+    arguments = params.get("arguments")
+    if not isinstance(params.get("name"), str):
+        return f"invalid_argument: params.name must be a string: call {listing} for the names"
+    if arguments is not None and not isinstance(arguments, dict):
+        return "invalid_argument: params.arguments must be a JSON object of named arguments: send {} for none"
+    if method == "prompts/get":
+        wrong = sorted(k for k, v in (arguments or {}).items() if not isinstance(v, str))
+        if wrong:
+            return f"invalid_argument: prompt arguments are strings; {', '.join(map(repr, wrong))} is not"
+    return None
+
+
+def _line(exc: Exception) -> str | None:
+    if not isinstance(exc, ValidationError):
+        return None
+    errors = exc.errors()
+    value = errors[0].get("input") if errors and errors[0].get("type") == "json_invalid" else None
+    return value if isinstance(value, str) else None
+
+
+def _valid_unicode(value: Any) -> bool:
+    """False when any string in the decoded JSON value (keys included) holds a lone surrogate."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+class AnsweringReadStream:
+    """Wraps the SDK's stdio read stream: unparseable requests are answered on the write stream."""
+
+    def __init__(self, inner: Any, write: Any) -> None:
+        self._inner = inner
+        self._write = write
+
+    @property
+    def last_context(self) -> Any:
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> Any:
+        while True:
+            item = await self._inner.receive()
+            if isinstance(item, SessionMessage):
+                answer = malformed_call(item.message)
+                if answer is None:
+                    return item
+            elif not isinstance(item, Exception):
+                return item
+            else:
+                answer = rejection(item)
+            if answer is not None:
+                await self._write.send(SessionMessage(answer))
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def __aiter__(self) -> AnsweringReadStream:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> AnsweringReadStream:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+
+# -- the tools, prompts and resources -------------------------------------------------------------
+
+
+def _validation_text(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors()[:5]:
+        field = ".".join(str(p) for p in err["loc"]) or "arguments"
+        parts.append(f"{field}: {err['msg']}")
+    return "invalid_argument: " + "; ".join(parts) + ". Fix these fields and call again."
+
+
+def without_nulls(arguments: dict[str, Any]) -> dict[str, Any]:
+    """The arguments without null values (also inside objects): many hosts send null for "not given".
+
+    A null optional argument then takes its default; a null required one is reported as missing.
+    """
+    return {
+        key: without_nulls(value) if isinstance(value, dict) else value
+        for key, value in arguments.items()
+        if value is not None
+    }
+
+
+def nullable_optionals(schema: dict[str, Any]) -> None:
+    """Let the input schema say that null is accepted for every optional argument (it means the default)."""
+    for part in [schema, *schema.get("$defs", {}).values()]:
+        required = set(part.get("required", ()))
+        for key, prop in part.get("properties", {}).items():
+            if key in required or "anyOf" in prop and {"type": "null"} in prop["anyOf"]:
+                continue
+            inner = {k: prop.pop(k) for k in list(prop) if k not in ("default", "description", "title")}
+            prop["anyOf"] = [inner, {"type": "null"}]
+            prop["description"] = prop.get("description", key.replace("_", " ")) + " (null: the default)"
+
+
+class MemoryMCPServer(MCPServer[Any]):
+    """MCPServer whose argument-validation failures carry the invalid_argument code."""
+
+    #: persona_id/project_id for tool calls that name none (set from the settings by build_server)
+    default_scope: dict[str, str] = {}
+    #: MCP tool annotations by tool name (app.ANNOTATIONS), given to each tool as it is registered
+    annotations: dict[str, ToolAnnotations] = {}
+    #: what a stop signal undoes (app.Stopping: serve installs it, the lifespan adds its steps)
+    stopping: Any = None
+
+    def tool(  # type: ignore[override]
+        self, name: str | None = None, title: str | None = None, description: str | None = None, **kwargs: Any
+    ) -> Any:
+        """Like MCPServer.tool, with the docstring dedented into the description the agent reads."""
+
+        def decorate(fn: Callable[..., Any]) -> Any:
+            text = description or inspect.cleandoc(fn.__doc__ or "")
+            kwargs.setdefault("annotations", self.annotations.get(name or fn.__name__))
+            registered = MCPServer.tool(self, name=name, title=title, description=text, **kwargs)(fn)
+            tool = self._tool_manager.get_tool(name or fn.__name__)
+            if tool is not None:
+                nullable_optionals(tool.parameters)
+            return registered
+
+        return decorate
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        tool = self._tool_manager.get_tool(name)
+        if tool is None:
+            raise ToolError(f"not_found: there is no tool named {name!r}; call tools/list for the available tools")
+        unknown = sorted(set(arguments or {}) - set(tool.parameters.get("properties", {})))
+        if unknown:
+            raise ToolError(f"invalid_argument: unknown argument(s) {', '.join(unknown)}: remove them and call again")
+        # A scope the call does not name is the installed one (MEMLIKEHUMAN_PERSONA/PROJECT), as the hooks use;
+        # a null names none either (hosts send null for "not given").
+        defaults = {k: v for k, v in self.default_scope.items() if k in tool.parameters.get("properties", {})}
+        arguments = {**defaults, **without_nulls(arguments or {})}
+        try:
+            return await super().call_tool(name, arguments, context)
+        except UnexpectedToolError as exc:
+            log.error("tool %s crashed", name, exc_info=exc.__cause__)
+            raise ToolError(f"internal: the tool {name} failed unexpectedly: {MAY_HAVE_CHANGED}") from exc
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):
+                raise ToolError(_validation_text(exc.__cause__)) from exc
+            raise
+
+    async def get_prompt(self, name: str, arguments: dict[str, Any] | None = None, context: Any = None) -> Any:
+        # The SDK turns an unknown prompt or argument into an internal error: these are the caller's to fix.
+        prompt = self._prompt_manager.get_prompt(name)
+        if prompt is None:
+            raise MCPError(INVALID_PARAMS, f"not_found: there is no prompt named {name!r}; call prompts/list")
+        unknown = sorted(set(arguments or {}) - {argument.name for argument in prompt.arguments or []})
+        if unknown:
+            names = ", ".join(map(repr, unknown))
+            raise MCPError(INVALID_PARAMS, f"invalid_argument: unknown argument(s) {names}: remove them and call again")
+        return await super().get_prompt(name, arguments, context)
+
+    async def read_resource(self, uri: Any, context: Any = None) -> Any:
+        try:
+            return await super().read_resource(uri, context)
+        except ResourceNotFoundError:
+            raise MCPError(
+                INVALID_PARAMS,
+                f"not_found: no resource at {str(uri)[:200]}: read persona://{{persona_id}}/current with a persona_id"
+                " of ASCII letters, digits, '.', '_', '-' and ':'",
+            ) from None
+
+    async def run_stdio_async(self) -> None:
+        """Serve on stdin/stdout; a request the SDK cannot parse gets an error answer (AnsweringReadStream)."""
+        async with stdio_server() as (read_stream, write_stream):
+            await self._lowlevel_server.run(
+                AnsweringReadStream(read_stream, write_stream),
+                write_stream,
+                self._lowlevel_server.create_initialization_options(),
+            )
