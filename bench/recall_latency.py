@@ -178,7 +178,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         raw_bm25(engine, queries[:5])  # warm-up
         timings = [("baseline: raw FTS5 bm25 top 10 (no scope, no fusion)", raw_bm25(engine, queries))]
         timings += [(mode, measure(engine, queries, mode)) for mode in ("fast", "semantic", "deep")]
-        # The same modes without the second look at the best events (issue 31), measured right after.
+        # The same modes without the second look at the best events, measured right after.
         without = dataclasses.replace(DEFAULT_TUNING, second_look=0)
         timings += [
             (f"{mode}, no second look", measure(engine, queries, mode, tuning=without)) for mode in ("semantic", "deep")
@@ -188,7 +188,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 [name, f"{report.percentile(seconds, 50) * 1000:.1f}", f"{report.percentile(seconds, 95) * 1000:.1f}"]
             )
             print(f"{name}: p50 {rows[-1][1]} ms, p95 {rows[-1][2]} ms", file=sys.stderr)
-        # Four further phrasings per query, as an agent would pass them (issue 20): 2-4 other words each.
+        # Four further phrasings per query, as an agent would pass them: 2-4 other words each.
         alternatives = [[" ".join(words.content(rng.randint(2, 4))) for _ in range(4)] for _ in queries]
         # Floors of semantic recall: the embedder call alone, for the query and for all 5 phrasings.
         for label, texts in (

@@ -5,10 +5,10 @@
 - an extractor whose model takes SECONDS per call (the scripted OpenAI-compatible server on
   127.0.0.1 with a delay), MEMLIKEHUMAN_EXTRACTION_WAIT=0: the worker is busy with the model the
   whole time, memory_record must not notice;
-- the same with the host's model (issue 29): MCP sampling (a legacy client whose sampling callback
+- the same with the host's model: MCP sampling (a legacy client whose sampling callback
   takes SECONDS), and a command (a script on PATH taking SECONDS, as a host CLI run headless);
 - memory_record with the agent's own `memories` (one item, checked and stored in the call);
-- the first extractor with a wait longer than the model (inline extraction, as before issue 15),
+- the first extractor with a wait longer than the model (inline extraction, as before background extraction),
   for a few calls: what a host paid per message.
 
     python -m bench.record_extracting [--calls 300] [--model-seconds 3]
@@ -172,7 +172,7 @@ def main() -> None:
     )
     print(body)
     command = f"python -m bench.record_extracting --calls {args.calls} --model-seconds {args.model_seconds:g}"
-    write_section("record-extracting", "memory_record with an extractor configured (issue 15)", command, body)
+    write_section("record-extracting", "memory_record with an extractor configured", command, body)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
 The model is the one of ../shared/guides/local-llm.md (Qwen2.5-Coder-1.5B-Instruct Q4_K_M behind
 llama-cpp-python's OpenAI-compatible server), installed outside the repository by
-scripts/install-local-llm (branch issue-15) into $MEMLIKEHUMAN_LLM_HOME or ~/.cache/memlikehuman/local-llm.
+scripts/install-local-llm into $MEMLIKEHUMAN_LLM_HOME or ~/.cache/memlikehuman/local-llm.
 The server is started on 127.0.0.1 by bench/local_llm.py (the launcher the extraction bench and the
 real-model test use too) at the first question not in the cache, and stopped at the end of the
 `with` block. Answers are cached in a JSON file keyed by the question, so a rerun asks the model
@@ -21,8 +21,8 @@ from bench.local_llm import MODEL_ALIAS, LocalModel, installed
 
 __all__ = ["Rewriter", "installed"]
 
-# "question": the first prompt (the issue's wording). It made the 1.5B model paraphrase the question
-# ("When did X attend the support group?"): design.md, "Measured with the real rewriter".
+# "question": the first prompt, and the default. It made the 1.5B model paraphrase the question
+# ("When did X attend the support group?"): docs/decisions/2026-12-01-recall-alternatives.md.
 QUESTION = (
     "You help a search engine find old chat messages. Given a question about a past conversation, write up"
     " to 4 short alternative search phrasings with the words the chat message itself would contain: name"
@@ -59,7 +59,7 @@ WORDS_EXAMPLE = (
 )
 # "feedback": the question and the first messages a plain recall found, as an agent sees them after a
 # first call, so that the model can name instances the conversation really has. It still mostly
-# paraphrased (design.md, "Session 8: a fourth prompt").
+# paraphrased (docs/decisions/2026-12-01-recall-alternatives.md).
 FEEDBACK = (
     "You help a search engine find old chat messages. You get a question about a past conversation and"
     " messages a first search found (some may be irrelevant). Write up to 4 short search phrasings for"

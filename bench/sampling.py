@@ -1,4 +1,4 @@
-"""Memories made by the "host's model" through MCP sampling, with a real model behind the client (issue 29).
+"""Memories made by the "host's model" through MCP sampling, with a real model behind the client.
 
 `memlikehuman serve` runs over real stdio with MEMLIKEHUMAN_EXTRACTOR=sampling; the client is the
 official SDK's (the handshake flow hosts speak today), and its sampling callback forwards each
@@ -186,7 +186,7 @@ def main() -> None:
     held = "the schema in the request metadata as a grammar" if args.schema else "JSON mode only"
     body = body.replace("(JSON mode, 2 threads)", f"({held}, 2 threads)")
     name = "sampling-schema" if args.schema else "sampling"
-    title = "Extraction through MCP sampling with a real model (issue 29)" + (", schema held" if args.schema else "")
+    title = "Extraction through MCP sampling with a real model" + (", schema held" if args.schema else "")
     write_section(name, title, command, body)
 
 

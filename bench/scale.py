@@ -170,7 +170,7 @@ def main() -> None:
     command = "python -m bench.scale" + (" --million" if args.million else "")
     if args.models:
         command += f" --sizes {' '.join(map(str, args.sizes))} --models {' '.join(args.models)}"
-        report.write_section("scale-models", "Scale by local embedder model (issue 31)", command, body)
+        report.write_section("scale-models", "Scale by local embedder model", command, body)
     else:
         report.write_section("scale", "Scale: record, recall, resume, size and memory", command, body)
 

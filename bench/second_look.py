@@ -1,4 +1,4 @@
-"""LoCoMo evidence recall with and without the second look at the best events (issue 31), in one run.
+"""LoCoMo evidence recall with and without the second look at the best events, in one run.
 
 Every turn is recorded once and embedded with the default local model through the reindex path;
 then every question of categories 1-4 is asked in `fast`, `semantic` and `deep` mode with the
@@ -6,7 +6,7 @@ default tuning, and in `semantic` and `deep` again with `Tuning(second_look=0)` 
 before the step), and in `semantic` with the length feature counted up to 1,000 characters (as
 before it stopped at LoCoMo's longest turn). A second table asks bench/second_look_coding.py's
 coding archive, where file reads are far longer than any LoCoMo turn. The model's weights were
-fitted on conversations 1-5 (scratch, design.md), so the rows are given for conversations 1-5
+fitted on conversations 1-5 (scratch; docs/decisions/ranking-ablation.md), so the rows are given for conversations 1-5
 (tuning), 6-10 (held out) and all 10.
 
     python -m bench.second_look                      # all 10 conversations, writes docs/benchmarks.md
@@ -67,7 +67,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     body += "\n\n" + report.table(headers, coding) + "\n\n" + second_look_coding.NOTE
     print(body)
     if args.conversations == 10:
-        title = "LoCoMo recall with the second look (issue 31)"
+        title = "LoCoMo recall with the second look"
         report.write_section("second-look", title, "python -m bench.second_look", body)
 
 

@@ -1,4 +1,4 @@
-"""The second look in a coding archive: short notes of a user among long file reads (issue 31).
+"""The second look in a coding archive: short notes of a user among long file reads.
 
 LoCoMo's turns are at most 454 characters; a coding agent's archive also holds tool output thousands of
 characters long. The notes and their follow-up questions are bench/injection_set.py's (written for it);

@@ -101,7 +101,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     print(body)
     if args.events == 100_000:
-        title = "The server's vectors after another process commits (issue 30 review)"
+        title = "The server's vectors after another process commits"
         report.write_section("vector-refresh", title, "python -m bench.vector_refresh", body)
 
 
