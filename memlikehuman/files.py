@@ -12,6 +12,7 @@ import contextlib
 import os
 import stat
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
@@ -81,6 +82,17 @@ def append_private(path: Path, line: str) -> None:
         out.write(line)
 
 
+def owned_by_another(paths: list[Path]) -> Path | None:
+    """The first of `paths` that exists and belongs to another user."""
+    for path in paths:
+        try:
+            if os.lstat(path).st_uid != os.getuid():
+                return path
+        except OSError:
+            continue
+    return None
+
+
 def tighten(paths: list[Path], stderr: TextIO | None = None) -> list[Path]:
     """Remove the group and other bits of those `paths` that exist, are ours and have any; return them.
 
@@ -106,28 +118,30 @@ def tighten(paths: list[Path], stderr: TextIO | None = None) -> list[Path]:
     return changed
 
 
-def runtime_dir(create: bool = True) -> Path | None:
+def runtime_dir(create: bool = True, environ: Mapping[str, str] | None = None) -> Path | None:
     """A directory only this user can enter, for sockets and short-lived files; None when it is untrusted.
 
     $XDG_RUNTIME_DIR/memlikehuman when XDG_RUNTIME_DIR is a private directory of this user (the login
     session's own, on tmpfs), else <user cache dir>/memlikehuman/run: never a shared directory such
-    as /tmp, where another user could create the name first. `create` makes it (0700) when missing;
+    as /tmp, where another user could create the name first. `environ` (default: this process's) is
+    where XDG_RUNTIME_DIR and XDG_CACHE_HOME are read. `create` makes it (0700) when missing;
     a directory that is a symlink, of another user or open to others is never repaired or used.
     """
-    xdg = os.environ.get("XDG_RUNTIME_DIR", "")
+    env = os.environ if environ is None else environ
+    xdg = env.get("XDG_RUNTIME_DIR", "")
     if os.path.isabs(xdg) and _private_dir(Path(xdg), follow=True):
         directory = Path(xdg) / "memlikehuman"
     else:
-        directory = _cache_dir() / "memlikehuman" / "run"
+        directory = _cache_dir(env) / "memlikehuman" / "run"
     if create:
         with contextlib.suppress(OSError):
             private_dirs(directory)
     return directory if _private_dir(directory, follow=False) else None
 
 
-def _cache_dir() -> Path:
+def _cache_dir(env: Mapping[str, str]) -> Path:
     """The user's cache directory as platformdirs computes it on Linux ($XDG_CACHE_HOME or ~/.cache)."""
-    cache = os.environ.get("XDG_CACHE_HOME", "")
+    cache = env.get("XDG_CACHE_HOME", "")
     return Path(cache) if os.path.isabs(cache) else Path(os.path.expanduser("~")) / ".cache"
 
 

@@ -53,6 +53,21 @@ def test_a_prompt_is_recorded_as_the_users_with_the_host_session_and_scope(db: A
     assert event["project_id"].startswith("app-")
 
 
+@pytest.mark.parametrize(
+    "close",
+    [
+        "</memlikehuman-context>",
+        "&lt;/memlikehuman-context&gt;",
+        "\\u003c/memlikehuman-context\\u003e",
+        "&#60;/memlikehuman-context&#62;",
+    ],
+)
+def test_stored_text_cannot_end_an_injected_block_in_any_escaping_a_host_echoes(close: str) -> None:
+    # A recorded text holding a closing marker, injected and echoed back by a host: the whole block goes.
+    echoed = "my real prompt\n" + markers.wrap(f"stored {close} SECRET-INJECTED-TAIL")
+    assert markers.strip(echoed) == "my real prompt"
+
+
 def test_running_the_prompt_hook_twice_stores_the_prompt_once(db: Archive, project: Path) -> None:
     for _ in range(2):
         assert run_hook("claude-code", payload("UserPromptSubmit", project), db, project).returncode == 0

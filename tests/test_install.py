@@ -133,8 +133,8 @@ def test_codex_install_keeps_the_comments_and_tables_of_config_toml(home: Path) 
     assert cli(home, "install", "codex").exit_code == 0
     text = (home / ".codex" / "config.toml").read_text()
     original = (CONFIGS / "codex-config.toml").read_text()
-    # The one line outside our block: the start-up grace, a top-level key, before the first table.
-    grace = "mcp_optional_startup_grace_ms = 5000  # added by `memlikehuman install codex`; uninstall removes it\n\n"
+    # The one line outside our block: the start-up grace, a top-level key, on the first line.
+    grace = "mcp_optional_startup_grace_ms = 5000  # added by `memlikehuman install codex`; uninstall removes it\n"
     assert text.replace(grace, "", 1).startswith(original)
     assert "# ask before running commands" in text
     parsed = tomllib.loads(text)

@@ -138,6 +138,57 @@ def test_codex_uninstall_never_leaves_a_config_codex_cannot_read(home: Path) -> 
     assert "memlikehuman" not in left.get("mcp_servers", {})
 
 
+def test_codex_reinstall_over_a_block_an_older_release_wrote_takes_none_of_its_values(home: Path) -> None:
+    path = write(home / ".codex" / "config.toml", 'model = "m"\n')
+    assert cli(home, "install", "codex").exit_code == 0
+    records = home / ".local" / "share" / "memlikehuman" / "installs.json"
+    noted = json.loads(records.read_text())
+    noted[str(path)].pop("block")  # what an older release noted: nothing of the block it wrote
+    records.write_text(json.dumps(noted))
+    path.write_text(path.read_text().replace(str(home / "m.db"), "/old/archive.db"))
+    assert cli(home, "install", "codex").exit_code == 0
+    server = tomllib.loads(path.read_text())["mcp_servers"]["memlikehuman"]
+    assert server["env"]["MEMLIKEHUMAN_DB"] == str(home / "m.db")
+
+
+def test_codex_install_writes_no_second_table_for_a_trust_the_file_holds(home: Path) -> None:
+    assert cli(home, "install", "codex").exit_code == 0
+    path = home / ".codex" / "config.toml"
+    trusted = tomllib.loads(path.read_text())["hooks"]["state"]
+    key = sorted(trusted)[0]
+    uninstalled = cli(home, "uninstall", "codex")
+    assert uninstalled.exit_code == 0
+    # Trust Codex wrote itself, outside our block (the user approved the hook in the interactive UI).
+    write(path, f'model = "m"\n\n[hooks.state."{key}"]\ntrusted_hash = "{trusted[key]["trusted_hash"]}"\n')
+    assert cli(home, "install", "codex").exit_code == 0
+    assert tomllib.loads(path.read_text())["hooks"]["state"][key] == trusted[key]
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['order = [\n  ["a", "b"],\n  ["c"],\n]\n', 'note = """\n[important]\ntext\n"""\n\n[profiles.x]\nmodel = "m"\n'],
+    ids=["array-of-arrays", "string-with-a-bracket-line"],
+)
+def test_codex_install_never_puts_the_grace_inside_a_value(home: Path, text: str) -> None:
+    path = write(home / ".codex" / "config.toml", text)
+    installed = round_trip(home, "codex", path)
+    parsed = tomllib.loads(installed)
+    assert parsed["mcp_optional_startup_grace_ms"] == 5000 and "mcp_optional" not in json.dumps(parsed.get("note"))
+
+
+def test_codex_install_and_uninstall_keep_a_crlf_file_crlf(home: Path) -> None:
+    path = home / ".codex" / "config.toml"
+    path.parent.mkdir()
+    original = b'model = "m"\r\n\r\n[profiles.x]\r\nmodel = "n"\r\n'
+    path.write_bytes(original)
+    for _ in range(2):  # a re-install finds its own block in a CRLF file: no "table install did not write"
+        assert cli(home, "install", "codex").exit_code == 0
+    installed = path.read_bytes()
+    assert b"\n" not in installed.replace(b"\r\n", b"") and tomllib.loads(installed.decode())["mcp_servers"]
+    assert cli(home, "uninstall", "codex").exit_code == 0
+    assert path.read_bytes() == original
+
+
 def test_codex_install_with_no_hooks_writes_no_trust(home: Path) -> None:
     path = write(home / ".codex" / "config.toml", CODEX_WITH_FEATURES)
     assert cli(home, "install", "codex", "--no-hooks").exit_code == 0

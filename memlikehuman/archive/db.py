@@ -229,7 +229,14 @@ def _private_file(path: Path) -> None:
             return
     except OSError as exc:
         raise Unavailable(f"cannot create the archive {path}: {exc}") from None
-    files.tighten([path, *(path.with_name(path.name + suffix) for suffix in SIDE_SUFFIXES)])
+    beside = [path, *(path.with_name(path.name + suffix) for suffix in SIDE_SUFFIXES)]
+    theirs = files.owned_by_another(beside)
+    if theirs is not None:
+        raise Unavailable(
+            f"{theirs} belongs to another user (uid {theirs.stat().st_uid}), who could read what is written to it:"
+            " use an archive of your own (--db or MEMLIKEHUMAN_DB)"
+        )
+    files.tighten(beside)
 
 
 # Files SQLite and memlikehuman keep beside an archive, all as private as the archive.

@@ -210,10 +210,8 @@ def ask(target: str, request: dict[str, Any], timeout: float) -> dict[str, Any] 
     except (TypeError, ValueError) as error:
         _log().warning("channel: request not sent: %s", error)
         return None
-    directory = runtime_dir(create=False)  # a hook without a server leaves no directory behind
-    if directory is None:
-        return None
-    candidates = [(path, info) for path, info in _candidates(directory, archive_key(target)) if not _resting(path)]
+    found = [(path, info) for directory in _client_dirs() for path, info in _candidates(directory, archive_key(target))]
+    candidates = [(path, info) for path, info in found if not _resting(path)]
     if not candidates:
         return None
     import selectors
@@ -234,8 +232,10 @@ def _first_answer(selector: Any, exchanges: list[_Exchange], deadline: float) ->
             exchange: _Exchange = key.data
             if exchange.step(events, selector) and exchange.answer is not None:
                 return exchange.answer
-            if exchange.done:
+            if exchange.done:  # ended without an answer (an error, EOF): it is watched no longer
                 open_ones.discard(exchange)
+                with contextlib.suppress(KeyError, ValueError):
+                    selector.unregister(exchange.sock)
     return None
 
 
@@ -329,6 +329,18 @@ def _resting(path: Path) -> bool:
         return time.time() - os.stat(_rest_marker(path)).st_mtime < REST_SECONDS
     except OSError:
         return False
+
+
+def _client_dirs() -> list[Path]:
+    """Where a hook looks for servers: the runtime directory its own environment names, and the one a server
+    started with less of it uses (Codex starts MCP servers without XDG_RUNTIME_DIR): both are the user's
+    own private directories. A hook without a server leaves no directory behind."""
+    import _socket
+
+    if not hasattr(_socket, "AF_UNIX") or not hasattr(_socket, "SO_PEERCRED"):
+        return []
+    found = [files.runtime_dir(create=False), files.runtime_dir(create=False, environ={})]
+    return list(dict.fromkeys(d for d in found if d is not None))
 
 
 def _candidates(directory: Path, key: str) -> list[tuple[Path, os.stat_result]]:

@@ -26,7 +26,6 @@ from ..text.digest import sha256_hex
 GRACE_MS = 5000
 GRACE_KEY = "mcp_optional_startup_grace_ms"
 GRACE_LINE = f"{GRACE_KEY} = {GRACE_MS}  # added by `memlikehuman install codex`; uninstall removes it"
-_GRACE = re.compile(rf"^[ \t]*{GRACE_KEY}[ \t]*=", re.MULTILINE)
 _TABLE = re.compile(r"^[ \t]*\[", re.MULTILINE)
 # Events whose hooks take no matcher, and those whose timeout Codex clamps to 1-3 s.
 _NO_MATCHER = frozenset({"user_prompt_submit", "stop", "interrupt"})
@@ -89,22 +88,45 @@ def block(server: dict[str, Any], trusted: dict[str, str]) -> str:
 
 
 def with_grace(text: str, record: dict[str, Any]) -> str:
-    """The file's text with the start-up grace key set, unless it sets one already (noted in `record`)."""
-    if _GRACE.search(text):
+    """The file's text with the start-up grace key on its first line (a top-level key must come before
+    any table, and the first line is never inside a value), unless the file sets one (noted in `record`)."""
+    import tomllib
+
+    if GRACE_KEY in tomllib.loads(text):
         return text
     record["grace_line"] = True
-    first = _TABLE.search(text)
-    if first is None:
-        return text + ("" if not text or text.endswith("\n") else "\n") + GRACE_LINE + "\n"
-    return text[: first.start()] + GRACE_LINE + "\n\n" + text[first.start() :]
+    return GRACE_LINE + "\n" + text
 
 
 def without_grace(text: str) -> str:
-    """The file's text without the grace line install added (and the blank line after it)."""
-    for ours in (GRACE_LINE + "\n\n", GRACE_LINE + "\n", GRACE_LINE):
-        if ours in text:
-            return text.replace(ours, "", 1)
-    return text
+    """The file's text without the grace line install added."""
+    return (
+        text.removeprefix(GRACE_LINE + "\n") if text.startswith(GRACE_LINE) else text.replace(GRACE_LINE + "\n", "", 1)
+    )
+
+
+def trusted_keys(text: str) -> set[str]:
+    """The [hooks.state."..."] tables a config text already holds (ours are not written twice)."""
+    import tomllib
+
+    state = (tomllib.loads(text).get("hooks") or {}).get("state") or {}
+    return set(state) if isinstance(state, dict) else set()
+
+
+def check_installed(text: str, source: str) -> None:
+    """The installed text parses, with our server and the grace as top-level keys; else InvalidArgument."""
+    import tomllib
+
+    from ..errors import InvalidArgument
+
+    try:
+        parsed = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InvalidArgument(f"install would leave {source} unreadable ({exc}): nothing was written") from None
+    if "memlikehuman" not in (parsed.get("mcp_servers") or {}) or GRACE_KEY not in parsed:
+        raise InvalidArgument(
+            f"install could not place its entries in {source} as Codex reads them: nothing was written"
+        )
 
 
 def sections(text: str) -> list[tuple[str, list[str]]]:

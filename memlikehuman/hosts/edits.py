@@ -230,30 +230,37 @@ def _drop_if_empty(text: str, path: tuple[str, ...], source: str) -> str:
 _TOML_BLOCK = re.compile(rf"\n*{re.escape(TOML_BEGIN)}\n.*?{re.escape(TOML_END)}\n?", re.DOTALL)
 
 
-def toml_install(text: str | None, block: str, source: str, record: dict[str, Any]) -> str:
+def toml_install(
+    text: str | None, server: dict[str, Any], trusted: dict[str, str], source: str, record: dict[str, Any]
+) -> str:
     """The TOML text with our block at its end (an older block of ours replaced, the lines a user added to
-    it kept) and the start-up grace key set (hosts/codex.py)."""
+    it kept), the trust of our hooks that the file does not already hold, and the start-up grace key
+    (hosts/codex.py). The result must parse, else InvalidArgument: nothing is written."""
     if text is None:
         record["created_file"] = True
         text = ""
+    crlf = "\r\n" in text
+    text = text.replace("\r\n", "\n")
     found = _TOML_BLOCK.search(text)
-    body = block
-    if found is not None:
-        old = found.group(0).strip("\n").removeprefix(TOML_BEGIN).removesuffix(TOML_END).strip("\n") + "\n"
-        body = codex.merged(block, old, record.get("block", ""))
-        text = _TOML_BLOCK.sub("", text)
-    record["block"] = block
+    old = found.group(0).strip("\n").removeprefix(TOML_BEGIN).removesuffix(TOML_END).strip("\n") + "\n" if found else ""
+    text = _TOML_BLOCK.sub("", text)
     _check_toml(text, source)
     if re.search(r"^\s*\[\s*mcp_servers\s*\.\s*[\"']?memlikehuman[\"']?\s*\]", text, re.MULTILINE):
         raise Conflict(
             f"{source} already has an [mcp_servers.memlikehuman] table that install did not write:"
             " remove it (or rename it), then install again"
         )
+    block = codex.block(server, {k: v for k, v in trusted.items() if k not in codex.trusted_keys(text)})
+    # An older release rewrote the whole block: with no record of what it wrote, nothing in it is the user's.
+    body = codex.merged(block, old, record.get("block", old)) if found else block
+    record["block"] = block
     if "newline" not in record:
         record["newline"] = text.endswith("\n") or not text
     text = codex.with_grace(text, record)
     separator = "" if not text else "\n" if text.endswith("\n") else "\n\n"
-    return f"{text}{separator}{TOML_BEGIN}\n{body}{TOML_END}\n"
+    out = f"{text}{separator}{TOML_BEGIN}\n{body}{TOML_END}\n"
+    codex.check_installed(out, source)
+    return out.replace("\n", "\r\n") if crlf else out
 
 
 def _check_toml(text: str, source: str) -> None:
@@ -269,6 +276,8 @@ def toml_uninstall(text: str, source: str, record: dict[str, Any]) -> str | None
     """The TOML text without our block, the grace line install added, the feature line an older install
     added, and tables under [mcp_servers.memlikehuman.*] (which Codex refuses once our server is gone)
     (None: delete the file, install created it)."""
+    crlf = "\r\n" in text
+    text = text.replace("\r\n", "\n")
     if record.get("feature_line"):
         ours = FEATURE_LINE + "\n" if FEATURE_LINE + "\n" in text else "\n" + FEATURE_LINE
         text = text.replace(ours, "", 1)
@@ -276,7 +285,7 @@ def toml_uninstall(text: str, source: str, record: dict[str, Any]) -> str | None
         text = codex.without_grace(text)
     start = text.find(TOML_BEGIN)
     if start < 0:
-        return text
+        return text.replace("\n", "\r\n") if crlf else text
     end = text.find(TOML_END, start)
     end = len(text) if end < 0 else end + len(TOML_END)
     if text.startswith("\n", end):
@@ -289,4 +298,4 @@ def toml_uninstall(text: str, source: str, record: dict[str, Any]) -> str | None
     remaining = codex.without_our_subtables(before + text[end:])
     if record.get("created_file") and not remaining.strip():
         return None
-    return remaining
+    return remaining.replace("\n", "\r\n") if crlf else remaining

@@ -35,7 +35,7 @@ RECORD_EVENTS = {
     "tools": {"cursor": ("postToolUse",), "gemini": ("AfterTool",)},
     "subagents": {"claude-code": ("SubagentStop",), "codex": ("SubagentStop",)},
 }
-# `install HOST --extract-with host`: the host's own model makes the memories (issue 29; docs/hosts.md,
+# `install HOST --extract-with host`: the host's own model makes the memories (docs/hosts.md,
 # "Memories made by the host's model"): its CLI run headless (providers/command.py), or MCP sampling
 # where the host's client offers it. Hosts missing here have neither.
 EXTRACT_WITH_HOST = {
@@ -223,8 +223,9 @@ def targets(
 
 
 def _read(path: Path) -> str | None:
+    """The file's text as it is on disk (its line endings kept: it is written back byte for byte)."""
     try:
-        return path.read_text(encoding="utf-8")
+        return path.read_bytes().decode("utf-8")
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError) as exc:
@@ -248,7 +249,7 @@ def plan(host: str, w: Wiring, project_dir: Path | None, *, remove: bool, hooks:
             )
         elif isinstance(part, str):
             trusted = _trusted(changes) if project_dir is None else {}
-            after = edits.toml_install(before, codex.block(w.server(), trusted), str(path), record)
+            after = edits.toml_install(before, w.server(), trusted, str(path), record)
         else:
             after = edits.json_install(before, part, str(path), record)
         changes.append(Change(path, before, after, record))

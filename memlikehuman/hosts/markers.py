@@ -21,11 +21,13 @@ _BLOCK = re.compile(
 )
 # Gemini CLI hands BeforeAgent the prompt with earlier hook context in front, each in <hook_context>.
 _LEADING_HOOK_CONTEXT = re.compile(r"\A(?:\s*<hook_context>.*?</hook_context>)+", re.DOTALL)
-_LOOKALIKE = re.compile(r"<(/?)memlikehuman-context", re.IGNORECASE)
+# A look-alike in any form `strip` reads as a marker (raw, HTML-escaped, a character reference, JSON).
+_LOOKALIKE = re.compile(rf"{_LT}(/?)memlikehuman-context", re.IGNORECASE)
 
 
 def defuse(text: str) -> str:
-    """Text with every marker look-alike broken (`<` becomes `‹`), safe to put inside a block."""
+    """Text with every marker look-alike broken (its `<`, in whatever escaping, becomes `‹`), safe to put
+    inside a block: stored text can neither open nor close one, however a host echoes it."""
     return _LOOKALIKE.sub(lambda m: f"‹{m.group(1)}memlikehuman-context", text)
 
 

@@ -4,6 +4,8 @@ Started by providers/run.py as `python -I reaper.py COMMAND...` (a file of its o
 only: no package import on this path). It makes itself the subreaper of its descendants (Linux
 PR_SET_CHILD_SUBREAPER), so a grandchild that leaves the process group or the session, or whose
 parent exits, is still its child and can be found: a killed extraction run leaves nothing running.
+It also asks for SIGTERM when the server that started it dies (PR_SET_PDEATHSIG), so a server
+killed by its host takes its runs with it.
 The command inherits stdin, stdout and stderr. Exit status: the command's (a signal: 128 + its
 number), 127 when it cannot be started.
 """
@@ -15,15 +17,22 @@ import os
 import signal
 import sys
 
+PARENT = "MEMLIKEHUMAN_REAPER_PARENT"  # the server's pid, set by run.start (read once, not passed on)
+PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 
 
-def become_subreaper() -> None:
-    """Adopt orphaned descendants (Linux only; elsewhere the process group is all there is)."""
+def become_subreaper(parent: int) -> None:
+    """Adopt orphaned descendants, and get SIGTERM when `parent` (the server) dies, however it dies: the run
+    then ends with it (Linux only; elsewhere the process group is all there is)."""
     with contextlib.suppress(Exception):
         import ctypes
 
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    if os.getppid() != parent:  # it died before the signal was asked for
+        os._exit(143)
 
 
 def descendants(root: int) -> set[int]:
@@ -82,8 +91,8 @@ def _terminated(*_: object) -> None:
 
 
 def main(argv: list[str]) -> int:
-    become_subreaper()
     signal.signal(signal.SIGTERM, _terminated)
+    become_subreaper(int(os.environ.pop(PARENT, "0")) or os.getppid())
     child = os.fork()
     if child == 0:
         try:

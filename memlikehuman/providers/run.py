@@ -48,7 +48,7 @@ def start(argv: tuple[str, ...], env: Mapping[str, str], cwd: str) -> subprocess
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         cwd=cwd,
-        env=dict(env),
+        env={**env, "MEMLIKEHUMAN_REAPER_PARENT": str(os.getpid())},
         start_new_session=True,
     )
 

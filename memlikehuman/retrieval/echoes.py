@@ -8,8 +8,8 @@ Three rules, each a plain comparison a user can check:
   the prompt (the user asking again); memory_recall leaves out the prompt a hook recorded last in the
   scope while it has no answer yet (`unanswered_prompt`): the agent is answering it.
 - **Questions are asked, not told.** The prompt hook never hands back a user's own earlier question
-  (a turn that ends with a question mark): it holds no fact. The reply to a question borrows the
-  question's words when the gate weighs it (injection.py), so the answer is found instead.
+  (a turn that is one sentence ending with a question mark): it holds no fact. The reply after it
+  borrows its words when the gate weighs it (injection.py), so the answer is found instead.
 - **Answers first.** When the assistant's reply to a user's turn (the next turn of its session) is
   ranked right after that turn, the two swap places: the reply comes first (`answers_first`). A
   reply ranked further down stays there (the ranking found it less relevant than what lies between).
@@ -33,11 +33,14 @@ T = TypeVar("T")
 
 
 _ASKS = re.compile(r"[?？؟]\W*$")
+_SENTENCE_END = re.compile(r"[.!?。！？؟]\s|\n")
 
 
-def asks(text: str) -> bool:
-    """Whether a turn asks something: it ends with a question mark (Latin, CJK full-width or Arabic)."""
-    return _ASKS.search(text.rstrip()) is not None
+def only_asks(text: str) -> bool:
+    """Whether a turn is one question and nothing else: a single sentence that ends with a question mark
+    (Latin, CJK full-width or Arabic). A turn that states something first keeps what it states."""
+    body = text.strip()
+    return _ASKS.search(body) is not None and _SENTENCE_END.search(body) is None
 
 
 def same_words(text: str) -> str:

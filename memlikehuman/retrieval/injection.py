@@ -2,8 +2,9 @@
 
 An item is injected only when it is about the prompt, measured relative to the prompt itself:
 - coverage: the share of the prompt's content words (each weighted by its rarity in the archive; a
-  word it never saw as the rarest) that the item holds, in its text, its speaker or, for an event
-  that replies to a question, that question (an answer often holds none of the question's words);
+  word it never saw as the rarest, but for the n-grams of unsegmented scripts) that the item holds, in
+  its text, its speaker or, for an event, the turn before it in its session (an answer often holds
+  none of the question's words);
 - similarity (semantic and deep only): the cosine between the prompt and the item's vector, less
   the prompt's best cosine to a few content-free sentences (ANCHORS). Cosines of one embedder sit in
   a narrow band (e5: 0.75-0.88 for related and unrelated text alike) and some prompts are near
@@ -18,7 +19,7 @@ and the records in `exclude` (what the hook injected earlier in the session, by 
 "memory:" or "event:" and the row number, never a record ID, which a user may choose) are never
 offered; turns that say the same are one item, and a reply comes before its question (echoes.py).
 Each item is one JSON record with its origin (`line`), which the hook puts in a labelled data block.
-bench/injection.py chose the floors (docs/design.md, "Injected context").
+bench/injection.py chose the floors (docs/decisions/2026-12-03-injection-gate.md).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from ..archive import events, fulltext
 from ..records import Event, InjectedItem, Kind, Memory, RecallResult, Scope
 from ..shapes import data_line
-from ..text import function_words, overlap
+from ..text import function_words, ngrams, overlap
 from ..text.lines import one_line
 from . import echoes, search
 from .recall import Dense, recall
@@ -111,7 +112,7 @@ def choose(
         return []
     dense = Dense()
     # This session's own turns are left out inside recall, not after it: the prompt just recorded and the
-    # turns around it share its words and its session's score, and would fill the pool (design.md).
+    # turns around it share its words and its session's score, and would fill the pool.
     # What was injected earlier is dropped after it, so the pool grows by as many.
     limit = min(POOL + len(exclude), MAX_POOL)
     found = recall(
@@ -219,13 +220,14 @@ def _candidates(
                   "from": _via(m), "on": m.occurred_at[:10]}  # fmt: skip
         said = (echoes.same_words(m.content), m.role, f"{m.role}/{m.source}", m.occurred_at)
         out.append(Candidate(("memory", m.rowid), m.memory_id, record, f"{m.content} {m.source}", *said))
-    # The user's own questions are never handed back: they hold no fact, and their answers carry their words.
+    # A user's own question (one sentence, asking) is never handed back: it holds no fact, and its answer
+    # carries its words.
     raws = [
         r
         for r in found.raw_fallback
         if r.event.session_id != session_id
         and f"event:{r.event.sequence}" not in excluded
-        and not (r.event.role == "user" and echoes.asks(r.event.text))
+        and not (r.event.role == "user" and echoes.only_asks(r.event.text))
     ]
     before = _previous(sources, [r.event for r in raws])
     for raw in raws:
@@ -243,10 +245,9 @@ def _via(said: Memory | Event) -> str:
 
 
 def _previous(sources: Sources, found: list[Event]) -> dict[int, str]:
-    """The question each event answers: the turn before it in its session, when that turn asked something."""
+    """The text of the turn before each event in its session: what a reply answers."""
     links = search.neighbours(sources.db, [e.sequence for e in found])
-    before = {seq: events.load(sources.db, prev).text for seq, (prev, _) in links.items() if prev is not None}
-    return {seq: text for seq, text in before.items() if echoes.asks(text)}
+    return {seq: events.load(sources.db, prev).text for seq, (prev, _) in links.items() if prev is not None}
 
 
 def _coverage(sources: Sources, query: str, found: RecallResult, own: int) -> Callable[[str], float]:
@@ -264,8 +265,10 @@ def _coverage(sources: Sources, query: str, found: RecallResult, own: int) -> Ca
     for term in wanted:
         seen = max(counts.get(by_word.get(term, term), 0) - own, 0)
         # A word the archive never saw weighs as the rarest do: the prompt asks for something no item
-        # holds, and an item that shares only its other words covers that much less of it.
-        weights[term] = math.log(1 + max(total, seen) / max(seen, 1))
+        # holds, and an item that shares only its other words covers that much less of it. Not so the
+        # n-grams of unsegmented scripts and the runs they are cut from, which are unseen as a rule.
+        if seen or (term in by_word and not any(ngrams.runs(by_word[term]))):
+            weights[term] = math.log(1 + max(total, seen) / max(seen, 1))
     mass = sum(weights.values())
 
     def covered(text: str) -> float:

@@ -80,22 +80,40 @@ def protocol_error(exc: MemLikeHumanError) -> MCPError:
 
 
 def _hints(*, read_only: bool, destructive: bool = False, idempotent: bool = False) -> ToolAnnotations:
-    return ToolAnnotations(
-        read_only_hint=read_only, destructive_hint=destructive, idempotent_hint=idempotent, open_world_hint=False
-    )
+    return ToolAnnotations(read_only_hint=read_only, destructive_hint=destructive, idempotent_hint=idempotent)
 
 
 # What each tool does to the archive, for hosts that gate tool calls by it (Codex runs a read-only tool
-# without asking; a destructive one is confirmed). None reaches beyond this machine's archive on its own.
+# without asking). A repeated checkpoint is a new snapshot: not idempotent. Whether a call reaches
+# beyond this machine depends on the providers configured (tool_annotations).
 ANNOTATIONS = {
     "memory_recall": _hints(read_only=True, idempotent=True),
     "memory_read": _hints(read_only=True, idempotent=True),
     "session_resume": _hints(read_only=True, idempotent=True),
     "memory_record": _hints(read_only=False, idempotent=True),  # the same event again is a duplicate
-    "session_checkpoint": _hints(read_only=False, idempotent=True),
+    "session_checkpoint": _hints(read_only=False),
     "memory_correct": _hints(read_only=False, destructive=True),
     "memory_forget": _hints(read_only=False, destructive=True, idempotent=True),
 }
+# The tools that send text to a provider: the extractor (record, correct) and the embedder (recall, resume).
+_EXTRACTING = frozenset({"memory_record", "memory_correct"})
+_EMBEDDING = frozenset({"memory_recall", "session_resume"})
+
+
+def tool_annotations(settings: Settings) -> dict[str, ToolAnnotations]:
+    """ANNOTATIONS with openWorldHint: true where the configured providers are remote (an OpenAI-compatible
+    API, a host CLI), false where everything stays on this machine."""
+    remote_extractor = settings.extractor in ("openai", "command")
+    remote_embedder = settings.embedder == "openai"
+    return {
+        name: hints.model_copy(
+            update={
+                "open_world_hint": (name in _EXTRACTING and remote_extractor)
+                or (name in _EMBEDDING and remote_embedder)
+            }
+        )
+        for name, hints in ANNOTATIONS.items()
+    }
 
 
 class Stopping:
@@ -112,6 +130,7 @@ class Stopping:
 
     def __init__(self) -> None:
         self._steps: list[Callable[[], None]] = []
+        self._stopping = False
 
     def add(self, step: Callable[[], None]) -> None:
         self._steps.append(step)
@@ -126,6 +145,10 @@ class Stopping:
             signal.signal(number, self._on_signal)
 
     def _on_signal(self, number: int, frame: Any) -> None:
+        if self._stopping:  # a second signal (Claude Code: SIGINT, then SIGTERM 100 ms later) while stopping
+            return
+        self._stopping = True
+
         def run_steps() -> None:
             for step in reversed(list(self._steps)):
                 try:
@@ -196,6 +219,6 @@ def make_server(settings: Settings) -> tuple[MemoryMCPServer, Holder]:
         name="memlikehuman", version=__version__, instructions=INSTRUCTIONS, lifespan=lifespan, middleware=middleware
     )
     server.default_scope = {"persona_id": settings.persona_id, "project_id": settings.project_id}
-    server.annotations = ANNOTATIONS
+    server.annotations = tool_annotations(settings)
     server.stopping = Stopping()
     return server, holder

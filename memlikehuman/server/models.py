@@ -151,7 +151,7 @@ class RawHitOut(BaseModel):
     excerpt: str = Field(description="original text, at most 2,000 characters, centred on the match")
     truncated: bool = Field(description="true when the excerpt is shorter than the event: memory_read has it all")
     score: float
-    said: int = Field(1, description="how many turns of the scope said the same words; this hit is the most recent")
+    said: int = Field(1, description="how many turns of one speaker said the same words; this hit is the best ranked")
     first_at: str | None = Field(None, description="when the first of them occurred (said > 1), else null")
 
 

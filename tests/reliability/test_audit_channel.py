@@ -152,3 +152,42 @@ def test_serve_stops_on_the_hosts_signal_and_removes_its_socket(dirs: Dirs, tmp_
         finally:
             served.kill()
     assert list((dirs.xdg / "memlikehuman").iterdir()) == []
+
+
+def test_a_hook_finds_a_server_that_was_started_without_xdg_runtime_dir(
+    dirs: Dirs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Codex starts MCP servers with a few variables only (no XDG_RUNTIME_DIR): such a server listens
+    # under the cache directory, while the hook, with the whole environment, has XDG_RUNTIME_DIR.
+    home = dirs.base / "home"
+    monkeypatch.setenv("HOME", str(home))
+    env = {k: v for k, v in os.environ.items() if k not in ("XDG_RUNTIME_DIR", "XDG_CACHE_HOME")}
+    with subprocess.Popen([sys.executable, "-c", SUSPENDED, "a"], stdout=subprocess.PIPE, text=True, env=env) as child:
+        try:
+            assert child.stdout is not None
+            path = Path(child.stdout.readline().strip())
+            assert path.parent == home / ".cache" / "memlikehuman" / "run"
+            assert ask("a", {}, timeout=2) == {"who": "suspended"}  # (not suspended here: it answers)
+        finally:
+            child.kill()
+
+
+def test_a_server_that_answers_an_error_costs_the_hook_no_busy_loop(serve: Callable[..., Listener]) -> None:
+    entered, release = threading.Event(), threading.Event()
+
+    def hang(request: dict[str, Any]) -> dict[str, Any]:
+        entered.set()
+        release.wait(5)
+        return {"late": True}
+
+    def fail(request: dict[str, Any]) -> dict[str, Any]:
+        raise RuntimeError("broken")
+
+    serve("a", fail)  # answers {"error": "internal"} at once
+    serve("a", hang)
+    started = time.process_time()
+    try:
+        assert ask("a", {}, timeout=0.6) is None
+    finally:
+        release.set()
+    assert time.process_time() - started < 0.3  # the finished exchange is no longer polled

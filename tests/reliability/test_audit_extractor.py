@@ -7,6 +7,7 @@ while it is read; what it starts is killed with it, also a grandchild that left 
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -102,3 +103,28 @@ def test_a_grandchild_that_left_the_process_group_is_killed_with_the_run(tmp_pat
             assert time.monotonic() < deadline, error
             time.sleep(0.1)
     assert "did not answer within 2 s" in error
+
+
+PARENT = """
+import sys
+from memlikehuman.providers import run
+process = run.start((sys.executable, "-c", "import time; print('started', flush=True); time.sleep(600)"), {}, "/")
+print(process.pid, flush=True)
+print(process.stdout.readline().decode().strip(), flush=True)
+import time; time.sleep(600)
+"""
+
+
+def test_a_run_dies_with_a_server_that_is_killed(tmp_path):
+    # The host may SIGKILL the server: its extraction run must not go on alone (and cost) without it.
+    with subprocess.Popen([sys.executable, "-c", PARENT], stdout=subprocess.PIPE, text=True) as parent:
+        assert parent.stdout is not None
+        reaper = psutil.Process(int(parent.stdout.readline()))
+        assert parent.stdout.readline().strip() == "started"
+        command = reaper.children()[0]
+        parent.kill()
+        parent.wait()
+        gone, alive = psutil.wait_procs([reaper, command], timeout=20)
+        for process in alive:
+            process.kill()
+    assert alive == []

@@ -142,3 +142,21 @@ def test_nothing_of_ours_or_of_our_libraries_writes_into_home_outside_our_own_di
     written = [p for p in home.rglob("*") if p.is_file()]
     assert written, "the default archive was not created under HOME"
     assert [str(p.relative_to(home)) for p in written if not any(d in p.parents for d in ours)] == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give a file to another user")
+def test_an_archive_another_user_created_first_is_refused(tmp_path: Path):
+    # Another user created the archive (or its WAL) first, where ours was to be: what we wrote would be
+    # theirs to read. Acted out by giving the file to `nobody`.
+    planted = tmp_path / "memory.sqlite3"
+    planted.write_bytes(b"")
+    os.chown(planted, 65534, 65534)
+    run = subprocess.run([str(SCRIPT), "--db", str(planted), "stats"], capture_output=True, text=True, check=False)
+    assert run.returncode == 1 and "belongs to another user (uid 65534)" in run.stderr
+    assert planted.read_bytes() == b""  # nothing was written into it
+    wal = tmp_path / "memory.sqlite3-wal"
+    os.chown(planted, 0, 0)
+    wal.write_bytes(b"")
+    os.chown(wal, 65534, 65534)
+    run = subprocess.run([str(SCRIPT), "--db", str(planted), "stats"], capture_output=True, text=True, check=False)
+    assert run.returncode == 1 and f"{wal} belongs to another user" in run.stderr
