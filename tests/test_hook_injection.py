@@ -81,6 +81,29 @@ def test_an_unrelated_prompt_gets_nothing_injected(db: Path | str, project: Path
     assert stored(db)[-1]["text"] == UNRELATED  # recorded all the same
 
 
+def test_a_memory_is_found_by_the_words_of_its_subject_slot(db: Path | str, project: Path) -> None:
+    """What the agent made of a prompt: found by the words the index holds for it (its subject too)."""
+    from memlikehuman.engine import Engine
+    from memlikehuman.records import Scope
+
+    said = "I always use pnpm, never npm, in this repo."
+    assert run_hook("claude-code", prompt("earlier", said, project), db, project).returncode == 0
+    row = stored(db)[-1]
+    memory = {"content": "The user uses pnpm, never npm, in this repo", "quote": said, "kind": "preference",
+              "subject": "user.package_manager"}  # fmt: skip
+    engine = Engine(config.load(db, env=BASE_ENV))
+    try:
+        scope = Scope(row["persona_id"], row["project_id"])
+        fields = {k: row[k] for k in ("event_id", "text", "role", "source", "session_id")}
+        engine.record(scope, **fields, memories=[memory])
+    finally:
+        engine.close()
+    ran = run_hook(
+        "claude-code", prompt("now", "which package manager should I use to add lodash?", project), db, project
+    )
+    assert injected(ran) == [memory["content"]]
+
+
 def test_what_was_injected_in_a_session_is_not_injected_again_in_it(db: Path | str, project: Path) -> None:
     seed(db, project)
     first = run_hook("claude-code", prompt("now", "add lodash with npm please", project), db, project)
@@ -235,6 +258,7 @@ def ready(db: Path, project: Path, runtime: Path, process: subprocess.Popen[byte
         time.sleep(0.2)
 
 
+@pytest.mark.heavy
 def test_with_the_server_running_a_paraphrase_gets_its_memory_and_an_unrelated_prompt_nothing(
     tmp_path: Path, project: Path, runtime: Path
 ) -> None:

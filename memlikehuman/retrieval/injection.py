@@ -3,8 +3,8 @@
 An item is injected only when it is about the prompt, measured relative to the prompt itself:
 - coverage: the share of the prompt's content words (each weighted by its rarity in the archive; a
   word it never saw as the rarest, but for the n-grams of unsegmented scripts) that the item holds, in
-  its text, its speaker or, for an event, the turn before it in its session (an answer often holds
-  none of the question's words);
+  its text, its speaker, for a memory its subject slot, or for an event the turn before it in its
+  session (an answer often holds none of the question's words);
 - similarity (semantic and deep only): the cosine between the prompt and the item's vector, less
   the prompt's best cosine to a few content-free sentences (ANCHORS). Cosines of one embedder sit in
   a narrow band (e5: 0.75-0.88 for related and unrelated text alike) and some prompts are near
@@ -219,7 +219,10 @@ def _candidates(
         record = {"memory_id": m.memory_id, "kind": m.kind, "basis": m.basis, "content": one_line(m.content),
                   "from": _via(m), "on": m.occurred_at[:10]}  # fmt: skip
         said = (echoes.same_words(m.content), m.role, f"{m.role}/{m.source}", m.occurred_at)
-        out.append(Candidate(("memory", m.rowid), m.memory_id, record, f"{m.content} {m.source}", *said))
+        # Its words as the index holds them: the content, the speaker and the subject slot it fills
+        # ("user.package_manager" is about package managers).
+        text = f"{m.content} {m.source} {_words_of(m.subject)}"
+        out.append(Candidate(("memory", m.rowid), m.memory_id, record, text, *said))
     # A user's own question (one sentence, asking) is never handed back: it holds no fact, and its answer
     # carries its words.
     raws = [
@@ -237,6 +240,11 @@ def _candidates(
         said = (echoes.same_words(e.text), e.role, f"{e.role}/{e.source}", e.occurred_at)
         out.append(Candidate(("event", e.sequence), e.event_id, record, text, *said, raw.said, raw.first_at or ""))
     return out
+
+
+def _words_of(subject: str | None) -> str:
+    """A subject key's words: "user.package_manager" -> "user package manager"."""
+    return re.sub(r"[._\-]+", " ", subject or "")
 
 
 def _via(said: Memory | Event) -> str:
