@@ -171,6 +171,17 @@ def test_the_turn_after_a_question_is_found_with_it(engine: Engine) -> None:
     assert "q" in ids and "a" in ids
 
 
+def test_an_answer_comes_before_its_question_and_an_acknowledgement_after_its_statement(engine: Engine) -> None:
+    note, thanks = "Note: the staging server is staging.example.internal on port 8443.", "Noted, thanks."
+    record(engine, "note", note, session_id="s1")
+    record(engine, "ack", thanks, role="assistant", source="assistant", session_id="s1")
+    record(engine, "ask", "Which port does the staging server use?", session_id="s2")
+    record(engine, "reply", "The staging server uses port 8443.", role="assistant", source="assistant", session_id="s2")
+    found = raw_ids(recall(engine, HOME, "staging server port", limit=4))
+    assert found.index("reply") < found.index("ask")  # the answer holds the fact the question asks for
+    assert found.index("note") < found.index("ack")  # the statement holds it; "Noted" does not
+
+
 # -- validation ------------------------------------------------------------------------------------
 
 
@@ -475,8 +486,18 @@ def test_the_tool_returns_the_documented_fields(client: SyncClient) -> None:
     out = client.ok("memory_recall", query="retriever")
     assert set(out) == {"memories", "raw_fallback", "search_mode", "as_of", "coverage", "warnings"}
     hit = out["raw_fallback"][0]
-    assert set(hit) == {"event_id", "role", "source", "session_id", "occurred_at", "excerpt", "truncated", "score",
-                        "said", "first_at"}  # said, first_at: beyond tools.md (turns that said the same)
+    assert set(hit) == {
+        "event_id",
+        "role",
+        "source",
+        "session_id",
+        "occurred_at",
+        "excerpt",
+        "truncated",
+        "score",
+        "said",
+        "first_at",
+    }  # said, first_at: beyond tools.md (turns that said the same)
     assert (hit["event_id"], hit["source"], hit["truncated"]) == ("e1", "Ana", False)
     assert out["coverage"] == {
         "events_in_scope": 1,

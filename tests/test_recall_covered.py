@@ -1,4 +1,4 @@
-"""A covered event (its memories cover what matched) passes its place in the ranking to its memory (issue 15)."""
+"""A covered event (its memories cover what matched) passes its place in the ranking to its memory."""
 
 from __future__ import annotations
 

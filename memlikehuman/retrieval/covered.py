@@ -1,7 +1,7 @@
 """Memories standing in for the events recall's raw fallback left out as covered (gaps.py).
 
 Events and memories are scored on their own scales, so without this a covered event's memory could
-rank far below the raw event it replaces (issue 15: memories + raw scored lower than raw).
+rank far below the raw event it replaces (bench/extraction.py: memories + raw scored lower than raw only).
 """
 
 from __future__ import annotations

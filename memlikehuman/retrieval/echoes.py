@@ -10,9 +10,11 @@ Three rules, each a plain comparison a user can check:
 - **Questions are asked, not told.** The prompt hook never hands back a user's own earlier question
   (a turn that is one sentence ending with a question mark): it holds no fact. The reply after it
   borrows its words when the gate weighs it (injection.py), so the answer is found instead.
-- **Answers first.** When the assistant's reply to a user's turn (the next turn of its session) is
-  ranked right after that turn, the two swap places: the reply comes first (`answers_first`). A
-  reply ranked further down stays there (the ranking found it less relevant than what lies between).
+- **Answers first.** When the assistant's reply to a user's question (a turn that ends with a question
+  mark; the reply is the next turn of its session) is ranked right after it, the two swap places: the
+  reply comes first (`answers_first`). A reply ranked further down stays there (the ranking found it
+  less relevant than what lies between), and a reply to a statement stays after it: the statement
+  holds the fact, the reply ("Noted.") acknowledges it.
 """
 
 from __future__ import annotations
@@ -39,8 +41,12 @@ _SENTENCE_END = re.compile(r"[.!?。！？؟]\s|\n")
 def only_asks(text: str) -> bool:
     """Whether a turn is one question and nothing else: a single sentence that ends with a question mark
     (Latin, CJK full-width or Arabic). A turn that states something first keeps what it states."""
-    body = text.strip()
-    return _ASKS.search(body) is not None and _SENTENCE_END.search(body) is None
+    return asks(text) and _SENTENCE_END.search(text.strip()) is None
+
+
+def asks(text: str) -> bool:
+    """Whether a turn ends with a question mark (Latin, CJK full-width or Arabic)."""
+    return _ASKS.search(text.strip()) is not None
 
 
 def same_words(text: str) -> str:

@@ -148,14 +148,15 @@ def _answers_first(sources: Sources, chosen: list[InjectedItem]) -> list[Injecte
     if len(sequences) < 2:
         return chosen
     links = search.neighbours(sources.db, list(sequences))
-    roles = {seq: events.load(sources.db, seq).role for seq in sequences}
+    loaded = {seq: events.load(sources.db, seq) for seq in sequences}
+    asked = {seq for seq, e in loaded.items() if e.role == "user" and echoes.asks(e.text)}
 
     def answer_of(item: InjectedItem) -> InjectedItem | None:
         if not item.key.startswith("event:"):
             return None
         seq = int(item.key.split(":")[1])
         after = links.get(seq, (None, None))[1]
-        if roles.get(seq) != "user" or after not in sequences or roles.get(after) != "assistant":
+        if seq not in asked or after not in sequences or loaded[after].role != "assistant":
             return None
         return sequences[after]
 

@@ -6,8 +6,8 @@ is ranked on its own (recall.py), and the rankings are fused here. The query's o
 `Tuning.query_weight` (2), each alternative 1. Two fusions are offered:
 
 - `max` (the default): score fusion, each ranking scaled by its best score times its weight over
-  the query's, a record keeping its best scaled score plus a small share (`MAX_AGREEMENT`) of the
-  mean of its scaled scores in the other rankings;
+  the query's, a record keeping its best scaled score (a share of its other scores was added until the
+  ranking ablation measured it worth nothing: docs/decisions/ranking-ablation.md);
 - `rrf`: reciprocal-rank fusion, sum of weight / (RRF_K + rank) over the phrasings that found a record.
 
 Both then lift the query's best record to the first place and each other phrasing's best into the
@@ -40,7 +40,6 @@ if TYPE_CHECKING:
 MAX_ALTERNATIVES = 8
 FUSIONS = ("rrf", "max")
 RRF_K = 60
-MAX_AGREEMENT = 0.1
 
 
 class Phrasing:
@@ -153,22 +152,17 @@ def reciprocal_ranks(rankings: Sequence[dict[int, float]], weights: Sequence[flo
 
 def best_scores(rankings: Sequence[dict[int, float]], weights: Sequence[float] | None = None) -> dict[int, float]:
     """Each record's best score scaled by its ranking's best (times the ranking's weight over the
-    largest weight), plus a share of its other scaled scores."""
+    largest weight)."""
     weights = weights or [1.0] * len(rankings)
     heaviest = max(weights, default=1.0)
-    kept = [(r, w / heaviest) for r, w in zip(rankings, weights, strict=True) if r and max(r.values()) > 0]
-    if not kept:
-        return {}
     best: dict[int, float] = {}
-    total: dict[int, float] = {}
-    for ranking, weight in kept:
+    for ranking, weight in zip(rankings, weights, strict=True):
+        if not ranking or max(ranking.values()) <= 0:
+            continue
         top = max(ranking.values())
         for key, score in ranking.items():
-            scaled = weight * score / top
-            best[key] = max(best.get(key, 0.0), scaled)
-            total[key] = total.get(key, 0.0) + scaled
-    others = max(len(kept) - 1, 1)
-    return {key: value + MAX_AGREEMENT * (total[key] - value) / others for key, value in best.items()}
+            best[key] = max(best.get(key, 0.0), weight / heaviest * score / top)
+    return best
 
 
 def lift_winners(

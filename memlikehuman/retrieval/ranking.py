@@ -14,35 +14,46 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Tuning:
-    """The ranking's constants (measured on LoCoMo; see bench/conversation_recall.py)."""
+    """The ranking's constants. Each stayed because removing it cost >= 1 point of recall@10 on data it
+    was not fitted on (LoCoMo conversations 6-10, the coding set, the chat set) and keeping it cost
+    < 0.5 anywhere: docs/decisions/ranking-ablation.md has the worth of each, `python -m bench.ablation`
+    measures it. Budgets (pools, scored rows, neighbour lookups) bound the work and were checked to
+    leave recall where it is."""
 
+    # budgets: the lexical and dense candidates of one phrasing
     lexical_pool: int = 300
     dense_pool: int = 300
-    event_weights: tuple[float, float, float] = (1.0, 1.0, 0.5)  # text, attribution, context
-    memory_weights: tuple[float, float] = (1.0, 0.3)  # content, attribution
+    # bm25 column weights: text, attribution (speaker, cue keys and labels, i.e. photo captions), the turn
+    # before (an answer's subject sits in the question): worth 1.3 / 1.6 points in fast on LoCoMo 6-10
+    event_weights: tuple[float, float, float] = (1.0, 1.0, 0.5)
+    memory_weights: tuple[float, float] = (1.0, 0.3)  # content, attribution (no memories in any set: unmeasured)
     lexical: float = 1.0
+    # the dense share against lexical 1.0: 1.5 is worth 3.5 points on the chat set (semantic) over 1.0
     dense: float = 1.5
-    # a strong hit lends this share of its score to the events before and after it in its session
+    # a hit lends this share of its score to the events before and after it in its session (chat +4.5)
     neighbour: float = 0.5
-    neighbour_pool: int = 100
-    # each event gains this share of the best score in its session
+    neighbour_pool: int = 100  # budget: hits that lend (all hits: the same recall, more lookups)
+    # each event gains this share of the best score in its session (chat +5.0, LoCoMo 6-10 +1.9)
     session: float = 0.8
-    # factors for events whose speaker the query names, and that occurred on a date it names
+    # factors for events whose speaker the query names (chat +5.5, LoCoMo 6-10 +2.5-3.3), and that
+    # occurred on a date it names (LoCoMo 6-10 +1.1-1.2): 2.0 chosen by leave-one-conversation-out over
+    # LoCoMo's 10 conversations (10 of 10 folds over 0.5 and 1.0; 3.0 no better); the speaker's 0.6 held
     speaker: float = 0.6
-    date: float = 1.0
+    date: float = 2.0
     # ... also for events whose relative dates ("yesterday", "last Friday") resolve into a named date
+    # (event_dates; LoCoMo 6-10 temporal +1.2 in fast, +0.8 in semantic)
     relative_dates: bool = True
-    # speaker names are left out of the text embedded for the query
+    # speaker names are left out of the text embedded for the query (LoCoMo 6-10 +3.9, chat +1.9)
     strip_speakers: bool = True
-    # queries with runs in CJK, Thai, Cyrillic, Arabic, ... also search the n-gram index (ngrams.py)
+    # queries with runs in CJK, Thai, Cyrillic, Arabic, ... also search the n-gram index (ngrams.py;
+    # bench.multilingual: fast recall@5 0.500 -> 0.929)
     ngram: bool = True
     # how the rankings of several phrasings (query + alternatives) become one (phrasings.FUSIONS)
     fusion: str = "max"
     # the query's own ranking counts this many times an alternative's (phrasings.fuse)
     query_weight: float = 2.0
-    # each further phrasing ranks a smaller lexical and dense pool, over fewer scored rows, and lends to
-    # the neighbours of fewer hits than the query (a guess gets a smaller budget): latency with 4 of
-    # them in bench.recall_latency, design.md ("Budgets of an alternative") for the choice
+    # budgets of each further phrasing: a smaller lexical and dense pool, fewer scored rows, fewer hits
+    # lending to neighbours (bench.recall_latency; design.md, "Budgets of an alternative")
     alternative_pool: int = 100
     alternative_scored_rows: int = 500
     alternative_neighbours: int = 30
@@ -50,12 +61,14 @@ class Tuning:
     speaker_aliases: bool = True
     # semantic/deep with one phrasing: this many best events are re-ordered by second_look's model (0: off)
     second_look: int = 30
-    # its weights: rank 1/(1 + r), score / best, cosines of the event, the one before and after it,
-    # log(1 + length), ends with "?" (fitted on LoCoMo conversations 1-5; design.md)
-    second_look_weights: tuple[float, ...] = (0.44, 1.0, -0.27, -0.35, 2.91, 0.15, -0.15)
+    # its weights: rank 1/(1 + r), score / best, cosines of the event and of the one after it, log(1 +
+    # length), ends with "?": refitted by leave-one-conversation-out over LoCoMo's 10 conversations
+    # (bench/ablation_second_look.py). Worth 2.2 points on LoCoMo 6-10 and 8.1 on the chat set (semantic);
+    # it re-orders conversation turns only (second_look.py)
+    second_look_weights: tuple[float, ...] = (0.414, 1.0, -1.235, 2.676, 0.154, -0.127)
     # characters past this add nothing to an event's length: the longest LoCoMo turn the weights saw (454).
-    # Beyond it the model would extrapolate, and a file read or a pasted log would climb over a short note
-    # on its subject (design.md, "Long events and the length feature")
+    # Beyond it the model would extrapolate (design.md, "Long events and the length feature"); a lower cap
+    # costs LoCoMo 6-10 0.5 (150 characters) to 1.5 points (60)
     second_look_length_cap: int = 450
 
 

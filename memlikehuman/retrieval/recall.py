@@ -11,9 +11,9 @@ Ranking, per kind of record (memories; raw events not covered by memories):
 4. with `alternatives` (and a phrasing with the label for a speaker the query calls by an alias),
    steps 1-3 run for every phrasing (all embedded in one embedder call); the rankings are fused.
 5. in `semantic`/`deep` mode with one phrasing, the best events get a second look (second_look.py): a
-   small linear model re-orders them with the cosine of the turn after each, their length and their
-   question marks.
-docs/design.md ("Embedder and retrieval in detail") has the measurements behind each step.
+   small linear model re-orders the conversation turns among them with the cosine of the turn after each,
+   their length and their question marks.
+docs/decisions/ranking-ablation.md has what each step is worth where it was not fitted.
 """
 
 from __future__ import annotations
@@ -401,14 +401,15 @@ class _Recall:
         return self._answers_first(hits)
 
     def _answers_first(self, hits: list[RawHit]) -> list[RawHit]:
-        """A user's turn found with the assistant's reply right after it: the reply first (echoes.py)."""
+        """A user's question found with the assistant's reply right after it: the reply first (echoes.py)."""
         found = {hit.event.sequence: hit for hit in hits}
-        links = self._neighbours([seq for seq, hit in found.items() if hit.event.role == "user"])
+        asked = {seq for seq, hit in found.items() if hit.event.role == "user" and echoes.asks(hit.event.text)}
+        links = self._neighbours(sorted(asked))
 
         def answer_of(hit: RawHit) -> RawHit | None:
             after = links.get(hit.event.sequence, (None, None))[1]
-            reply = found.get(after) if after is not None else None
-            return reply if hit.event.role == "user" and reply is not None and reply.event.role == "assistant" else None
+            reply = found.get(after) if after is not None and hit.event.sequence in asked else None
+            return reply if reply is not None and reply.event.role == "assistant" else None
 
         return echoes.answers_first(hits, answer_of, lambda a, b: a.event.sequence == b.event.sequence)
 

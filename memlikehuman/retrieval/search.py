@@ -391,11 +391,14 @@ def neighbours(db: Database, sequences: Sequence[int]) -> dict[int, tuple[int | 
     return found
 
 
-def text_shapes(db: Database, sequences: Sequence[int]) -> dict[int, tuple[int, bool]]:
-    """For each event: its text's length in characters and whether it ends with a question mark."""
+def text_shapes(db: Database, sequences: Sequence[int]) -> dict[int, tuple[int, bool, str]]:
+    """For each event: its text's length in characters, whether it ends with a question mark, its role."""
     if not sequences:
         return {}
     marks = ",".join("?" * len(sequences))
-    sql = f"SELECT sequence AS id, length(text) AS n, substr(text, -64) AS tail FROM events WHERE sequence IN ({marks})"
+    sql = (
+        "SELECT sequence AS id, length(text) AS n, substr(text, -64) AS tail, role FROM events"
+        f" WHERE sequence IN ({marks})"
+    )
     rows = db.query(sql, tuple(sequences))
-    return {row["id"]: (int(row["n"]), row["tail"].rstrip().endswith("?")) for row in rows}
+    return {row["id"]: (int(row["n"]), row["tail"].rstrip().endswith("?"), row["role"]) for row in rows}

@@ -5,11 +5,16 @@ events with what that score does not hold: whether the conversation stays on the
 one (the cosine of the turn after it; an event that opens a subject is followed by more of it, a reply
 that leaves it is not), how long the event is and whether it only asks a question (the turns that hold
 facts are statements, seldom one-liners). The weights are a logistic regression over these features,
-fitted on LoCoMo conversations 1-5 and checked on 6-10 (docs/design.md, "The second look that
-shipped"); the model is these seven numbers, nothing is downloaded.
+refitted by leave-one-conversation-out over LoCoMo's 10 conversations (the cosine of the turn before,
+a feature until then, was worth nothing there) and checked on a chat set nobody fitted on
+(docs/decisions/ranking-ablation.md); the model is these six numbers, nothing is downloaded.
 
 Only the order inside the pool changes: its events take the pool's own scores in their new order, so
-nothing outside the pool moves and every event shown passed recall's filters before this step.
+nothing outside the pool moves and every event shown passed recall's filters before this step. The
+model reads conversation turns only (role user or assistant), the kind of event it was fitted on: a
+tool's output (a file read, a log) keeps its place in the pool. Read as a turn, a file read's length
+lifted it over the short note it buries (the ablation's coding set lost 3 of 24 follow-ups;
+docs/decisions/ranking-ablation.md).
 """
 
 from __future__ import annotations
@@ -28,14 +33,17 @@ if TYPE_CHECKING:
 
     from ..index.vectors import VectorCache
 
+# The roles of the events the model was fitted on (LoCoMo's turns): conversation, not tool output.
+TURNS = frozenset({"user", "assistant"})
+
+
 @dataclass(frozen=True)
 class Look:
-    """What the second look reads of one event: cosines to the query (its own, the event before and
-    after it in its session, each its own where missing), its length in characters, and whether it
-    ends with a question mark."""
+    """What the second look reads of one event: cosines to the query (its own, and the event after it in
+    its session, the event's own where missing), its length in characters, and whether it ends with a
+    question mark."""
 
     cosine: float
-    before: float
     after: float
     length: int
     asks: bool
@@ -48,14 +56,15 @@ def reordered(
     weights: Sequence[float],
     length_cap: int,
 ) -> ranking.Scores:
-    """`scores` with the events of `pool` (best first) re-ordered by the model; their score values are
-    the pool's own, handed out again in the new order (ties split by the least step upwards).
-    Characters past `length_cap` add nothing to an event's length. Unchanged when an event of the
-    pool has no Look."""
-    if len(pool) < 2 or scores[pool[0]] <= 0 or any(seq not in looks for seq in pool):
+    """`scores` with the events of `pool` (best first) that have a Look re-ordered by the model among
+    their own places (an event without one keeps its place); the score values are the pool's own,
+    handed out again in the new order (ties split by the least step upwards). Characters past
+    `length_cap` add nothing to an event's length."""
+    movable = [rank for rank, seq in enumerate(pool) if seq in looks]
+    if len(movable) < 2 or scores[pool[0]] <= 0:
         return dict(scores)
     top = scores[pool[0]]
-    w_rank, w_score, w_cosine, w_before, w_after, w_length, w_asks = weights
+    w_rank, w_score, w_cosine, w_after, w_length, w_asks = weights
 
     def model(rank: int) -> float:
         seq = pool[rank]
@@ -64,13 +73,14 @@ def reordered(
             w_rank / (1 + rank)
             + w_score * scores[seq] / top
             + w_cosine * look.cosine
-            + w_before * look.before
             + w_after * look.after
             + w_length * math.log1p(min(look.length, length_cap))
             + (w_asks if look.asks else 0.0)
         )
 
-    order = sorted(range(len(pool)), key=lambda rank: -model(rank))
+    order = list(range(len(pool)))
+    for place, rank in zip(movable, sorted(movable, key=lambda rank: -model(rank)), strict=True):
+        order[place] = rank
     inside = set(pool)
     outside = max((value for seq, value in scores.items() if seq not in inside), default=None)
     # From the last slot up: each slot keeps its own score unless that ties the slot below it or the
@@ -94,11 +104,12 @@ def gather(
     pool: Sequence[int],
     neighbours: Callable[[Sequence[int]], Mapping[int, tuple[int | None, int | None]]],
 ) -> dict[int, Look]:
-    """The Look of each pool event; none when fewer than half of them have a vector of `model` (the
-    indexer behind, another model's vectors): length and question marks alone re-order worse (design.md).
-    A neighbour counts only if this recall may see it (its filters)."""
+    """The Look of each pool event that is a conversation turn (role user or assistant); none at all when
+    fewer than half of the pool have a vector of `model` (the indexer behind, another model's vectors):
+    length and question marks alone re-order worse (design.md). A neighbour counts only if this recall
+    may see it (its filters)."""
     links = neighbours(pool)
-    around = {n for pair in links.values() for n in pair if n is not None} - set(pool)
+    around = {after for _, after in links.values() if after is not None} - set(pool)
     seen = [*pool, *search.eligible_events(db, sorted(around), filters)]
     cosines = vectors.cosines(db, "event", model, filters.scope, query, seen)
     if 2 * sum(seq in cosines for seq in pool) < len(pool):
@@ -107,9 +118,11 @@ def gather(
     shapes = search.text_shapes(db, pool)
     looks = {}
     for seq in pool:
+        length, asks, role = shapes.get(seq, (0, False, "tool"))
+        if role not in TURNS:
+            continue
         own = cosines.get(seq, floor)
-        length, asks = shapes.get(seq, (0, False))
-        # Only neighbours the recall may see have a cosine here; the event's own stands in for the rest.
-        near = [own if n is None else cosines.get(n, own) for n in links.get(seq, (None, None))]
-        looks[seq] = Look(own, near[0], near[1], length, asks)
+        # Only a neighbour the recall may see has a cosine here; the event's own stands in for the rest.
+        after = links.get(seq, (None, None))[1]
+        looks[seq] = Look(own, own if after is None else cosines.get(after, own), length, asks)
     return looks
