@@ -34,9 +34,50 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--backends", default="sqlite,postgres", help="archive backends the `backend` fixture runs (comma-separated)"
     )
+    parser.addoption(
+        "--quick",
+        action="store_true",
+        default=False,
+        help="the inner loop: SQLite only, without the suites QUICK_LEAVES_OUT names or tests marked heavy",
+    )
+
+
+# What --quick leaves to the full suite: processes killed hundreds of times, a PostgreSQL cluster, a
+# browser, the MCP Inspector and the real host CLIs on Node. The full suite (.ci/run) runs them all.
+QUICK_LEAVES_OUT = (
+    "tests/reliability/test_crash.py",
+    "tests/reliability/test_inspector.py",
+    "tests/reliability/test_concurrency.py",
+    "tests/test_ui_browser.py",
+    "tests/hosts_real/",
+    "tests/test_pg_",
+    "tests/test_postgres.py",
+    "tests/test_forget_postgres.py",
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("--quick") and config.getoption("--backends") == "sqlite,postgres":
+        config.option.backends = "sqlite"
+
+
+def left_out_of_quick(item: pytest.Item) -> bool:
+    path = Path(str(item.path)).relative_to(Path(__file__).parent.parent).as_posix()
+    fixtures = getattr(item, "fixturenames", ())
+    callspec = getattr(item, "callspec", None)
+    return (
+        path.startswith(QUICK_LEAVES_OUT)
+        or "heavy" in item.keywords
+        or ("pg_server" in fixtures and "backend" not in fixtures)
+        or (callspec is not None and callspec.params.get("backend") == "postgres")
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--quick"):
+        left_out = [item for item in items if left_out_of_quick(item)]
+        config.hook.pytest_deselected(items=left_out)
+        items[:] = [item for item in items if item not in left_out]
     if config.getoption("--runslow"):
         return
     skip = pytest.mark.skip(reason="long variant: pass --runslow")

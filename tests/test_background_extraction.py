@@ -1,4 +1,4 @@
-"""Background extraction (issue 15): memory_record answers before the model does; a worker catches up.
+"""Background extraction: memory_record answers before the model does; a worker catches up.
 
 The provider is the real OpenAI-compatible one, talking HTTP to the scripted server on 127.0.0.1;
 a "gate" holds its answers until the test opens it, so a test sees the in-flight state for sure.
@@ -220,6 +220,7 @@ def test_an_event_refused_for_good_stays_pending_without_blocking_the_next_event
 # -- claims shared by processes, shutdown ---------------------------------------------------------
 
 
+@pytest.mark.heavy
 def test_two_servers_on_one_archive_extract_every_event_exactly_once(db_path):
     with ScriptedOpenAI(default_chat=quote_answer) as api:
         params = stdio_params(db_path, **env(api.base_url))

