@@ -201,6 +201,8 @@ class Engine(Operations):
         self.background.notify_indexer()  # embeds the event and its memories in the background, after the commit
         event = events.load(self.db, sequence)
         state, memory_ids, failure = event.extraction_state, event.memory_ids, event.extraction_error
+        if state == "complete" and failure:  # `error` says why extraction is pending or failed, nothing else
+            warnings, failure = (*warnings, failure), None
         return RecordResult(event.event_id, event.sequence, duplicate, state, memory_ids, failure, warnings)
 
     def _after_insert(self, sequence: int, duplicate: bool, configured: bool) -> tuple[str, ...]:
@@ -280,15 +282,18 @@ class Engine(Operations):
         self.background.notify_indexer()
         return result
 
-    def forget(self, scope: Scope, record_id: str, expected: Preview | None = None) -> ForgetResult:
+    def forget(
+        self, scope: Scope, record_id: str, expected: Preview | None = None, *, also: bool = False
+    ) -> ForgetResult:
         """Forget a record (forget.forget) and drop its vectors from this process's cache.
 
-        With ``expected`` (a preview shown to a person) nothing is deleted unless the same events
-        and memories would go. Raises what forget.forget raises; nothing is changed then.
+        ``also``: the records that still say it (``still_said_by``) go too. With ``expected`` (a preview
+        shown to a person) nothing is deleted unless the same events and memories would go. Raises what
+        forget.forget raises; nothing is changed then.
         """
         from .lifecycle import forget as forgetting
 
-        result = forgetting.forget(self.db, scope, record_id, expected=expected)
+        result = forgetting.forget(self.db, scope, record_id, expected=expected, also=also)
         # Vectors held in memory go as well; the next events of the session get new ones.
         self.vectors.discard("event", scope, result.event_sequences + result.reembed_sequences)
         self.vectors.discard("memory", scope, result.memory_rowids)
@@ -397,8 +402,8 @@ class Engine(Operations):
             counter=tokens.BYTES if count_bytes else None,
         )
 
-    def forget_preview(self, scope: Scope, record_id: str) -> Preview:
+    def forget_preview(self, scope: Scope, record_id: str, *, also: bool = False) -> Preview:
         """What forget would delete, without deleting anything (forget.preview)."""
         from .lifecycle import forget as forgetting
 
-        return forgetting.preview(self.db, scope, record_id)
+        return forgetting.preview(self.db, scope, record_id, also=also)

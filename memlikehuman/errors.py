@@ -8,6 +8,7 @@ codes fixed in tools.md. The edges (MCP server, CLI) turn them into ``code: mess
      +-- NotFound                not_found         no such record in this scope
      +-- Conflict                conflict          an ID is taken by a different payload or scope
           +-- OtherScope         conflict          ... by an event of another scope
+          +-- Forgotten          conflict          ... by an event memory_forget deleted (its tombstone)
           +-- ImportConflicts    conflict          records of an import file contradict the archive
      +-- LimitExceeded           limit_exceeded    input over a documented limit
      +-- Forbidden               forbidden         the operation is not allowed on this record
@@ -30,6 +31,7 @@ __all__ = [
     "CODES",
     "Conflict",
     "Forbidden",
+    "Forgotten",
     "ImportConflicts",
     "Internal",
     "InvalidArgument",
@@ -70,6 +72,10 @@ class Conflict(MemLikeHumanError):
 
 class OtherScope(Conflict):
     """The event ID is taken by an event of another scope (a hook tells this from a changed payload)."""
+
+
+class Forgotten(Conflict):
+    """The event ID was forgotten with memory_forget: it is never stored again (archive/tombstones.py)."""
 
 
 class LimitExceeded(MemLikeHumanError):

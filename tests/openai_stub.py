@@ -139,7 +139,7 @@ class ScriptedOpenAI:
         self._server.server_close()
 
 
-# -- extraction helpers (issue 4) ---------------------------------------------------------------
+# -- extraction helpers -------------------------------------------------------------------------
 
 
 def memory_item(

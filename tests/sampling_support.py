@@ -1,4 +1,4 @@
-"""MCP clients with a sampling callback, over real stdio, for the sampling extractor's tests (issue 29)."""
+"""MCP clients with a sampling callback, over real stdio, for the sampling extractor's tests."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Speaker aliases kept per scope with their evidence events (issue 20): recorded, shown, forgotten, backfilled."""
+"""Speaker aliases kept per scope with their evidence events: recorded, shown, forgotten, backfilled."""
 
 from __future__ import annotations
 
@@ -305,7 +305,7 @@ def test_an_n_gram_backfill_starts_no_batch_after_its_deadline(engine: Engine) -
     assert not fulltext.ngrams_behind(engine.db)
 
 
-# -- review (issue 20): scopes sharing a session ID, and a forget between the reads of a recall -------
+# -- scopes sharing a session ID, and a forget between the reads of a recall ------------------------
 
 
 def test_a_turn_of_another_scope_in_the_same_session_is_never_the_previous_turn(tmp_path: Path, engine: Engine) -> None:

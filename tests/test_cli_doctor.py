@@ -39,6 +39,7 @@ def test_a_healthy_archive_passes_every_check(tmp_path: Path) -> None:
         "schema": "ok",
         "integrity": "ok",
         "full-text index": "ok",
+        "forgotten": "ok",
         "vectors": "ok",
         "extractor": "ok",
         "embedder": "ok",

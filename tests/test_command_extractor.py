@@ -1,4 +1,4 @@
-"""MEMLIKEHUMAN_EXTRACTOR=command: the host's CLI run headless makes the memories (issue 29), over real stdio."""
+"""MEMLIKEHUMAN_EXTRACTOR=command: the host's CLI run headless makes the memories, over real stdio."""
 
 from __future__ import annotations
 
@@ -107,7 +107,6 @@ def test_a_cli_that_hangs_is_killed_at_the_timeout_and_memory_record_never_waits
     (run,) = runs(tmp_path / "bin")
     with pytest.raises(ProcessLookupError):  # the hung run was killed, not left behind
         os.kill(run["pid"], 0)
-
 
 
 def test_a_missing_command_leaves_events_pending_with_what_to_fix(tmp_path):

@@ -1,4 +1,4 @@
-"""Extraction through memory_record: checks, states, retries and supersession (issue 4).
+"""Extraction through memory_record: checks, states, retries and supersession.
 
 The real OpenAI-compatible provider talks HTTP to the scripted server on 127.0.0.1.
 """

@@ -1,4 +1,4 @@
-"""What changes while the extractor's model answers, and answers that cannot be stored (found in review).
+"""What changes while the extractor's model answers, and answers that cannot be stored.
 
 The real OpenAI-compatible provider talks HTTP to the scripted server on 127.0.0.1; a forget or a
 correction through a second engine on the same archive plays another tool call made meanwhile.

@@ -1,4 +1,4 @@
-"""The OpenAI-compatible extractor against the scripted server: formats, retries, errors (issue 4)."""
+"""The OpenAI-compatible extractor against the scripted server: formats, retries, errors."""
 
 from __future__ import annotations
 
@@ -120,7 +120,7 @@ def test_a_body_that_is_not_a_chat_completion_leaves_the_event_failed(engine, st
     stub.chat.append(Reply(body="<html>proxy error</html>"))
     result = record(engine, "e1")
     assert result.extraction_state == "failed"
-    # Its size, not its words: an answer may restate what a forget later takes out (design.md).
+    # Its size, not its words: an answer may restate what a forget later takes out.
     assert "not valid JSON" in result.error and "24 characters" in result.error and "proxy" not in result.error
 
 

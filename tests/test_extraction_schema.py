@@ -1,4 +1,4 @@
-"""The answer schema that constrains each quote to the sentences of its event (issue 15)."""
+"""The answer schema that constrains each quote to the sentences of its event."""
 
 from __future__ import annotations
 

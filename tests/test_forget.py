@@ -75,6 +75,7 @@ def test_forgetting_an_event_deletes_it_with_its_memories_cues_index_rows_and_ve
         "deleted_event_ids": ["e1"],
         "deleted_memory_ids": [first, second],
         "invalidated_checkpoints": 0,
+        "still_said_by": [],
         "warnings": [],
     }
     for record_id in ("e1", first, second):

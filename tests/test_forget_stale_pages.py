@@ -90,6 +90,7 @@ def test_short_texts_give_no_pieces_to_look_for():
     assert residue.pieces(["a text long enough"]) == {b"a text long enough"}
 
 
+@pytest.mark.heavy
 def test_the_leaves_around_a_rows_key_hold_nearly_every_stale_copy_of_it(tmp_path):
     # Above scrubbing.WHOLE_TREES_BYTES only these leaves are read; docs/reliability.md states the share.
     engine, texts = _archive_with_moved_rows(tmp_path, count=1500, seed=5)

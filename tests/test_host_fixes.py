@@ -1,4 +1,4 @@
-"""What a host met in its first days (issue 13), each driven the way a host does: over stdio."""
+"""What a host met in its first days, each driven the way a host does: over stdio."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`install HOST --extract-with host`: the server entry names the host's own model as extractor (issue 29)."""
+"""`install HOST --extract-with host`: the server entry names the host's own model as extractor."""
 
 from __future__ import annotations
 

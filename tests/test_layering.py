@@ -2,7 +2,7 @@
 
 The core is everything but the edges (server/, cli/, hosts/, ui/). Data flows one way: the edges
 call the facade (engine.py), the facade calls the core's folders, and only archive/ and index/
-write tables. docs/design.md ("The house") draws the map these tests hold.
+write tables. docs/architecture.md ("What each part may import") states the rules these tests hold.
 """
 
 from __future__ import annotations
@@ -109,7 +109,7 @@ def test_the_edges_call_only_the_facade_records_errors_and_settings():
     assert offenders == {}
 
 
-# The floors below the facade (issue 32): text/ holds the pure rules used at record time and imports
+# The floors below the facade: text/ holds the pure rules used at record time and imports
 # nothing of ours but itself; archive/ imports only itself, text/ and the foundation modules.
 FOUNDATION = {"errors", "clock", "validate", "records", "records.reports", "files"}
 FLOORS = {"text": {"text"}, "archive": {"archive", "text"}}
@@ -136,7 +136,7 @@ def test_the_floor_rule_sees_an_upward_import(tmp_path: Path):
         del MODULES["archive.scratch"]
 
 
-# The backend seam (issue 32): only archive/backend.py, archive/sqlite/ and archive/postgres/ know which
+# The backend seam: only archive/backend.py, archive/sqlite/ and archive/postgres/ know which
 # engine an archive lives in; everything else calls the backend it is given.
 BACKENDS = ("archive.backend", "archive.sqlite", "archive.postgres")
 _ENGINE_SWITCH = re.compile(

@@ -25,7 +25,7 @@ RELEASED = (
     ("m001_create_archive", "eec3659b720f5b64"),
     ("m002_index_memory_links", "141a573dd43c8d87"),
     ("m003_count_events_per_scope", "a2704fd8d1d1dffa"),
-    ("m004_purgeable_fulltext", "fcefe260a9f8c683"),  # its rows by migrations_frozen since issue 14
+    ("m004_purgeable_fulltext", "fcefe260a9f8c683"),  # its rows built by migrations_frozen
     ("m005_known_from_and_event_times", "2b35cf89d966d376"),
     ("m006_ngram_fulltext", "098c61f8b07970f7"),
     ("m007_extraction_claims", "8d6d6380cd633463"),
@@ -33,6 +33,7 @@ RELEASED = (
     ("m009_alias_evidence", "7e136c0f10ade631"),
     ("m010_memory_extractor", "9cfb1ecd85d23e79"),
     ("m011_memory_repeats", "9172111f2e6acb16"),
+    ("m012_memory_sources_and_tombstones", "ae01f1d97ca5cb8c"),
 )
 # PostgreSQL's own list (archive/postgres/pg_schema.py), pinned the same way; p001's SQL lives in module
 # constants its code only names, so their text is pinned too (unchanged since p001's release, eb446ff).
@@ -41,6 +42,7 @@ PG_RELEASED = (
     ("p002_alias_evidence", "98dffaa36eae0668"),
     ("p003_memory_extractor", "6a00fb7d470246c7"),
     ("p004_memory_repeats", "112d149d4277ec5d"),
+    ("p005_memory_sources_and_tombstones", "819b5587ae592387"),
 )
 PG_P001_SQL = "6b5c9075dfffed71"
 # The frozen copies released migrations call (memlikehuman/migrations_frozen.py).
@@ -51,8 +53,8 @@ FROZEN = (
 )
 EDITED = (
     "{name} was edited after its release: released migrations (and the frozen code they call) never change."
-    " Restore it, and append a new migration to MIGRATIONS that makes the change (docs/design.md,"
-    ' "Migrations are frozen"). Hash now: {digest}'
+    " Restore it, and append a new migration to MIGRATIONS that makes the change"
+    " (docs/decisions/2026-12-01-frozen-migrations.md). Hash now: {digest}"
 )
 
 

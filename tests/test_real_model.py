@@ -1,4 +1,4 @@
-"""The real path with a real small model (issue 15): `serve` over stdio, a local llama.cpp server.
+"""The real path with a real small model: `serve` over stdio, a local llama.cpp server.
 
 Behind --runslow: the model (Qwen2.5-Coder-1.5B-Instruct, 1.1 GB) and its runtime come from
 `scripts/install-local-llm`, and a handful of messages costs about a minute on 2 cores.
@@ -73,7 +73,7 @@ def test_a_real_small_model_behind_serve_turns_recorded_messages_into_memories_w
 
 @pytest.mark.slow
 def test_a_real_small_model_behind_the_clients_sampling_makes_memories_with_verbatim_quotes(tmp_path):
-    # Issue 29: the "host's model" is real: the client's sampling callback forwards to the local model.
+    # The "host's model" is real: the client's sampling callback forwards to the local model.
     if not installed():
         pytest.skip("no local model: run scripts/install-local-llm")
     with LocalModel(log_path=tmp_path / "llm.log") as model:

@@ -1,4 +1,4 @@
-"""`memlikehuman retry`: re-extracting pending and failed events of a scope or of all (issue 4)."""
+"""`memlikehuman retry`: re-extracting pending and failed events of a scope or of all."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""MEMLIKEHUMAN_EXTRACTOR=sampling over real stdio: the client's model makes the memories (issue 29)."""
+"""MEMLIKEHUMAN_EXTRACTOR=sampling over real stdio: the client's model makes the memories."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 The facade (memlikehuman.engine), the records, the errors and the JSON shapes each list their public
 names in ``__all__``. Changing one of these lists changes what every edge may rely on: update it here on
-purpose, and the map in docs/design.md with it.
+purpose, and the map in docs/architecture.md with it.
 """
 
 from __future__ import annotations
@@ -28,26 +28,27 @@ PINNED = {
         "ReadResult", "RebuildResult", "RecallResult", "RecordResult", "Scope", "SpeakerAlias", "Turn", "memory_status",
     ],
     "memlikehuman.errors": [
-        "CODES", "Conflict", "Forbidden", "ImportConflicts", "Internal", "InvalidArgument", "LimitExceeded",
-        "MemLikeHumanError", "NotFound", "OtherScope", "Transient", "Unavailable", "unreadable",
+        "CODES", "Conflict", "Forbidden", "Forgotten", "ImportConflicts", "Internal", "InvalidArgument",
+        "LimitExceeded", "MemLikeHumanError", "NotFound", "OtherScope", "Transient", "Unavailable", "unreadable",
     ],
 }  # fmt: skip
 
 # The facade's operations, as the edges call them: a rename or removal is an interface change.
 ENGINE_METHODS = [
-    "checkpoint", "client_seen", "close", "correct", "count_records", "drain", "embed_missing", "export_lines",
+    "checkpoint", "client_seen", "close", "correct", "count_records", "drain", "drop_tombstones", "embed_missing",
+    "export_lines",
     "extract_answer", "extraction_prompt", "forget",
     "forget_preview", "import_history", "import_lines", "inject", "latest_checkpoint", "persona", "persona_history",
     "persona_with_memories", "prepare_import", "read", "recall", "record", "reindex_fulltext", "reindex_vectors",
-    "requeue", "resume", "retry_queue", "session_turns", "set_persona", "start_extraction", "stats", "use_extractor",
-    "warm_injection",
+    "requeue", "resume", "retry_queue", "session_turns", "set_persona", "start_extraction", "stats", "tombstone_count",
+    "use_extractor", "warm_injection",
 ]  # fmt: skip
 
 
 @pytest.mark.parametrize("module", sorted(PINNED))
 def test_the_public_names_of_the_core_are_pinned(module):
     assert sorted(importlib.import_module(module).__all__) == sorted(PINNED[module]), (
-        f"{module}.__all__ changed: if that is intended, update PINNED here and the map in docs/design.md"
+        f"{module}.__all__ changed: if that is intended, update PINNED here and the map in docs/architecture.md"
     )
 
 

@@ -125,7 +125,7 @@ def test_the_byte_bound_is_tight_for_a_tokenizer_that_falls_back_to_bytes(exact_
     assert exact_counters["bpe-no-merges"].count("中") == 3
 
 
-# The corpus on which the estimate's margin is proven (issue 13): prose, CJK, emoji, code, JSON.
+# The corpus on which the estimate's margin is proven: prose, CJK, emoji, code, JSON.
 PROOF_CORPUS = {
     "english": "When I moved to Lisbon last spring, I didn't expect to fall in love with the old trams, the steep"
     " streets and the smell of grilled sardines drifting up from the harbour every evening.",

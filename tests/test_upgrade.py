@@ -152,7 +152,7 @@ def test_forgetting_an_old_event_after_the_upgrade_leaves_the_full_text_index_co
 
 
 def test_an_archive_of_a_newer_schema_opens_unchanged_and_doctor_reports_it_as_newer(tmp_path: Path) -> None:
-    # Today's behaviour (issue 14 does not change it): opening does not refuse a newer archive;
+    # Opening does not refuse a newer archive (frozen migrations keep it so):
     # the unknown migration is left alone and doctor fails its schema check.
     path = tmp_path / "new.sqlite3"
     db = Database(path)

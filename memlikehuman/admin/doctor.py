@@ -17,7 +17,7 @@ from pathlib import Path
 import apsw
 
 from .. import config
-from ..archive import fulltext, schema
+from ..archive import fulltext, schema, tombstones
 from ..archive.backend import backend_of
 from ..archive.db import Database, open_database
 from ..errors import MemLikeHumanError
@@ -68,6 +68,7 @@ def _archive(settings: config.Settings) -> list[Check]:
         checks = [schema, _integrity(db)]
         if schema.status == "ok":
             checks.append(_fulltext(db))
+            checks.append(_forgotten(db))
             checks.append(_vectors(db, settings))
         return checks
     except apsw.Error as exc:
@@ -115,6 +116,31 @@ def _fulltext(db: Database) -> Check:
             " run `memlikehuman reindex --missing` (or `reindex` to rebuild it all)",
         )
     return Check("full-text index", "ok", "consistent with the events and memories")
+
+
+def _forgotten(db: Database) -> Check:
+    """Copies of forgotten records the files still hold, proven by their IDs' tombstones (tombstones.py)."""
+    with db.read() as conn:
+        is_forgotten = tombstones.matcher(conn)
+        buried = tombstones.count(db)
+    if not buried:
+        return Check("forgotten", "ok", "no record was forgotten (or `tombstones --drop` dropped their tombstones)")
+    found = backend_of(db).leftovers(db, is_forgotten)
+    if found is None:
+        return Check("forgotten", "ok", f"{buried:,} tombstones; the database server's own files are not read here")
+    main, wal = found
+    if not main and not wal:
+        return Check("forgotten", "ok", f"{buried:,} tombstones; no copy of a forgotten record in the file or its WAL")
+    fixes = []
+    if wal:
+        fixes.append("the next forget, or the last connection closing, truncates the -wal")
+    if main:
+        fixes.append("with no server or hook running, `sqlite3 ARCHIVE 'VACUUM'` rewrites the file without them")
+    return Check(
+        "forgotten",
+        "warn",
+        f"{main:,} copies of forgotten records in the archive file and {wal:,} in its -wal: {'; '.join(fixes)}",
+    )
 
 
 def _vectors(db: Database, settings: config.Settings) -> Check:

@@ -161,6 +161,18 @@ class Operations:
 
         return history_store.store(self.db, messages, report, persona, project, dry_run=dry_run, progress=progress)
 
+    def tombstone_count(self) -> int:
+        """How many forgotten records the archive keeps out (archive/tombstones.py)."""
+        from ..archive import tombstones
+
+        return tombstones.count(self.db)
+
+    def drop_tombstones(self) -> int:
+        """Delete every tombstone and their key; return how many there were (tombstones.drop)."""
+        from ..archive import tombstones
+
+        return tombstones.drop(self.db)
+
     def reindex_fulltext(self, *, missing_only: bool, progress: Progress | None = None) -> RebuildResult:
         """Write the full-text rows again (reindex.rebuild_fulltext)."""
         from ..index import reindex

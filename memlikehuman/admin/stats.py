@@ -30,7 +30,7 @@ class ScopeStats:
     vectors_missing: int | None = None
     # pending events being extracted right now (a live claim, migration m006); also in extraction_pending
     extraction_in_flight: int = 0
-    # the names people use for the scope's speakers, learned from turns that use them in address (issue 20)
+    # the names people use for the scope's speakers, learned from turns that use them in address
     aliases: tuple[SpeakerAlias, ...] = ()
 
 

@@ -10,10 +10,10 @@ from json.encoder import encode_basestring as _quoted
 from typing import TYPE_CHECKING, Any
 
 from .. import clock, validate
-from ..errors import Conflict, InvalidArgument, NotFound, OtherScope
+from ..errors import Conflict, Forgotten, InvalidArgument, NotFound, OtherScope
 from ..records import CATEGORIES, CUE_KINDS, ROLES, Cue, Event, Scope
 from ..text.digest import sha256_hex
-from . import alias_evidence, event_dates, fulltext
+from . import alias_evidence, event_dates, fulltext, tombstones
 from .backend import backend_of
 from .db import Database, Row
 
@@ -22,6 +22,12 @@ if TYPE_CHECKING:
 
 PENDING_UNCONFIGURED = (
     "no extractor is configured (MEMLIKEHUMAN_EXTRACTOR=none): the raw text is durable and searchable"
+)
+
+
+FORGOTTEN = (
+    "event_id {event_id!r} was forgotten with memory_forget and is never stored again: if the user wants it"
+    " remembered anew, record it under a new event ID"
 )
 
 
@@ -137,7 +143,8 @@ def insert(
 ) -> tuple[int, bool]:
     """Store the event unless this exact event exists; return (sequence, duplicate).
 
-    Raises Conflict when the event ID is taken by another payload or scope.
+    Raises Conflict when the event ID is taken by another payload or scope, Forgotten when an event
+    of this ID was forgotten (memory_forget keeps its tombstone: nothing stores it again).
     """
     digest = event.payload_hash()
     with db.write() as conn:
@@ -148,6 +155,8 @@ def insert(
         if existing is not None:
             _check_same(event, digest, existing)
             return int(existing["sequence"]), True
+        if tombstones.forgotten(conn, [event.event_id]):
+            raise Forgotten(FORGOTTEN.format(event_id=event.event_id))
         now = clock.now_stamp()
         sequence = write(
             conn,
@@ -360,12 +369,13 @@ def session_turns(db: Database, scope: Scope, session_id: str) -> list[Turn]:
     from ..records import Turn  # reports.py: only a compaction or session end cuts a checkpoint
 
     rows = db.query(
-        "SELECT event_id, role, text, (SELECT count(*) FROM memories m WHERE m.event_sequence = e.sequence) AS n"
+        "SELECT event_id, role, text, extraction_state AS state,"
+        " (SELECT count(*) FROM memories m WHERE m.event_sequence = e.sequence) AS n"
         " FROM events e WHERE persona_id = ? AND project_id = ? AND session_id = ? AND kind = 'record'"
         " ORDER BY sequence",
         (scope.persona_id, scope.project_id, session_id),
     )
-    return [Turn(str(r["event_id"]), str(r["role"]), str(r["text"]), int(r["n"])) for r in rows]
+    return [Turn(str(r["event_id"]), str(r["role"]), str(r["text"]), int(r["n"]), str(r["state"])) for r in rows]
 
 
 def retry_queue(db: Database, persona_id: str | None = None, project_id: str | None = None) -> list[int]:

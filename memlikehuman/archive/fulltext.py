@@ -137,8 +137,8 @@ def _write_many(conn: Any, table: str, rows: Sequence[tuple[int, tuple[str, ...]
 def _tables(conn: Any, kind: str) -> tuple[str, ...]:
     """The kind's word table, and its n-gram table once migration m006 has created it.
 
-    Migration m004 calls index_event/index_memory on archives older than m006 (issue 14 is to give
-    it a frozen copy instead); until then the n-gram tables may not exist while it runs.
+    An archive whose schema predates m006 has no n-gram tables: the writers then skip them. (No
+    migration calls these writers: m004 runs a frozen copy of the row builder, migrations_frozen.py.)
     """
     ngram = NGRAM_TABLES[kind]
     exists = backend_of(conn).fulltext_table_exists(conn, ngram)

@@ -10,8 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import NotFound
 from ..records import Event, Memory, Scope
-from . import fulltext, timeline
-from . import repeats as repeat_rows
+from . import fulltext, sources, timeline
 from .backend import backend_of
 from .db import Database, Row, placeholders
 
@@ -230,13 +229,15 @@ def store(
     recorded_at: str,
     targets: Sequence[int | None] | None = None,
     extractor: str | None = None,
+    shown: sources.Shown | None = None,
 ) -> tuple[list[int], int]:
     """Store checked candidates of one event; return (new row IDs, duplicates skipped).
 
-    ``extractor`` labels who made them (the memories' ``extractor``: "agent", "sampling:...", ...).
+    ``extractor`` labels who made them (the memories' ``extractor``: "agent", "sampling:...", ...);
+    ``shown``: what the extraction prompt showed beside the event (archive/sources.py), kept with each.
 
     An item whose content repeats a current memory of the scope (ignoring case and whitespace) is
-    skipped, and kept as a repeat of it (archive/repeats.py) when that memory is another event's.
+    skipped, and the event becomes a further source of that memory when it is another event's.
     ``targets[i]``, when given, is the row ID of a memory of the same scope that item i explicitly
     updates: it is closed where the new one starts (if it is still open and not newer).
     """
@@ -250,11 +251,13 @@ def store(
             earlier = None if key in seen else repeated(db, event.scope, item.content)
             if key in seen or earlier is not None:
                 if earlier is not None:
-                    repeat_rows.record(conn, event, earlier, item, _label(extractor))
+                    sources.restated(conn, earlier, event, item.quote)
                 skipped += 1
                 continue
             seen.add(key)
             rowid = insert(conn, event, item, recorded_at, extractor)
+            if shown is not None:
+                sources.record_shown(conn, rowid, shown)
             if item.subject and item.kind != "event":  # something that happened stays true: no timeline
                 timeline.insert_version(conn, event, rowid, item)
             if target is not None:

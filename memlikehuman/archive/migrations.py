@@ -303,7 +303,7 @@ def m005_known_from_and_event_times(conn: Any) -> None:
 @migration
 def m006_ngram_fulltext(conn: Any) -> None:
     # The word index finds nothing inside Chinese, Japanese or Thai text (no spaces: a sentence is
-    # one token) nor a Korean, Russian or Arabic word with a glued particle or ending (issue 21).
+    # one token) nor a Korean, Russian or Arabic word with a glued particle or ending.
     # These tables hold character n-grams of the same values (memlikehuman/ngrams.py). The
     # 'ascii' tokenizer splits only at ASCII spaces and punctuation, so each n-gram is one term.
     # Only the tables are created here: the rows of an existing archive are written afterwards by
@@ -329,7 +329,7 @@ def m006_ngram_fulltext(conn: Any) -> None:
 
 @migration
 def m007_extraction_claims(conn: Any) -> None:
-    # Background extraction (issue 15): a worker claims a pending event for a lease before it asks
+    # Background extraction: a worker claims a pending event for a lease before it asks
     # the model, so several processes on one archive never extract the same event at once, and a
     # claim of a killed process expires (claimed_until) and is picked up again. attempts/retry_at
     # hold the bounded backoff of transient provider failures. Rows hold no text; forgetting an
@@ -354,7 +354,7 @@ def m007_extraction_claims(conn: Any) -> None:
 def m008_event_dates(conn: Any) -> None:
     # Relative dates in an event's text ("yesterday", "last Friday", "next month") resolved against
     # its occurred_at when it is recorded (memlikehuman/dates.py relative_spans), so that a query
-    # naming the absolute date finds it (issue 20). Only the spans are stored, never the text; the
+    # naming the absolute date finds it. Only the spans are stored, never the text; the
     # rows go with their event (ON DELETE CASCADE: forget, and nothing else deletes events).
     # Events recorded before this migration have no rows (their text is unchanged and still found).
     conn.execute(
@@ -372,7 +372,7 @@ def m008_event_dates(conn: Any) -> None:
 
 @migration
 def m009_alias_evidence(conn: Any) -> None:
-    # Speaker aliases (issue 20): one row per turn and name it uses in address ("Hey Mel!"), naming
+    # Speaker aliases: one row per turn and name it uses in address ("Hey Mel!"), naming
     # the speaker of the turn it answers (archive/alias_evidence.py). Aliases themselves are
     # aggregated from these rows when read, and both events are foreign keys ON DELETE CASCADE:
     # forgetting either takes the row, and its name (a word of the text), with it. The scope
@@ -403,7 +403,7 @@ def m009_alias_evidence(conn: Any) -> None:
 
 @migration
 def m010_memory_extractor(conn: Any) -> None:
-    # extractor: who made the memory (issue 29), shown with it in recall and read: "agent" (the
+    # extractor: who made the memory, shown with it in recall and read: "agent" (the
     # memories a memory_record call brought), "sampling:<model>" (the host's model through MCP
     # sampling), "command:<name>" (the host's CLI run headless), "openai:<model>", "correction"
     # (memory_correct's replacement). NULL: made before this migration, by the extractor then configured.
@@ -412,9 +412,9 @@ def m010_memory_extractor(conn: Any) -> None:
 
 @migration
 def m011_memory_repeats(conn: Any) -> None:
-    # repeats: an item a later event stated again, skipped as repeating a current memory (review,
-    # issues 30/31 round). When that memory's own event is forgotten, the earliest surviving repeat
-    # becomes a memory of its event, so the fact stated twice is not lost with the first statement.
+    # repeats: an item a later event stated again, skipped as repeating a current memory. When that
+    # memory's own event is forgotten, the earliest surviving repeat becomes a memory of its event, so
+    # the fact stated twice is not lost with the first statement.
     # No text: the quote is a span (start, length) of the event's text; the subject is the memory's.
     conn.execute(
         """
@@ -431,5 +431,40 @@ def m011_memory_repeats(conn: Any) -> None:
             PRIMARY KEY (memory_id, event_sequence)
         ) WITHOUT ROWID;
         CREATE INDEX repeats_by_event ON repeats (event_sequence);
+        """
+    )
+
+
+@migration
+def m012_memory_sources_and_tombstones(conn: Any) -> None:
+    # Provenance, recorded instead of guessed (docs/decisions/forget-by-provenance.md):
+    # memory_sources: further events that state a memory (a quote span of their text, like m011's
+    # repeats, whose rows move here), and the events the extraction prompt that made it showed
+    # (quote_start NULL); memory_shown: the memories that prompt showed. A forget keeps a memory while
+    # an event still states it, and takes a memory whose making was shown what goes when it holds a
+    # word only that said. No text in either: a forget of either side cascades.
+    # tombstones: a keyed digest (HMAC-SHA256, archive_meta's key) of each forgotten event's and
+    # memory's ID, so that no import, hook or retry brings it back; no text, no digest of a text.
+    conn.execute(
+        """
+        CREATE TABLE memory_sources (
+            memory_id      INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+            event_sequence INTEGER NOT NULL REFERENCES events(sequence) ON DELETE CASCADE,
+            quote_start    INTEGER,   -- with quote_length: a span of the event's text that states the memory
+            quote_length   INTEGER,   -- both NULL: the event was shown to the extractor that made it
+            PRIMARY KEY (memory_id, event_sequence)
+        ) WITHOUT ROWID;
+        CREATE INDEX memory_sources_by_event ON memory_sources (event_sequence);
+        CREATE TABLE memory_shown (
+            memory_id INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+            shown_id  INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+            PRIMARY KEY (memory_id, shown_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX memory_shown_by_shown ON memory_shown (shown_id);
+        INSERT INTO memory_sources (memory_id, event_sequence, quote_start, quote_length)
+            SELECT memory_id, event_sequence, quote_start, quote_length FROM repeats;
+        DROP TABLE repeats;
+        CREATE TABLE tombstones (digest TEXT PRIMARY KEY) WITHOUT ROWID;
+        CREATE TABLE archive_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
         """
     )

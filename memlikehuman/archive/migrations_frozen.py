@@ -4,7 +4,7 @@ A migration must do to an old archive what it did when it was released, whatever
 change in the live modules. So a migration that needs more than SQL calls a copy here, taken
 from the live code on the day it was released and never changed after (tests/test_migrations_frozen.py
 pins the source). A later change of what the live code writes comes with a new migration that
-rebuilds the rows, never with an edit here (docs/design.md, "Migrations are frozen").
+rebuilds the rows, never with an edit here (docs/decisions/2026-12-01-frozen-migrations.md).
 
 Only the standard library and the connection passed in are used.
 """

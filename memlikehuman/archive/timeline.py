@@ -28,7 +28,7 @@ Invariants, kept by every function here inside the caller's write transaction:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -245,6 +245,16 @@ def release_originals(conn: Any, deleted: dict[int, str]) -> set[int]:
             "UPDATE memories SET revoke_reason = ?, replaced_by = NULL WHERE id = ?", (FORGOTTEN_CORRECTION, row["id"])
         )
     return places
+
+
+def release(conn: Any, originals: Sequence[int]) -> None:
+    """Originals whose correction is forgotten while its replacement stays (another event states it):
+    they stay revoked, without a replacement, and a fixed sentence replaces the correction's reason."""
+    if originals:
+        conn.execute(
+            f"UPDATE memories SET revoke_reason = ?, replaced_by = NULL WHERE id IN ({placeholders(originals)})",
+            (FORGOTTEN_CORRECTION, *originals),
+        )
 
 
 def _place_holder(conn: Any, rowid: int) -> int:

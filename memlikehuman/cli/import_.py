@@ -60,9 +60,10 @@ def import_(
     importing again adds nothing. Skipped parts (attachments, other branches, tool messages) are counted.
 
     Records already in the archive with identical content are skipped, so importing a file twice
-    changes nothing. If any record conflicts with the archive (the same event ID with another
-    payload or scope, the same memory ID with other content, ...), nothing is imported and the
-    conflicts are listed. Imported events get new local sequence numbers, in the order of the file
+    changes nothing. Records forgotten with memory_forget (and what belongs to them) are skipped and
+    counted: an older export does not bring them back. If any record conflicts with the archive (the
+    same event ID with another payload or scope, the same memory ID with other content, ...), nothing
+    is imported and the conflicts are listed. Imported events get new local sequence numbers, in the order of the file
     (their original recording order). Vectors are not part of the file: with --embed they are computed
     right after the import (stderr shows how many are left and the time that takes), else a running
     server computes them in the background, or `memlikehuman reindex --missing` does. The import
@@ -155,6 +156,7 @@ def _show(report: ImportReport, as_json: bool) -> None:
                 "written": report.written,
                 "added": dict(report.added),
                 "unchanged": dict(report.unchanged),
+                "forgotten": dict(report.forgotten),
                 "conflict_count": report.conflict_count,
                 "conflicts": list(report.conflicts),
             }
@@ -163,6 +165,9 @@ def _show(report: ImportReport, as_json: bool) -> None:
     added = "would add" if report.dry_run or report.conflict_count else "added"
     rows = [(kind, report.added[kind], report.unchanged[kind]) for kind in report.added]
     echo_table(["record", added, "already present"], rows)
+    if report.forgotten:
+        skipped = ", ".join(f"{n:,} {kind}" for kind, n in report.forgotten.items())
+        click.echo(f"skipped as forgotten (memory_forget; `memlikehuman tombstones`): {skipped}", err=True)
     if report.written:
         click.echo(f"imported {sum(report.added.values()):,} new records", err=True)
     elif report.dry_run and not report.conflict_count:

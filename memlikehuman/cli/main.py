@@ -9,6 +9,7 @@ from typing import Any
 import apsw
 import click
 
+from .. import files
 from ..errors import Unavailable, unreadable
 from . import (
     doctor,
@@ -23,6 +24,7 @@ from . import (
     retry,
     serve,
     stats,
+    tombstones,
     ui,
     uninstall,
 )
@@ -53,6 +55,7 @@ def main(ctx: click.Context, db: str | None, verbose: bool) -> None:
 
     `memlikehuman serve` is the command an MCP host runs. The others look after the archive.
     """
+    files.restrict_umask()  # `python -m memlikehuman` comes here without the console script (hosts/entry.py)
     ctx.obj = {"db": db, "verbose": verbose}
     logging.basicConfig(
         stream=sys.stderr,
@@ -66,7 +69,7 @@ def main(ctx: click.Context, db: str | None, verbose: bool) -> None:
 
 
 # Each module defines COMMAND (a click command or group).
-ADMIN = (serve, retry, extract, persona, export, import_, stats, doctor, reindex, recall, ui)
+ADMIN = (serve, retry, extract, persona, export, import_, stats, doctor, reindex, recall, ui, tombstones)
 HOSTS = (hook, install, uninstall)  # the host adapters (docs/hosts.md)
 for module in (*ADMIN, *HOSTS):
     main.add_command(module.COMMAND)

@@ -141,7 +141,8 @@ def event_id(host: str, session_id: str, role: str, text: str) -> str:
 
 def record(engine: Engine, scope: Scope, host: str, session_id: str, role: str, text: str, **given: str) -> str | None:
     """Record one message (injected context stripped); return its event ID (a message over the limit is
-    stored in parts: the first part's), None when nothing is left (hosts/storable.py).
+    stored in parts: the first part's), None when nothing is left (hosts/storable.py) or the message
+    was forgotten (its ID is the same whenever the host sends it again: it is not stored again).
 
     `given` may name the `source` (default: the host) and `occurred_at` (default: now) of a message
     recorded later than it was said (bench/injection.py replays conversations this way)."""
@@ -155,20 +156,24 @@ def record(engine: Engine, scope: Scope, host: str, session_id: str, role: str, 
 
 def _store(
     engine: Engine, scope: Scope, key: tuple[str, str, str], text: str, by: tuple[str, str], given: dict[str, str]
-) -> str:
-    """Record `text` under the event ID of `key` (host, session, kind); return the ID.
+) -> str | None:
+    """Record `text` under the event ID of `key` (host, session, kind); return the ID, None when that
+    event was forgotten (memory_forget: the host sent it again; it stays forgotten, the hook goes on).
 
     The same words in one session under another scope (`--project auto`, and the session moved to
     another repository) are another event: their ID names the scope, not to clash with the first."""
-    from ..errors import OtherScope
+    from ..errors import Forgotten, OtherScope
 
     host, session_id, kind = key
     eid = event_id(host, session_id, kind, text)
     try:
-        engine.record(scope, eid, text, *by, session_id=session_id, **given)
-    except OtherScope:
-        eid = event_id(host, f"{session_id}@{scope.persona_id}/{scope.project_id}", kind, text)
-        engine.record(scope, eid, text, *by, session_id=session_id, **given)
+        try:
+            engine.record(scope, eid, text, *by, session_id=session_id, **given)
+        except OtherScope:
+            eid = event_id(host, f"{session_id}@{scope.persona_id}/{scope.project_id}", kind, text)
+            engine.record(scope, eid, text, *by, session_id=session_id, **given)
+    except Forgotten:
+        return None
     return eid
 
 
@@ -234,6 +239,8 @@ def _prompt(engine: Engine, scope: Scope, hook: adapters.HookInput) -> str | Non
     if not hook.prompt:
         return None
     recorded = record(engine, scope, hook.host, hook.session_id, "user", hook.prompt)
+    if recorded is not None and len(storable.parts(markers.strip(hook.prompt))) > 1:
+        recorded = None  # stored in parts: no agent could give the text of one part back as it is stored
     state.note_reply(engine.settings.db_path, hook.session_id, None)  # a new turn: its reply is to come
     query = storable.text(markers.strip(hook.prompt))[:MAX_QUERY_CHARS]
     if not query.strip() or hook.host in adapters.NO_PROMPT_CONTEXT:
@@ -305,7 +312,10 @@ def _checkpoint(engine: Engine, scope: Scope, hook: adapters.HookInput) -> None:
         # calls PreCompress before every model request, compressing or not).
         return
     messages = [(t.role, t.text) for t in turns]
-    unkept = [(t.event_id, t.text) for t in turns if t.role == "user" and not t.memories]
+    # Turns nobody has looked at yet: no memory, and not complete (the agent found nothing to keep in those).
+    unkept = [
+        (t.event_id, t.text) for t in turns if t.role == "user" and not t.memories and t.extraction_state != "complete"
+    ]
     engine.checkpoint(scope, extractive_state(messages, hook.event, unkept), covered, hook.session_id)
 
 

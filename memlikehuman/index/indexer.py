@@ -40,7 +40,8 @@ SLICE_PAUSE = 0.001
 # The tail of the previous event of the session that goes into an event's passage: replies
 # ("Yes, last Friday!") carry their subject in the turn before. Only another speaker's turn: notes of
 # one speaker in a row are statements of their own, and a neighbour's tail pulled one toward the
-# other's meaning (docs/design.md, issue 31; LoCoMo's turns always alternate, its recall is the same).
+# other's meaning (docs/decisions/2026-11-30-passage-with-previous-turn.md; LoCoMo's turns always
+# alternate, its recall is the same).
 PASSAGE_CONTEXT_CHARS = 150
 RETRY_SECONDS = 60.0
 # How often the background thread looks below its floors again (vectors deleted by other code,

@@ -167,7 +167,7 @@ class VectorCache:
         allowed: np.ndarray | None = None,
     ) -> list[Hits]:
         """search() for several unit vectors (the rows of `queries`, the i-th wanting ks[i] rows) on one
-        snapshot and filter of the matrix (a recall's phrasings, issue 20)."""
+        snapshot and filter of the matrix (a recall's phrasings)."""
         ids, rows, older = self._snapshot(db, kind, model, scope, window)
         skipped = len(older)
         if allowed is not None:

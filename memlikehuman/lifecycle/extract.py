@@ -25,6 +25,7 @@ from typing import Any
 from .. import clock
 from ..archive import events, fulltext, memories, timeline
 from ..archive.db import Database
+from ..archive.sources import Shown
 from ..errors import Transient, Unavailable
 from ..providers.base import Extractor
 from ..records import BASES, Candidate, Event, Memory
@@ -107,6 +108,11 @@ class Prompt:
         """What the model is shown, as row IDs: the aliases' memories in order, then the events."""
         return [*(m.rowid for m in self.aliases.values()), -1, *(sequence for sequence, _ in self.preceding)]
 
+    @property
+    def sources(self) -> Shown:
+        """What the prompt shows beside the event, kept with each memory made from it (archive/sources.py)."""
+        return Shown(tuple(sequence for sequence, _ in self.preceding), tuple(m.rowid for m in self.aliases.values()))
+
 
 @dataclass(frozen=True)
 class Outcome:
@@ -159,7 +165,8 @@ def run(db: Database, extractor: Extractor | None, sequence: int, shown: list[in
         items_with_targets = list(zip(candidates, targets, strict=True))
         if shown_still.uses_gone(db, items_with_targets, prompt.aliases, prompt.preceding, [event.text]):
             return changed(db, event)
-        _, skipped = memories.store(db, event, candidates, clock.now_stamp(), targets, extractor.label or None)
+        label = extractor.label or None
+        _, skipped = memories.store(db, event, candidates, clock.now_stamp(), targets, label, prompt.sources)
         events.set_state(db, sequence, "complete", None)
     if skipped:
         warnings.append(f"extraction: {skipped} item(s) repeat a current memory or an earlier item; not stored again")

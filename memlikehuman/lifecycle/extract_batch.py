@@ -1,4 +1,4 @@
-"""Batched extraction: several short events of one session in one model call (issue 15).
+"""Batched extraction: several short events of one session in one model call.
 
 The prompt is ``extract``'s, with one EVENT block per event (numbered) instead of one; the system
 message is the same, so a local server's cached prefix is reused. Each returned item names its event
@@ -20,6 +20,7 @@ from typing import Any
 from .. import clock
 from ..archive import events, memories
 from ..archive.db import Database
+from ..archive.sources import Shown
 from ..errors import NotFound, Transient, Unavailable
 from ..providers.base import Extractor
 from ..records import Event, Memory
@@ -148,11 +149,13 @@ def _store(
         return {sequence: changed(db, e) for sequence, e in present.items()}
     outcomes: dict[int, Outcome] = {}
     now = clock.now_stamp()
+    shown_events = [sequence for sequence, _ in shown]
     for event, (candidates, targets, warnings) in zip(batch, checked, strict=True):
         current = present.get(event.sequence)
         if current is None or current.extraction_state == "complete":
             continue
-        _, skipped = memories.store(db, current, candidates, now, targets, label)
+        beside = _shown_beside(event, aliases, shown_events)
+        _, skipped = memories.store(db, current, candidates, now, targets, label, beside)
         events.set_state(db, event.sequence, "complete", None)
         if skipped:
             warnings.append(f"extraction: {skipped} item(s) repeat a current memory or an earlier item; not stored")
@@ -162,3 +165,9 @@ def _store(
         notes = checked[number][2] + (stray if number == 0 else [])
         outcomes[event.sequence] = Outcome("complete", None, events.load(db, event.sequence).memory_ids, tuple(notes))
     return outcomes
+
+
+def _shown_beside(event: Event, aliases: dict[int, Memory], shown: Sequence[int]) -> Shown:
+    """What the batch prompt showed beside one of its events: the preceding events, the batch's other
+    events and the aliased memories (archive/sources.py)."""
+    return Shown(tuple(s for s in shown if s != event.sequence), tuple(m.rowid for m in aliases.values()))

@@ -1,4 +1,4 @@
-"""The answer schema of extraction, with each quote constrained to the sentences of its event (issue 15).
+"""The answer schema of extraction, with each quote constrained to the sentences of its event.
 
 ``SCHEMA`` is the shape of tools.md's "Extraction response". ``for_events`` narrows the ``quote`` of
 an item to an ``enum`` of the event's sentences, each an exact slice of the event text: a server

@@ -69,7 +69,7 @@ def target_of(value: Any, event: Event, aliases: dict[int, Memory], notes: list[
         return None
     if memory.kind == "event":
         # Something that happened stays true; small models name an alias here for unrelated items, and
-        # a closed event memory would hide its event from recall (issue 15).
+        # a closed event memory would hide its event from recall.
         notes.append(f"memory #{value} is an event (something that happened), which no later memory ends; ignored")
         return None
     return memory
@@ -78,7 +78,7 @@ def target_of(value: Any, event: Event, aliases: dict[int, Memory], notes: list[
 def valid_from_of(value: Any, event: Event) -> str:
     """The validity start: the model's date, or the event's time when it gave none.
 
-    A date that cannot be read rejects the item (issue 4 lists "dates parseable" among the checks):
+    A date that cannot be read rejects the item, as a quote that does not match does:
     falling back to the event's time would store a validity window the text may contradict, and a
     wrong start can close an older fact of the same subject at the wrong moment.
     """

@@ -1,16 +1,19 @@
-"""memory_forget: delete an event and everything derived from it, leaving no readable trace.
+"""memory_forget: delete an event and what came from it, leaving no readable trace, and for good.
 
-What goes, in one write transaction: the source event; every memory derived from it; every
-correction event of those memories and what it derived, recursively; every memory of another event
-that names what only the forgotten texts held (``carried``), with its corrections; their cues, full-text rows
-and vectors (vectors, cues and alias evidence by ON DELETE CASCADE, the FTS5 rows explicitly, terms
-included).
-What changes: surviving memories are re-linked (an original whose correction is forgotten stays
-revoked, and the version before it stays closed; a version whose successor is forgotten is valid
-again until the next surviving version, or open-ended);
-the next events of the session are re-indexed, because their full-text ``context`` column holds the
-tail of the forgotten text, and the alias evidence of the next turn, which answers another turn now;
-every checkpoint of the scope is invalidated and loses its saved state.
+What goes, in one write transaction (lifecycle/forget_plan.py decides it by recorded provenance):
+the event; every memory no event that remains states; every correction of those and what it made;
+every memory whose making was shown what goes and that holds a word only that said; their cues,
+full-text rows and vectors (vectors, cues, provenance and alias evidence by ON DELETE CASCADE, the
+FTS5 rows explicitly, terms included). With ``also``, the records still_said names go too (the
+events with everything above, the memories alone).
+What changes: a memory another event still states stays, quoted from that event; surviving memories
+are re-linked (an original whose correction is forgotten stays revoked, and the version before it
+stays closed; a version whose successor is forgotten is valid again until the next surviving
+version, or open-ended); the next events of the session are re-indexed, because their full-text
+``context`` column holds the tail of the forgotten text, and the alias evidence of the next turn,
+which answers another turn now; every checkpoint of the scope is invalidated and loses its saved
+state; a tombstone of each deleted ID is kept (archive/tombstones.py), so that no import, hook or
+retry stores it again.
 
 Then the write-ahead log is checkpointed with TRUNCATE, so the old page images that still hold the
 text leave the -wal file (see ``scrub`` for what happens when another process blocks that).
@@ -22,88 +25,95 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from .. import clock, validate
-from ..archive import alias_evidence, events, fulltext, memories, timeline
-from ..archive import repeats as repeat_rows
+from .. import validate
+from ..archive import alias_evidence, events, fulltext, memories, sources, timeline, tombstones
 from ..archive.backend import backend_of
 from ..archive.db import Database, Gone, placeholders
-from ..archive.repeats import Waiting
 from ..errors import Conflict, NotFound
 from ..index import vectors
-from ..records import Candidate, Event, ForgetResult, Preview, Scope
-from . import carried
+from ..records import ForgetResult, Preview, Scope
+from . import forget_plan, still_said
+from .forget_plan import Plan
 
 log = logging.getLogger("memlikehuman")
+# Why a forget invalidates the scope's checkpoints (an import tells such a checkpoint by it).
+INVALIDATED = "records were forgotten (memory_forget)"
 
 
 @dataclass(frozen=True)
-class _Plan:
-    events: dict[int, str]  # sequence -> event_id, in the order they were reached
-    memories: dict[int, str]  # rowid -> memory_id
-    # Memories of surviving events that carried the forgotten words (and their corrections' memories):
-    # a version before one of them stays closed, since its event still says what replaced it.
-    carried: frozenset[int] = frozenset()
+class _Decision:
+    """What a forget takes (``plan``), what stays quoted from another event, and what still says it."""
+
+    plan: Plan
+    requoted: tuple[tuple[str, str], ...]
+    still_said_by: tuple[str, ...]
 
 
-def preview(db: Database, scope: Scope, record_id: str) -> Preview:
-    """What ``forget(db, scope, record_id)`` would delete, read in one snapshot; changes nothing.
+def preview(db: Database, scope: Scope, record_id: str, *, also: bool = False) -> Preview:
+    """What ``forget(db, scope, record_id, also=also)`` would delete, read in one snapshot; changes nothing.
 
     Raises InvalidArgument for a bad ID and NotFound when the record is not in this scope.
     """
     scope = Scope(*validate.scope(scope.persona_id, scope.project_id))
     validate.identifier(record_id, "record_id", max_len=256)
     with db.read() as conn:
-        plan = _plan(conn, scope, _root(db, scope, record_id))
+        decision = _decide(conn, scope, _root(db, scope, record_id), also)
         checkpoints = db.query(
             "SELECT checkpoint_id FROM checkpoints WHERE persona_id = ? AND project_id = ? AND invalidated_at IS NULL"
             " ORDER BY id",
             (scope.persona_id, scope.project_id),
         )
+    plan = decision.plan
     return Preview(
         record_id=record_id,
         event_ids=tuple(plan.events.values()),
         memory_ids=tuple(plan.memories[rowid] for rowid in sorted(plan.memories)),
         checkpoint_ids=tuple(row["checkpoint_id"] for row in checkpoints),
+        requoted=decision.requoted,
+        still_said_by=decision.still_said_by,
     )
 
 
-def forget(db: Database, scope: Scope, record_id: str, *, expected: Preview | None = None) -> ForgetResult:
-    """Delete the record's source event and everything connected to it; then scrub the WAL.
+def forget(
+    db: Database, scope: Scope, record_id: str, *, expected: Preview | None = None, also: bool = False
+) -> ForgetResult:
+    """Delete the record's source event and everything that came from it; then scrub the WAL.
 
-    With ``expected``, deletes only if the same events and memories would go (else Conflict).
-    Raises InvalidArgument for a bad ID and NotFound when the record is not (or no longer) in this scope.
+    ``also``: delete the records still_said names too. With ``expected``, deletes only if the same
+    events and memories would go (else Conflict). Raises InvalidArgument for a bad ID and NotFound
+    when the record is not (or no longer) in this scope.
     """
     from ..archive import checkpoints  # its dataclasses stay off the hooks' import path
 
     scope = Scope(*validate.scope(scope.persona_id, scope.project_id))
     validate.identifier(record_id, "record_id", max_len=256)
     with db.write() as conn:
-        plan = _plan(conn, scope, _root(db, scope, record_id))
+        decision = _decide(conn, scope, _root(db, scope, record_id), also)
+        plan = decision.plan
         if expected is not None:
             _check_expected(plan, expected)
         dependents = _context_dependents(conn, plan)
         next_turns = alias_evidence.next_turns(conn, list(plan.events))
         gone = _texts(conn, plan)
-        kept = [rowid for rowid in plan.memories if rowid not in plan.carried]
-        restated = repeat_rows.waiting(conn, kept, list(plan.events))  # read now: the rows cascade
         # Full-text rows go first, while the values they were built from are all still stored.
         _unindex(conn, plan, dependents)
-        held = timeline.release_originals(conn, plan.memories)
-        for rowid in plan.memories:
-            timeline.unlink(conn, rowid, plan.memories, keep_closed=rowid in held or rowid in plan.carried)
+        _relink(conn, plan)
+        for rowid, quote in plan.requoted.items():
+            sources.requote(conn, rowid, quote)
         # Memories of other events first, then the events (cues, corrections, vectors cascade).
         memories.delete(conn, list(plan.memories))
         events.delete(conn, list(plan.events))
-        revived = _revive(db, conn, scope, restated, gone["events"][0])
-        still = _still_stored(gone, revived)
         for sequence in dependents:
             fulltext.index_event(conn, sequence)
+        for rowid in plan.requoted:
+            fulltext.index_memory(conn, rowid)
         # Alias evidence of the forgotten events went by cascade; the next turns answer another turn now.
         alias_evidence.rewrite(conn, next_turns)
         # Their vectors embedded the forgotten text as context too; the indexer makes new ones.
         vectors.delete_event_vectors(conn, dependents)
+        tombstones.bury(conn, [*plan.events.values(), *plan.memories.values()])
         invalidated = checkpoints.invalidate(
-            conn, scope, "records were forgotten (memory_forget)", wipe_state=True, forgotten=list(plan.events.values())
+            conn, scope, INVALIDATED, wipe_state=True, forgotten=list(plan.events.values())
         )
     return ForgetResult(
         deleted_event_ids=tuple(plan.events.values()),
@@ -112,72 +122,53 @@ def forget(db: Database, scope: Scope, record_id: str, *, expected: Preview | No
         event_sequences=tuple(plan.events),
         memory_rowids=tuple(sorted(plan.memories)),
         reembed_sequences=tuple(dependents),
-        revived_memory_ids=tuple(memory_id for memory_id, _ in revived),
-        scrubbed=backend_of(db).scrub(db, still),
+        requoted=decision.requoted,
+        still_said_by=decision.still_said_by,
+        scrubbed=backend_of(db).scrub(db, gone),
         residue=backend_of(db).residue,
     )
 
 
-def _revive(
-    db: Database, conn: Any, scope: Scope, restated: dict[int, Waiting], texts: list[str]
-) -> list[tuple[str, str]]:
-    """A deleted current memory that a surviving turn stated again becomes a memory of the earliest
-    such turn (archive/repeats.py): its content, the turn's own fields (the subject if the turn named
-    the same), and the versions the deleted one had closed closed again. Not when it names what only
-    the forgotten texts held; when a current memory already says it (a correction's replacement
-    may), the repeats point there and it closes those versions instead.
-    Returns the memory ID and content of each memory revived."""
-    marks = carried.marks(texts)
-    revived: list[tuple[str, str]] = []
-    for old in restated.values():
-        if carried.names_gone(conn, scope, marks, old.content, old.subject):
-            continue
-        live = memories.repeated(db, scope, old.content)
-        if live is not None:
-            event = events.load(db, _event_of(conn, live))
-            repeat_rows.restore(conn, live, [r for r in old.repeats if r["event_sequence"] != event.sequence])
-            _close_again(conn, event, live, old.closed)
-            continue
-        first, *later = old.repeats
-        event = events.load(db, first["event_sequence"])
-        start = first["quote_start"]
-        item = Candidate(
-            content=old.content,
-            quote=event.text[start : start + first["quote_length"]],
-            kind=first["kind"],
-            basis=first["basis"],
-            subject=old.subject if first["same_subject"] else None,
-            valid_from=first["valid_from"],
-        )
-        rowid = memories.insert(conn, event, item, clock.now_stamp(), first["extractor"])
-        if item.subject and item.kind != "event":
-            timeline.insert_version(conn, event, rowid, item)
-        _close_again(conn, event, rowid, old.closed)
-        repeat_rows.restore(conn, rowid, later)
-        memory_id = conn.execute("SELECT memory_id FROM memories WHERE id = ?", (rowid,)).fetchone()["memory_id"]
-        revived.append((str(memory_id), old.content))
-    return revived
+def _decide(conn: Any, scope: Scope, root: int, also: bool) -> _Decision:
+    """The plan of forgetting ``root`` and what still says it; with ``also``, those taken too."""
+    plan = forget_plan.plan(conn, [root])
+    texts = [row["text"] for row in _rows(conn, "SELECT text FROM events WHERE sequence IN ({})", plan.events)]
+    named = still_said.named(conn, scope, texts, list(plan.events), list(plan.memories))
+    if also and named:
+        found_events = _rows(conn, "SELECT sequence, event_id FROM events WHERE event_id IN ({})", named)
+        found_memories = _rows(conn, "SELECT id, memory_id FROM memories WHERE memory_id IN ({})", named)
+        roots = [root, *(row["sequence"] for row in found_events)]
+        plan = forget_plan.plan(conn, roots, [row["id"] for row in found_memories])
+        named = still_said.named(conn, scope, texts, list(plan.events), list(plan.memories))
+    return _Decision(plan, _requoted(conn, plan), named)
 
 
-def _close_again(conn: Any, event: Event, rowid: int, closed: tuple[int, ...]) -> None:
-    """Close the versions a deleted memory had closed, now by ``rowid`` (the unlink reopened them)."""
-    valid_from = conn.execute("SELECT valid_from FROM memories WHERE id = ?", (rowid,)).fetchone()["valid_from"]
-    for target in closed:
-        timeline.close_target(conn, event, rowid, target, valid_from)
+def _rows(conn: Any, sql: str, keys: Any) -> list[Any]:
+    values = list(keys)
+    return list(conn.execute(sql.format(placeholders(values)), values).fetchall())
 
 
-def _event_of(conn: Any, rowid: int) -> int:
-    return int(conn.execute("SELECT event_sequence FROM memories WHERE id = ?", (rowid,)).fetchone()["event_sequence"])
+def _requoted(conn: Any, plan: Plan) -> tuple[tuple[str, str], ...]:
+    """(memory ID, event ID) of each memory that stays quoted from another event."""
+    sequences = [quote.sequence for quote in plan.requoted.values()]
+    events = _rows(conn, "SELECT sequence, event_id FROM events WHERE sequence IN ({})", sequences)
+    ids = {row["sequence"]: row["event_id"] for row in events}
+    found = _rows(conn, "SELECT id, memory_id FROM memories WHERE id IN ({}) ORDER BY id", plan.requoted)
+    return tuple((row["memory_id"], ids[plan.requoted[row["id"]].sequence]) for row in found)
 
 
-def _still_stored(gone: Gone, revived: list[tuple[str, str]]) -> Gone:
-    """What the stale-page check looks for, less the contents a revived memory still holds."""
-    held = {content for _, content in revived}
-    texts, keys = gone["memories"]
-    return {**gone, "memories": ([text for text in texts if text not in held], keys)}
+def _relink(conn: Any, plan: Plan) -> None:
+    """Take what goes out of the timelines; originals of forgotten corrections stay revoked."""
+    held = timeline.release_originals(conn, plan.memories)
+    # A replacement that stays (another event states it) while its correction goes: the original too
+    # loses its correction, and stays revoked.
+    corrected = _rows(conn, "SELECT original_id FROM corrections WHERE event_sequence IN ({})", plan.events)
+    timeline.release(conn, [row["original_id"] for row in corrected if row["original_id"] not in plan.memories])
+    for rowid in plan.memories:
+        timeline.unlink(conn, rowid, plan.memories, keep_closed=rowid in held or rowid in plan.carried)
 
 
-def _check_expected(plan: _Plan, expected: Preview) -> None:
+def _check_expected(plan: Plan, expected: Preview) -> None:
     if set(plan.events.values()) != set(expected.event_ids) or set(plan.memories.values()) != set(expected.memory_ids):
         raise Conflict(
             f"what forgetting {expected.record_id} deletes changed since its preview (a correction or a new memory"
@@ -206,61 +197,7 @@ def _root(db: Database, scope: Scope, record_id: str) -> int:
     return int(sequence)
 
 
-def _plan(conn: Any, scope: Scope, root: int) -> _Plan:
-    """The closure of the root event, then of the memories of other events that carry its words."""
-    plan = _closure(conn, [root], {})
-    gone = _texts(conn, plan)
-    # The words of the forgotten events only: a memory's own words ("User", "Nutzer", a date) are the
-    # extractor's, and other memories hold them too.
-    rowids = carried.carried(conn, scope, gone["events"][0], plan.events, plan.memories)
-    if not rowids:
-        return plan
-    rows = conn.execute(
-        "SELECT m.id, m.memory_id, e.sequence, e.kind FROM memories m JOIN events e ON e.sequence = m.event_sequence"
-        f" WHERE m.id IN ({placeholders(rowids)})",
-        rowids,
-    ).fetchall()
-    # A correction's replacement goes with its correction event (and its corrections row), as when the
-    # correction itself is forgotten: the original stays revoked.
-    roots = sorted({row["sequence"] for row in rows if row["kind"] == "correction"})
-    seeds = {row["id"]: row["memory_id"] for row in rows if row["kind"] != "correction"}
-    more = _closure(conn, roots, seeds, known=plan.events)
-    return _Plan({**plan.events, **more.events}, {**plan.memories, **more.memories}, frozenset(more.memories))
-
-
-def _closure(conn: Any, roots: list[int], seeds: dict[int, str], known: dict[int, str] | None = None) -> _Plan:
-    """Events and memories reached from ``roots`` (events) and ``seeds`` (memories): their memories,
-    the corrections of those memories, and so on."""
-    found_events: dict[int, str] = {}
-    found_memories: dict[int, str] = dict(seeds)
-    frontier = roots
-    new_memories = dict(seeds)
-    while frontier or new_memories:
-        marks = placeholders(frontier)
-        for row in conn.execute(f"SELECT sequence, event_id FROM events WHERE sequence IN ({marks})", frontier):
-            found_events.setdefault(row["sequence"], row["event_id"])
-        new_memories.update(
-            (row["id"], row["memory_id"])
-            for row in conn.execute(
-                f"SELECT id, memory_id FROM memories WHERE event_sequence IN ({marks}) ORDER BY id", frontier
-            )
-        )
-        found_memories.update(new_memories)
-        ids = list(new_memories)
-        new_memories = {}
-        frontier = [
-            row["event_sequence"]
-            for row in conn.execute(
-                f"SELECT event_sequence FROM corrections WHERE original_id IN ({placeholders(ids)})"
-                " ORDER BY event_sequence",
-                ids,
-            )
-            if row["event_sequence"] not in found_events and row["event_sequence"] not in (known or {})
-        ]
-    return _Plan(found_events, found_memories)
-
-
-def _context_dependents(conn: Any, plan: _Plan) -> list[int]:
+def _context_dependents(conn: Any, plan: Plan) -> list[int]:
     """Surviving events whose full-text ``context`` holds the tail of a forgotten record event.
 
     An event's context is the previous record event of its session, so after a forgotten record
@@ -289,26 +226,27 @@ def _context_dependents(conn: Any, plan: _Plan) -> list[int]:
     return sorted(dependents)
 
 
-def _unindex(conn: Any, plan: _Plan, dependents: list[int]) -> None:
+def _unindex(conn: Any, plan: Plan, dependents: list[int]) -> None:
     """Remove the full-text rows of what goes, and of the dependents whose context changes.
 
     FTS5 rows are not reached by foreign keys. The 'delete' command with secure-delete on takes
     each row's terms out of the index b-tree at once (see docs/design.md, "Forgetting").
     """
-    for rowid in plan.memories:
+    for rowid in [*plan.memories, *plan.requoted]:
         fulltext.unindex_memory(conn, rowid)
     for sequence in [*plan.events, *dependents]:
         fulltext.unindex_event(conn, sequence)
 
 
-def _texts(conn: Any, plan: _Plan) -> Gone:
-    """The texts that go, by table: what the stale-page check looks for after the commit."""
-    seqs, rowids = list(plan.events), list(plan.memories)
+def _texts(conn: Any, plan: Plan) -> Gone:
+    """The texts that go, by table: what the stale-page check looks for after the commit (a memory
+    quoted from another event now leaves its old quote)."""
+    seqs, rowids = list(plan.events), [*plan.memories, *plan.requoted]
     events = conn.execute(f"SELECT text FROM events WHERE sequence IN ({placeholders(seqs)})", seqs).fetchall()
     rows = conn.execute(
-        f"SELECT content, quote, coalesce(gist, '') AS gist FROM memories WHERE id IN ({placeholders(rowids)})", rowids
+        f"SELECT id, content, quote, coalesce(gist, '') AS gist FROM memories WHERE id IN ({placeholders(rowids)})",
+        rowids,
     ).fetchall()
-    return {
-        "events": ([row["text"] for row in events], seqs),
-        "memories": ([row[key] for row in rows for key in ("content", "quote", "gist")], rowids),
-    }
+    texts = [row[key] for row in rows if row["id"] in plan.memories for key in ("content", "quote", "gist")]
+    texts += [row["quote"] for row in rows if row["id"] in plan.requoted]
+    return {"events": ([row["text"] for row in events], seqs), "memories": (texts, rowids)}

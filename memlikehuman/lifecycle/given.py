@@ -1,4 +1,4 @@
-"""Memories the agent gives with its memory_record call (issue 29): the extractor's answer, written by the host's model.
+"""Memories the agent gives with its memory_record call: the extractor's answer, written by the host's model.
 
 An agent that has just read "I prefer pnpm over npm for this repo" can say at once what to remember,
 in the shape the extractor answers with (tools.md, "Extraction response"). Each item goes through
@@ -13,7 +13,8 @@ source, session_id, ...) as the stored event, else `conflict` as for any event. 
 stored memories is safe: the retry stores nothing and changes no state. Each item it accepts must be
 one the first call stored for the event (the same content, quote, kind, basis, subject, valid_from
 and gist; revoked ones too: a corrected memory never comes back) or one the first call skipped as
-repeating a memory of the scope; anything else is `conflict`.
+repeating a memory of the scope (this event became a further source of it, and its own after the
+first statement was forgotten); anything else is `conflict`.
 """
 
 from __future__ import annotations
@@ -135,8 +136,11 @@ def _retried(db: Database, event: Event, items: Sequence[dict[str, Any]]) -> Out
         row = stored.get(key)
         if row is None and memories.repeats(db, event.scope, candidate.content, current_only=False):
             continue  # skipped by the first call as a repeat of the scope's memory
-        # A memory revived from a repeat keeps no gist (lifecycle/forget.py): then the gist is not compared.
-        if row is None or _fields(row, row["gist"] is not None) != _fields(candidate.__dict__, row["gist"] is not None):
+        if row is not None and row["recorded_at"] < event.recorded_at:
+            # Made for an earlier event that stated it first, and quoted from this one since that event
+            # was forgotten (archive/sources.py): the first call skipped it as a repeat.
+            continue
+        if row is None or _fields(row) != _fields(candidate.__dict__):
             raise Conflict(differs)
     return Outcome("complete", None, event.memory_ids, tuple(_renumbered(notes, range(len(items)))))
 
@@ -144,13 +148,14 @@ def _retried(db: Database, event: Event, items: Sequence[dict[str, Any]]) -> Out
 _SAME = ("quote", "kind", "basis", "subject", "valid_from", "gist")
 
 
-def _fields(values: Any, gist: bool) -> tuple[Any, ...]:
+def _fields(values: Any) -> tuple[Any, ...]:
     """The fields a retry must repeat, the quote as the check reads it (white space collapsed)."""
-    return (collapsed(values["quote"]), *(values[f] for f in _SAME[1:] if gist or f != "gist"))
+    return (collapsed(values["quote"]), *(values[f] for f in _SAME[1:]))
 
 
 def _rows(db: Database, sequence: int) -> list[Any]:
-    return db.query(f"SELECT content, {', '.join(_SAME)} FROM memories WHERE event_sequence = ?", (sequence,))
+    sql = f"SELECT content, recorded_at, {', '.join(_SAME)} FROM memories WHERE event_sequence = ?"
+    return db.query(sql, (sequence,))
 
 
 def _renumbered(notes: Sequence[str], positions: Sequence[int]) -> list[str]:

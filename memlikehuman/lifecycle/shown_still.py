@@ -1,4 +1,4 @@
-"""Whether an extraction answer uses what its model was shown and is gone now (issue 15, review).
+"""Whether an extraction answer uses what its model was shown and is gone now.
 
 A memory forgotten or corrected away, or an event forgotten, while the model was answering may be
 restated in its answer: stored, it would bring back what the user took out. An answer that does not
@@ -7,9 +7,9 @@ use it (most of them, in a busy archive) is stored as usual.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
+from ..archive import terms
 from ..archive.db import Database, placeholders
 from ..archive.memories import normalized
 from ..records import Candidate, Memory
@@ -24,9 +24,10 @@ def uses_gone(
 ) -> bool:
     """Whether the answer's items (with their alias targets) use a shown memory or event that is gone.
 
-    Uses: updates a gone memory (its alias), restates one, or names what only a gone text named (a
-    name or a number that no kept text holds). Call it inside the write transaction that would store
-    the answer. `events`: the shown events (sequence, text); `own`: the texts extracted from.
+    Uses: updates a gone memory (its alias), restates one, or holds a word only what went said: the
+    rule a forget takes memories by (archive/terms.py: a word of a gone text, as the full-text index
+    cuts it, that no kept text holds). Call it inside the write transaction that would store the
+    answer. `events`: the shown events (sequence, text); `own`: the texts extracted from.
     """
     live = _present(db, "memories", "id", [m.rowid for m in aliases.values()], " AND revoked_at IS NULL")
     kept_events = _present(db, "events", "sequence", [sequence for sequence, _ in events], "")
@@ -38,11 +39,12 @@ def uses_gone(
         return True
     kept = [*own, *(m.content for m in aliases.values() if m.rowid in live)]
     kept += [text for sequence, text in events if sequence in kept_events]
-    only_gone = _marks(gone) - _words(kept)
+    only_gone = terms.terms(gone) - terms.all_terms(kept)
     restated = [normalized(m.content) for m in gone_memories]
     for candidate, _ in answer:
         said = normalized(candidate.content)
-        if any(old in said for old in restated) or only_gone & _words([candidate.content]):
+        written = [candidate.content, candidate.gist or "", candidate.subject or ""]
+        if any(old in said for old in restated) or only_gone & terms.terms(written):
             return True
     return False
 
@@ -52,13 +54,3 @@ def _present(db: Database, table: str, key: str, ids: Sequence[int], rule: str) 
         return set()
     sql = f"SELECT {key} FROM {table} WHERE {key} IN ({placeholders(ids)}){rule}"
     return {row[key] for row in db.query(sql, tuple(ids))}
-
-
-def _words(texts: Sequence[str]) -> set[str]:
-    return {word.lower() for text in texts for word in re.findall(r"\w+", text)}
-
-
-def _marks(texts: Sequence[str]) -> set[str]:
-    """What identifies: names and numbers (words of 4+ characters that start upper-case or hold a digit)."""
-    words = (word for text in texts for word in re.findall(r"\w+", text))
-    return {w.lower() for w in words if len(w) >= 4 and (w[0].isupper() or any(c.isdigit() for c in w))}

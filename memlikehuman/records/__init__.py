@@ -204,7 +204,7 @@ class ReadResult:
     event: Event
     page: Page
     memory: Memory | None = None
-    # The names the event uses for the speaker it answers (speaker aliases, issue 20), learned or not.
+    # The names the event uses for the speaker it answers (speaker aliases), learned or not.
     aliases: tuple[SpeakerAlias, ...] = ()
 
 

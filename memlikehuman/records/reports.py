@@ -41,8 +41,10 @@ class ForgetResult:
     event_sequences: tuple[int, ...] = ()
     memory_rowids: tuple[int, ...] = ()
     reembed_sequences: tuple[int, ...] = ()
-    # Deleted memories a surviving turn had stated again live on as these new memories of that turn.
-    revived_memory_ids: tuple[str, ...] = ()
+    # Memories that stay because another event states them too: (memory ID, the event quoted now).
+    requoted: tuple[tuple[str, str], ...] = ()
+    # Other records of the scope that still hold the forgotten text's distinctive words (still_said.py).
+    still_said_by: tuple[str, ...] = ()
     # False when another connection kept the WAL from being truncated within SCRUB_TIMEOUT_MS.
     scrubbed: bool = True
     # What is left when not scrubbed: SQLite's WAL text, or PostgreSQL's (NOT_SCRUBBED_POSTGRES).
@@ -51,23 +53,26 @@ class ForgetResult:
     @property
     def warnings(self) -> list[str]:
         """What the caller must be told: copies of the deleted text left where the cleanup could not reach,
-        and the facts that stay because a surviving turn states them too."""
+        and the facts that stay because another event states them too."""
         kept = [
-            f"memory {memory_id} keeps a deleted memory's content: a surviving event stated it again, and it"
-            " is quoted from there now (to remove the fact, forget every event that states it)"
-            for memory_id in self.revived_memory_ids
+            f"memory {memory_id} stays: event {event_id} states it too, and it is quoted from there now"
+            f" (forget {event_id} as well to remove it)"
+            for memory_id, event_id in self.requoted
         ]
         return kept + ([] if self.scrubbed else [self.residue])
 
 
 @dataclass(frozen=True)
 class Preview:
-    """What ``forget`` would delete now, and how many checkpoints it would invalidate."""
+    """What ``forget`` would delete now, what would stay and what still says it, and how many
+    checkpoints it would invalidate."""
 
     record_id: str
     event_ids: tuple[str, ...]
     memory_ids: tuple[str, ...]
     checkpoint_ids: tuple[str, ...]
+    requoted: tuple[tuple[str, str], ...] = ()
+    still_said_by: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -80,6 +85,8 @@ class ImportReport:
     conflict_count: int
     dry_run: bool
     written: bool
+    # Records skipped because memory_forget took them (or what they belong to), by type.
+    forgotten: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -153,7 +160,7 @@ class RebuildResult:
 
 @dataclass(frozen=True)
 class SpeakerAlias:
-    """A name people use for a speaker of a scope, learned from turns that use it in address (issue 20)."""
+    """A name people use for a speaker of a scope, learned from turns that use it in address."""
 
     speaker: str  # the speaker label: the source of the addressed turns, or their role in a host's chat
     name: str  # the name used for that speaker
@@ -169,4 +176,5 @@ class Turn:
     event_id: str
     role: str
     text: str
-    memories: int = 0  # memories made from it (none yet: the agent may still give them)
+    memories: int = 0  # memories made from it
+    extraction_state: str = "pending"  # complete: someone (the agent, an extractor) looked and kept what it found

@@ -1,6 +1,6 @@
 """MEMLIKEHUMAN_EXTRACTOR=sampling: the connected client's model makes the memories (MCP sampling/createMessage).
 
-When a server may ask (read from mcp 2.3's code; docs/design.md, "Extraction by the host's model"):
+When a server may ask (read from mcp 2.3's code; docs/decisions/2026-12-03-memories-by-the-hosts-model.md):
 
 - MCP up to 2025-11-25 (the ``initialize`` handshake, what hosts speak today): once the client has
   sent ``notifications/initialized``, the server may send requests of its own at any time on the

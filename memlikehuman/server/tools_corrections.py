@@ -22,12 +22,22 @@ class CorrectOut(BaseModel):
 
 class ForgetOut(BaseModel):
     deleted_event_ids: list[str] = Field(description="the source event and connected correction events")
-    deleted_memory_ids: list[str] = Field(description="every memory derived from the deleted events")
+    deleted_memory_ids: list[str] = Field(
+        description="every memory no remaining event states, their corrections' memories, and memories that"
+        " hold a word only the deleted records said"
+    )
     invalidated_checkpoints: int = Field(description="task checkpoints of this scope invalidated by the deletion")
+    still_said_by: list[str] = Field(
+        default_factory=list,
+        description="other events and memories of this scope that still hold the forgotten text's rare words or"
+        " numbers (a reply that restated it, a memory you gave): not deleted unless also was true; forget"
+        " them too when the user wants the fact gone",
+    )
     warnings: list[str] = Field(
         default_factory=list,
-        description="e.g. another process kept the write-ahead log busy, so old page images of the deleted"
-        " text stay in the -wal file until its next checkpoint",
+        description="e.g. a memory that stays because another event states it too, or another process kept the"
+        " write-ahead log busy, so old page images of the deleted text stay in the -wal file until its next"
+        " checkpoint",
     )
 
 
@@ -72,34 +82,43 @@ def register(server: MemoryMCPServer, holder: Holder) -> None:
         record_id: Annotated[
             str, Field(description="an event ID, a correction event ID (corr_...) or a memory ID (mem_...)")
         ],
+        also: Annotated[
+            bool,
+            Field(strict=True, description="true: also delete the records still_said_by names (default: only named)"),
+        ] = False,
         persona_id: PersonaId = "default",
         project_id: ProjectId = "default",
     ) -> Annotated[CallToolResult, ForgetOut]:
         """Delete something for good, only when the user explicitly asks for it.
 
         Deletes the whole source event of the record (a memory ID forgets its entire event), every
-        memory derived from it, and every correction connected to those memories with what it
-        derived; also memories of later turns that name what only this record said. A fact a later
-        turn stated again stays, quoted from that turn (the warnings name it). Nothing readable of
-        the deleted text remains in the archive file afterwards. Every task checkpoint of
-        this scope is invalidated and its saved state erased. Copies and backups made earlier are
-        not affected. Forgetting the same record again is not_found.
+        memory made from it that no other event states, every correction connected to those with
+        what it made, and memories of other turns whose extraction was shown it and that hold a word
+        only it said. A memory another event states too stays, quoted from that event (the warnings
+        name it). still_said_by names the other records that still hold its rare words (a reply that
+        restated it, a memory you gave); they stay unless also is true. Nothing readable of the
+        deleted text remains in the archive file afterwards, and the event is never stored again
+        (memory_record of its ID is a conflict). Every task checkpoint of this scope is invalidated
+        and its saved state erased. Copies and backups made earlier are not affected. Forgetting the
+        same record again is not_found.
         """
         scope = Scope(persona_id, project_id)
         engine = holder.engine
         # Engine.forget also drops the vectors held in memory and wakes the indexer.
-        result = call(lambda: engine.forget(scope, record_id), MAY_HAVE_CHANGED)
+        result = call(lambda: engine.forget(scope, record_id, also=also), MAY_HAVE_CHANGED)
         warnings = result.warnings
         out = ForgetOut(
             deleted_event_ids=list(result.deleted_event_ids),
             deleted_memory_ids=list(result.deleted_memory_ids),
             invalidated_checkpoints=result.invalidated_checkpoints,
+            still_said_by=list(result.still_said_by),
             warnings=warnings,
         )
+        still = f" Still said by: {', '.join(result.still_said_by)}." if result.still_said_by else ""
         note = "".join(f" Warning: {w}." for w in warnings)
         return tool_result(
             f"Forgot {counted(len(result.deleted_event_ids), 'event')} and"
             f" {counted(len(result.deleted_memory_ids), 'memory', 'memories')};"
-            f" {counted(result.invalidated_checkpoints, 'checkpoint')} invalidated.{note}",
+            f" {counted(result.invalidated_checkpoints, 'checkpoint')} invalidated.{still}{note}",
             out,
         )

@@ -1,4 +1,4 @@
-"""The names a turn uses in address ("Hey Mel!"): the record-time half of speaker aliases (issue 20).
+"""The names a turn uses in address ("Hey Mel!"): the record-time half of speaker aliases.
 
 Kept apart from aliases.py, which learns aliases from these names and phrases queries with them:
 every memory_record runs ``addressed`` (archive/alias_evidence.py), and a hook is a new process per

@@ -1,4 +1,4 @@
-"""Speaker aliases: the names people use for each other in a conversation (issue 20). Pure functions.
+"""Speaker aliases: the names people use for each other in a conversation. Pure functions.
 
 A chat's speaker labels are one name ("Melanie"); the people in it call each other another
 ("Hey Mel!"). A question asks about "Melanie", while the turn that answers it says "Mel". This
@@ -14,7 +14,7 @@ speaker's, so an alias needs `MIN_EVIDENCE` turns and a name that starts like th
 label (a short form: Mel, Deb, Cal), or `MIN_UNLIKE` turns when it does not (a nickname). A
 wrong alias costs little: it only adds a phrasing whose ranking is fused with the query's own.
 
-What is stored (archive/alias_evidence.py, issue 20): one row per turn and name that turn uses in
+What is stored (archive/alias_evidence.py): one row per turn and name that turn uses in
 address, naming the speaker of the turn before; `learn` aggregates a scope's rows when they are read.
 """
 
@@ -106,7 +106,7 @@ def toward_labels(query: str, names: Iterable[tuple[str, str]]) -> list[str]:
     ``names``: (speaker label, alias) pairs. A query word calls the speaker when it is an alias or
     a near miss of the alias or the label (as in `phrasings`), but not the label itself: recall
     finds a speaker's turns by the label (their attribution, the speaker factor), and phrasings the
-    other way, label to alias, measured no gain (docs/design.md, "Speaker aliases").
+    other way, label to alias, measured no gain (docs/decisions/2026-12-01-speaker-aliases-as-evidence.md).
     """
     forms: dict[str, set[str]] = {}
     for label, name in names:

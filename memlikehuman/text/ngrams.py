@@ -7,7 +7,7 @@ the Latin script, the n-gram index holds one term per character: the ``n`` chara
 there (shorter at the run's end). Han, kana and Hangul use bigrams (most Chinese and Japanese
 words and Korean stems are two characters: 绿茶, 仕事, 회의); the other scripts (Thai, Cyrillic,
 Arabic, Hebrew, Indic, ...) use trigrams, which match a stem inside an inflected or prefixed word.
-bench/multilingual.py measured the choice (docs/design.md, "Recall in unsegmented scripts").
+bench/multilingual.py measured the choice (docs/decisions/2026-12-01-ngram-index.md).
 
 Because every character starts a term, a query shorter than ``n`` (a single Han character) is
 matched as a prefix of the terms: loose, and the recall says so in a warning.

@@ -14,6 +14,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
 from ..archive.db import Database
+from ..archive.memories import MEMORY_PREFIX
 from ..errors import Forbidden, InvalidArgument, LimitExceeded
 from ..records import Preview, Scope
 from .common import csrf_of, event_link, html, memory_link, required, scope_nav, scope_of, scope_params
@@ -120,34 +121,68 @@ def _count(n: int, one: str, many: str | None = None) -> str:
     return f"{n} {one if n == 1 else many or one + 's'}"
 
 
-def forget_preview(request: Request) -> HTMLResponse:
-    """Exactly what forgetting a record deletes and which checkpoints it invalidates, with a confirm button."""
-    scope = scope_of(request.query_params)
-    record_id = required(request, "id")
-    db = request.app.state.engine.db
-    with db.read():
-        plan = request.app.state.engine.forget_preview(scope, record_id)
-        event_rows = _event_rows(db, scope, plan.event_ids)
-        memory_rows = _memory_rows(db, scope, plan.memory_ids)
-    confirm = el(
+def _confirm(request: Request, scope: Scope, plan: Preview, wider: Preview | None) -> object:
+    """The form that forgets exactly what ``plan`` shows; with ``wider`` (the plan with ``also``) a second
+    button forgets the records that still say it too, exactly what ``wider`` shows."""
+    label = f"Forget {_count(len(plan.event_ids), 'event')} and {_count(len(plan.memory_ids), 'memory', 'memories')}"
+    second = ""
+    if wider is not None:
+        second = join(
+            el("input", type="hidden", name="also_events", value="\n".join(wider.event_ids)),
+            el("input", type="hidden", name="also_memories", value="\n".join(wider.memory_ids)),
+            el(
+                "button",
+                f"Forget {_count(len(wider.event_ids), 'event')} and"
+                f" {_count(len(wider.memory_ids), 'memory', 'memories')}: with what still says it",
+                type="submit",
+                name="also",
+                value="1",
+                id="confirm-forget-also",
+                class_="danger",
+            ),
+        )
+    return el(
         "form",
         el("input", type="hidden", name="csrf", value=csrf_of(request)),
         el("input", type="hidden", name="persona", value=scope.persona_id),
         el("input", type="hidden", name="project", value=scope.project_id),
-        el("input", type="hidden", name="id", value=record_id),
+        el("input", type="hidden", name="id", value=plan.record_id),
         el("input", type="hidden", name="events", value="\n".join(plan.event_ids)),
         el("input", type="hidden", name="memories", value="\n".join(plan.memory_ids)),
-        el(
-            "button",
-            f"Forget {_count(len(plan.event_ids), 'event')} and {_count(len(plan.memory_ids), 'memory', 'memories')}",
-            type="submit",
-            id="confirm-forget",
-            class_="danger",
-        ),
+        el("button", label, type="submit", id="confirm-forget", class_="danger"),
+        second,
         method="post",
         action="/forget",
         class_="change",
     )
+
+
+def _still_said(db: Database, scope: Scope, plan: Preview) -> object:
+    """The records that still hold the forgotten text's rare words (kept unless the second button is used)."""
+    events = _event_rows(db, scope, tuple(i for i in plan.still_said_by if not i.startswith(MEMORY_PREFIX)))
+    found = _memory_rows(db, scope, tuple(i for i in plan.still_said_by if i.startswith(MEMORY_PREFIX)))
+    return join(
+        el("h2", f"Still said by ({len(events) + len(found)}): other records holding its rare words or numbers"),
+        el("p", "They stay unless you forget them too (the second button below).", class_="muted"),
+        table(["event", "kind", "from", "characters", "text"], events, id="still-said-events") if events else "",
+        table(["memory", "kind", "basis", "content"], found, id="still-said-memories") if found else "",
+    )
+
+
+def forget_preview(request: Request) -> HTMLResponse:
+    """Exactly what forgetting a record deletes and which checkpoints it invalidates, with a confirm button;
+    the records that still say it, with a second button that forgets them too."""
+    scope = scope_of(request.query_params)
+    record_id = required(request, "id")
+    engine = request.app.state.engine
+    db = engine.db
+    with db.read():
+        plan = engine.forget_preview(scope, record_id)
+        wider = engine.forget_preview(scope, record_id, also=True) if plan.still_said_by else None
+        event_rows = _event_rows(db, scope, plan.event_ids)
+        memory_rows = _memory_rows(db, scope, plan.memory_ids)
+        still = _still_said(db, scope, plan) if plan.still_said_by else ""
+    stays = [[memory_link(scope, m), event_link(scope, e)] for m, e in plan.requoted]
     body = join(
         el(
             "p",
@@ -156,17 +191,24 @@ def forget_preview(request: Request) -> HTMLResponse:
         ),
         el("h2", f"Events ({len(event_rows)}): the source event and every connected correction"),
         table(["event", "kind", "from", "characters", "text"], event_rows, id="forget-events"),
-        el("h2", f"Memories ({len(memory_rows)}) derived from them"),
+        el("h2", f"Memories ({len(memory_rows)}) made from them"),
         table(["memory", "kind", "basis", "content"], memory_rows, id="forget-memories")
         if memory_rows
         else el("p", "None.", class_="muted"),
+        join(
+            el("h2", f"Memories that stay ({len(stays)}): another event states them too, and they are quoted from it"),
+            table(["memory", "now quoted from"], stays, id="forget-requoted"),
+        )
+        if stays
+        else "",
         el(
             "h2",
             f"Checkpoints invalidated ({len(plan.checkpoint_ids)}):"
             " every valid one of this scope, its saved state erased",
         ),
         el("p", ", ".join(plan.checkpoint_ids) or "none"),
-        confirm,
+        still,
+        _confirm(request, scope, plan, wider),
         el("p", el("a", "Cancel", href=url("/scope", **scope_params(scope)))),
     )
     return html(f"Forget {record_id}?", body, nav=scope_nav(scope))
@@ -174,18 +216,23 @@ def forget_preview(request: Request) -> HTMLResponse:
 
 async def forget_record(request: Request) -> HTMLResponse:
     """memory_forget after its preview: deletes only what the preview showed; shows the tool's result fields."""
-    form = await read_form(request, ("persona", "project", "id"), ("events", "memories"))
+    optional = ("events", "memories", "also", "also_events", "also_memories")
+    form = await read_form(request, ("persona", "project", "id"), optional)
     scope = scope_of(form)
-    if not form.get("events"):
+    also = bool(form.get("also"))
+    events, memory_ids = (
+        (form.get("also_events"), form.get("also_memories")) if also else (form.get("events"), form.get("memories"))
+    )
+    if not events:
         raise InvalidArgument("the form lacks the previewed events: open the forget preview and confirm there")
     expected = Preview(
         record_id=form["id"],
-        event_ids=tuple(form["events"].split("\n")),
-        memory_ids=tuple(i for i in form.get("memories", "").split("\n") if i),
+        event_ids=tuple(events.split("\n")),
+        memory_ids=tuple(i for i in (memory_ids or "").split("\n") if i),
         checkpoint_ids=(),
     )
     engine = request.app.state.engine
-    result = await run_in_threadpool(engine.forget, scope, form["id"], expected)
+    result = await run_in_threadpool(lambda: engine.forget(scope, form["id"], expected, also=also))
     warnings = result.warnings
     return _done(
         f"Forgot {form['id']}",
@@ -194,10 +241,15 @@ async def forget_record(request: Request) -> HTMLResponse:
             ("deleted_event_ids", ", ".join(result.deleted_event_ids)),
             ("deleted_memory_ids", ", ".join(result.deleted_memory_ids) or "none"),
             ("invalidated_checkpoints", result.invalidated_checkpoints),
+            ("still_said_by", _ids(scope, result.still_said_by, _record_link)),
             ("warnings", "; ".join(warnings) or "none"),
         ],
         el("a", "Back to the timeline", href=url("/scope", **scope_params(scope))),
     )
+
+
+def _record_link(scope: Scope, record_id: str) -> object:
+    return memory_link(scope, record_id) if record_id.startswith(MEMORY_PREFIX) else event_link(scope, record_id)
 
 
 async def set_persona(request: Request) -> HTMLResponse:

@@ -495,7 +495,7 @@ def test_a_kill_while_a_new_archive_is_created_leaves_one_the_next_start_complet
     report(f"crash safety (archive creation, {backend})", attempts=20, kills_during_creation=killed, broken_archives=0)
 
 
-# -- kills during background extraction (issue 15) -------------------------------------------------
+# -- kills during background extraction ----------------------------------------------------------
 
 
 def background_round(db: str, env: dict[str, str], log: Path, rng: random.Random, victim: Victim,

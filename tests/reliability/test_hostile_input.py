@@ -229,6 +229,7 @@ def valid(field: str, known: Known, bad: st.SearchStrategy[Any]) -> st.SearchStr
         "as_of": st.sampled_from(TIMESTAMPS),
         "valid_at": st.sampled_from(TIMESTAMPS),
         "include_history": st.booleans(),
+        "also": st.booleans(),
         "detail": st.sampled_from(["auto", "gist", "detailed"]),
         "search_mode": st.sampled_from(["fast", "semantic", "deep"]),
         "cue_key": st.sampled_from(known.cue_keys),
@@ -413,6 +414,7 @@ def placed(args: dict[str, Any], field: tuple[str, ...], value: Any) -> dict[str
     return {**args, "state": {**args["state"], inner: [value] if inner == "completed" else value}}
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("tool", TOOLS)
 def test_every_hostile_string_in_every_field_gets_a_result_or_a_coded_error(
     archive_target: str, tool: str, tally: Tally

@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from ...archive import events, fulltext, memories, timeline
+from ...archive import events, fulltext, memories, sources, timeline
 from ...archive.db import Row, placeholders
 from ...errors import InvalidArgument
 from ...records import Cue
@@ -158,6 +158,8 @@ _AFTER_HASH = operator.itemgetter(*events.COLUMNS[_FLAG + 3 :])
 
 
 _MEMORY_COLUMNS = [c for c in memories.COLUMNS if c not in ("event_sequence", "known_from")]
+_ROWID_OF = "SELECT memory_id, id, persona_id, project_id FROM memories WHERE memory_id IN ({})"
+_EVENTS_OF = "SELECT event_id, sequence, text, persona_id, project_id FROM events WHERE event_id IN ({})"
 
 
 class _Memories:
@@ -186,11 +188,33 @@ class _Memories:
         if not self.accepted:
             return
         rows = [{**{c: r[c] for c in _MEMORY_COLUMNS}, "event_sequence": e["sequence"]} for r, _, e in self.accepted]
-        memories.write_many(self.conn, rows, [e["source"] for _, _, e in self.accepted])
+        rowids = memories.write_many(self.conn, rows, [e["source"] for _, _, e in self.accepted])
         for r, number, _ in self.accepted:
             timeline.stage_link(
                 self.conn, r["memory_id"], number, (r["supersedes"], r["superseded_by"], r["replaced_by"])
             )
+        _write_sources(self.conn, [(rowid, r) for rowid, (r, _, _) in zip(rowids, self.accepted, strict=True)])
+
+
+def _write_sources(conn: Any, written: Sequence[tuple[int, dict[str, Any]]]) -> None:
+    """The provenance of new memories (archive/sources.py): events and memories of their scope that are
+    in the archive or earlier in the file; any other is left out (a filtered export, a forget)."""
+    given = [(rowid, r) for rowid, r in written if r["sources"]]
+    event_ids = sorted({e["event_id"] for _, r in given for e in r["sources"]["events"]})
+    memory_ids = sorted({m for _, r in given for m in r["sources"]["memories"]})
+    found = {row["event_id"]: row for row in conn.execute(_EVENTS_OF.format(placeholders(event_ids)), event_ids)}
+    shown = {row["memory_id"]: row for row in conn.execute(_ROWID_OF.format(placeholders(memory_ids)), memory_ids)}
+    for rowid, r in given:
+        scope = (r["persona_id"], r["project_id"])
+        refs = [(found[e["event_id"]], e["quote"]) for e in r["sources"]["events"] if e["event_id"] in found]
+        refs = [(row, quote) for row, quote in refs if (row["persona_id"], row["project_id"]) == scope]
+        for row, quote in refs:
+            if quote is not None:
+                sources.add_quote(conn, rowid, row["sequence"], row["text"], quote)
+        listed = [shown[m] for m in r["sources"]["memories"] if m in shown]
+        events_shown = tuple(row["sequence"] for row, quote in refs if quote is None)
+        memories_shown = tuple(row["id"] for row in listed if (row["persona_id"], row["project_id"]) == scope)
+        sources.record_shown(conn, rowid, sources.Shown(events_shown, memories_shown))
 
 
 _WRITERS: dict[str, type[_Writer]] = {"event": _Events, "memory": _Memories}

@@ -7,10 +7,11 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ...archive import checkpoints, personas, timeline
+from ...archive import checkpoints, personas, timeline, tombstones
 from ...archive.backend import backend_of
 from ...archive.db import Database, Row
 from ...errors import ImportConflicts, InvalidArgument
+from ...lifecycle.forget import INVALIDATED as FORGET_REASON
 from ...records import ImportReport, PersonaVersion
 from .batches import ID_FIELDS, Batch
 from .spec import (
@@ -26,6 +27,16 @@ from .spec import (
     to_record,
 )
 
+# The IDs that tie a record to what a forget took.
+_FORGOTTEN_BY = {
+    "event": ("event_id",),
+    "memory": ("memory_id", "event_id"),
+    "correction": ("event_id",),
+    "checkpoint": ("covered_event_id",),
+}
+_LINKS = ("supersedes", "superseded_by", "replaced_by")
+_TIMELINE = ("status", "valid_to", "supersedes", "superseded_by", "revoked_at", "revoke_reason", "replaced_by")
+
 
 class _Rollback(Exception):
     """Unwinds the import transaction after a dry run or a conflict."""
@@ -39,6 +50,9 @@ class _Importer:
         self.seen: Counter[str] = Counter()
         self.added: Counter[str] = Counter()
         self.unchanged: Counter[str] = Counter()
+        self.forgotten: Counter[str] = Counter()
+        self.is_forgotten = tombstones.matcher(conn)
+        self.unlinked: set[str] = set()  # memories whose links named a forgotten memory
         self.conflicts: list[str] = []
         self.conflict_count = 0
         self.batch = Batch(self)
@@ -69,6 +83,10 @@ class _Importer:
                 self.batch.flush()  # a problem with an earlier record is reported first, as it was found first
                 raise
             self.seen[valid["type"]] += 1
+            if self._forgotten(valid):
+                self.forgotten[valid["type"]] += 1
+                continue
+            valid = self._unlink_forgotten(valid)
             if not self.batch.take(valid, number):
                 self._apply(valid, number)
         self.batch.flush()
@@ -84,10 +102,26 @@ class _Importer:
         if end.get("records") != seen:
             raise InvalidArgument(f"the end line announces {end.get('records')} records but the file holds {seen}")
 
+    def _forgotten(self, record: dict[str, Any]) -> bool:
+        """Whether the record is, or belongs to, what memory_forget took (its tombstone): never stored again."""
+        return any(self.is_forgotten(record[field]) for field in _FORGOTTEN_BY.get(record["type"], ()))
+
+    def _unlink_forgotten(self, record: dict[str, Any]) -> dict[str, Any]:
+        """A memory linked to a forgotten memory: the link is dropped, and its timeline is the archive's
+        (the forget re-linked it after the export was written)."""
+        if record["type"] != "memory":
+            return record
+        links = {field: None for field in _LINKS if record[field] is not None and self.is_forgotten(record[field])}
+        if not links:
+            return record
+        self.unlinked.add(record["memory_id"])
+        return {**record, **links}
+
     def report(self, *, dry_run: bool) -> ImportReport:
         return ImportReport(
             added={kind: self.added[kind] for kind in TYPES},
             unchanged={kind: self.unchanged[kind] for kind in TYPES},
+            forgotten={kind: self.forgotten[kind] for kind in TYPES if self.forgotten[kind]},
             conflicts=tuple(self.conflicts),
             conflict_count=self.conflict_count,
             dry_run=dry_run,
@@ -108,14 +142,28 @@ class _Importer:
         """Count a record found in the archive as unchanged, or list it as a conflict."""
         kind = record["type"]
         local = to_record(kind, row)
-        ignored = EVENT_BOOKKEEPING if kind == "event" else DERIVED_FIELDS
-        differs = [field for field in SPECS[kind] if field not in ignored and local[field] != record[field]]
+        differs = [
+            field
+            for field in SPECS[kind]
+            if field not in self._ignored(record, local) and local[field] != record[field]
+        ]
         if not differs:
             self.unchanged[kind] += 1
             return
         keys = (record["persona_id"], record["version"]) if kind == "persona_version" else (record[ID_FIELDS[kind]],)
         name = " v".join(str(key) for key in keys)
         self.conflict(f"line {number}: {kind} {name!r} differs from the archive in {', '.join(differs)}")
+
+    def _ignored(self, record: dict[str, Any], local: dict[str, Any]) -> tuple[str, ...]:
+        """Fields not compared: bookkeeping, and what a forget changed after the file was written."""
+        kind = record["type"]
+        if kind == "event":
+            return EVENT_BOOKKEEPING
+        if kind == "memory" and record["memory_id"] in self.unlinked:
+            return (*DERIVED_FIELDS, *_TIMELINE)
+        if kind == "checkpoint" and local["invalidated_reason"] == FORGET_REASON and record["invalidated_at"] is None:
+            return ("covered_event_id", "invalidated_at", "invalidated_reason", "state")
+        return DERIVED_FIELDS
 
     def _insert(self, record: dict[str, Any], number: int) -> None:
         try:

@@ -94,6 +94,26 @@ def _cues(value: Any, field: str) -> list[dict[str, Any]]:
     return [cue.as_dict() for cue in events.parse_cues(value)]
 
 
+def _sources(value: Any, field: str) -> dict[str, Any] | None:
+    """A memory's provenance beyond its own event (archive/sources.py): events that state it (with the
+    quote) or were shown to its extractor (quote null), and the memories its extractor was shown."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or set(value) != {"events", "memories"}:
+        raise InvalidArgument(f'{field} must be null or {{"events": [...], "memories": [...]}}')
+    events, memory_ids = value["events"], value["memories"]
+    if not isinstance(events, list) or not isinstance(memory_ids, list) or len(events) + len(memory_ids) > 1_000:
+        raise InvalidArgument(f"{field}.events and {field}.memories must be lists (at most 1,000 entries)")
+    checked = []
+    for event in events:
+        if not isinstance(event, dict) or set(event) != {"event_id", "quote"}:
+            raise InvalidArgument(f'{field}.events holds {{"event_id": ..., "quote": ... or null}} objects')
+        quote = None if event["quote"] is None else validate.text(event["quote"], f"{field}.quote", 4_000)
+        checked.append({"event_id": validate.identifier(event["event_id"], f"{field}.event_id", 256), "quote": quote})
+    shown = [validate.identifier(memory_id, f"{field}.memories", 256) for memory_id in memory_ids]
+    return {"events": checked, "memories": shown}
+
+
 def _state(value: Any, field: str) -> dict[str, Any] | None:
     return None if value is None else checkpoints.parse_state(value).as_dict()
 
@@ -110,6 +130,7 @@ _VERSION = Rule(
 )
 _CUES = Rule(_cues, lambda value: type(value) is list and not value)
 _STATE = Rule(_state, lambda value: value is None)
+_SOURCES = Rule(_sources, lambda value: value is None)
 ID, SCOPE = _ident(256), {"persona_id": _PERSONA, "project_id": _ident(), "session_id": _ident()}
 LONG = _text(20_000, allow_empty=True)
 DERIVED = _text(validate.MAX_DERIVED_CHARS)
@@ -158,6 +179,7 @@ SPECS: dict[str, dict[str, Rule]] = {
         "quote": DERIVED,
         "gist": _optional(_text(validate.MAX_DERIVED_CHARS, allow_empty=True)),
         "extractor": _optional(ID),
+        "sources": _SOURCES,
     },
     "correction": {"event_id": ID, "original_memory_id": ID, "reason": DERIVED},
     "checkpoint": {
@@ -173,7 +195,18 @@ SPECS: dict[str, dict[str, Rule]] = {
 # Fields that are local bookkeeping of an event, not its payload: an event already in the archive
 # is "the same" when everything else matches (as for a memory_record retry).
 EVENT_BOOKKEEPING = ("occurred_at_given", "recorded_at", "extraction_state", "extraction_error")
-DERIVED_FIELDS = ("status",)
+# Provenance grows after a memory is made (an event states it again): compared never, written for new memories.
+DERIVED_FIELDS = ("status", "sources")
+
+
+# A memory's provenance (archive/sources.py) as two JSON lists beside its row.
+_SOURCES_SQL = """
+  (SELECT json_group_array(json_object('event_id', se.event_id, 'quote', CASE WHEN s.quote_start IS NULL THEN NULL
+     ELSE substr(se.text, CAST(s.quote_start AS INTEGER) + 1, CAST(s.quote_length AS INTEGER)) END)
+     ORDER BY s.event_sequence)
+     FROM memory_sources s JOIN events se ON se.sequence = s.event_sequence WHERE s.memory_id = m.id) AS source_events,
+  (SELECT json_group_array(json_object('id', sm.memory_id) ORDER BY sm.id)
+     FROM memory_shown h JOIN memories sm ON sm.id = h.shown_id WHERE h.memory_id = m.id) AS source_memories"""
 
 
 @dataclass(frozen=True)
@@ -208,7 +241,7 @@ SECTIONS = (
     ),
     Section(
         "memory",
-        memories.MEMORY_SELECT,
+        memories.MEMORY_SELECT.replace("\nFROM memories m", f",\n{_SOURCES_SQL}\nFROM memories m", 1),
         "FROM memories m",
         "m.",
         "ORDER BY m.id",
@@ -243,9 +276,15 @@ def to_record(kind: str, row: Row) -> dict[str, Any]:
         values["occurred_at_given"] = bool(values["occurred_at_given"])
     elif kind == "memory":
         values["status"] = memory_status(values["revoked_at"], values["valid_to"])
+        events = json.loads(values["source_events"], strict=False)
+        shown = [item["id"] for item in json.loads(values["source_memories"], strict=False)]
+        values["sources"] = {"events": events, "memories": shown} if events or shown else None
     elif kind == "checkpoint":
         values["state"] = None if values["state"] is None else json.loads(values["state"])
-    return {"type": kind, **{field: values[field] for field in SPECS[kind]}}
+    record = {"type": kind, **{field: values[field] for field in SPECS[kind]}}
+    if kind == "memory" and record["sources"] is None:
+        del record["sources"]  # a memory without provenance reads as a file of schema 11 wrote it
+    return record
 
 
 def line(record: Mapping[str, Any]) -> str:
@@ -269,7 +308,9 @@ def checked(record: dict[str, Any], number: int) -> dict[str, Any]:
     if rules is None:
         raise InvalidArgument(f"line {number}: unknown record type {kind!r:.60}; expected one of {', '.join(TYPES)}")
     if kind == "memory" and "extractor" not in record:
-        record = {**record, "extractor": None}  # a file written before schema 10 (issue 29)
+        record = {**record, "extractor": None}  # a file written before schema 10
+    if kind == "memory" and "sources" not in record:
+        record = {**record, "sources": None}  # a file written before schema 12
     if record.keys() != _KEYS[kind]:
         fields, spec = record.keys() - {"type"}, set(SPECS[kind])
         detail = f"missing {sorted(spec - fields)}" if spec - fields else f"unknown {sorted(fields - spec)}"

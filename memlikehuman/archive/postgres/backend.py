@@ -68,6 +68,10 @@ class PostgresBackend:
         rowids, params = pg_fulltext.containing_all("memories_fts", 0, content)
         return f"SELECT m.id, m.content FROM memories m WHERE m.id IN ({rowids})", params
 
+    def fulltext_matching(self, table: str, word: str, column: int) -> tuple[str, str, dict[str, Any]]:
+        terms = pg_fulltext.tokens(table, word, query=True) or [""]
+        return f"{table}_terms f", "f.term = :fm_term AND f.col = :fm_col", {"fm_term": terms[0], "fm_col": column}
+
     # -- rows ----------------------------------------------------------------------------------------
 
     def insert_events(self, conn: Any, insert_sql: str, names: str, rows: Sequence[Sequence[Any]]) -> list[int]:
@@ -93,6 +97,9 @@ class PostgresBackend:
     def scrub(self, db: Any, gone: Any) -> bool:
         """VACUUM what the forget deleted from (scrub.PgCleanup)."""
         return scrub.vacuum(db)
+
+    def leftovers(self, db: Any, is_forgotten: Callable[[str], bool]) -> tuple[int, int] | None:
+        return None  # the server's files are not ours to read (docs/reliability.md, PostgreSQL)
 
     def sizes(self, db: Any) -> tuple[int, int, int]:
         return int(db.scalar("SELECT pg_database_size(current_database())")), 0, 0  # no WAL or free list of its own

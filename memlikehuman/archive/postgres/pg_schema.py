@@ -304,7 +304,7 @@ def p001_create_archive(conn: Any) -> None:
 
 @migration
 def p002_alias_evidence(conn: Any) -> None:
-    # SQLite's m009 (speaker aliases, issue 20): the evidence rows, and the events still to be read.
+    # SQLite's m009 (speaker aliases): the evidence rows, and the events still to be read.
     conn.script(
         """
 CREATE TABLE alias_evidence (
@@ -326,8 +326,9 @@ INSERT INTO alias_backfill (done, upto) SELECT 0, sequence FROM events ORDER BY 
 
 @migration
 def p003_memory_extractor(conn: Any) -> None:
-    # SQLite's m010 (issue 29): who made each memory; NULL for memories made before it.
-    conn.execute("ALTER TABLE memories ADD COLUMN extractor text COLLATE \"C\"")
+    # SQLite's m010: who made each memory; NULL for memories made before it.
+    # (the quotes as released: a frozen migration's tokens are hashed)
+    conn.execute("ALTER TABLE memories ADD COLUMN extractor text COLLATE \"C\"")  # fmt: skip
 
 
 @migration
@@ -348,6 +349,35 @@ CREATE TABLE repeats (
     PRIMARY KEY (memory_id, event_sequence)
 );
 CREATE INDEX repeats_by_event ON repeats (event_sequence);
+"""
+    )
+
+
+@migration
+def p005_memory_sources_and_tombstones(conn: Any) -> None:
+    # SQLite's m012: provenance (further stating events, what the extraction prompt showed) in place
+    # of the repeats, whose rows move here; the tombstones of forgotten IDs and the key of their digests.
+    conn.script(
+        """
+CREATE TABLE memory_sources (
+    memory_id      bigint NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+    event_sequence bigint NOT NULL REFERENCES events(sequence) ON DELETE CASCADE,
+    quote_start    bigint,
+    quote_length   bigint,
+    PRIMARY KEY (memory_id, event_sequence)
+);
+CREATE INDEX memory_sources_by_event ON memory_sources (event_sequence);
+CREATE TABLE memory_shown (
+    memory_id bigint NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+    shown_id  bigint NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+    PRIMARY KEY (memory_id, shown_id)
+);
+CREATE INDEX memory_shown_by_shown ON memory_shown (shown_id);
+INSERT INTO memory_sources (memory_id, event_sequence, quote_start, quote_length)
+    SELECT memory_id, event_sequence, quote_start, quote_length FROM repeats;
+DROP TABLE repeats;
+CREATE TABLE tombstones (digest text COLLATE "C" PRIMARY KEY);
+CREATE TABLE archive_meta (name text COLLATE "C" PRIMARY KEY, value text COLLATE "C" NOT NULL);
 """
     )
 

@@ -87,6 +87,12 @@ class SqliteBackend:
         # SQLite reads an FTS5 query as a C string: a NUL would end it inside the phrase's quotes.
         return sql, ['content : "' + content.replace('"', '""').replace("\x00", " ") + '"']
 
+    def fulltext_matching(self, table: str, word: str, column: int) -> tuple[str, str, dict[str, Any]]:
+        """Rows whose column (by position) holds the word: (FROM item aliased f, condition, parameters)."""
+        name = _COLUMN_NAMES[table][column]
+        match = f'{name} : "' + word.replace('"', '""').replace("\x00", " ") + '"'
+        return f"{table} f", f"{table} MATCH :fm_match", {"fm_match": match}
+
     # -- rows ----------------------------------------------------------------------------------------
 
     def insert_events(self, conn: Any, insert_sql: str, names: str, rows: Sequence[Sequence[Any]]) -> list[int]:
@@ -131,6 +137,12 @@ class SqliteBackend:
 
         return scrub.scrub(db) and scrub.rewrite_stale_pages(db, gone)
 
+    def leftovers(self, db: Any, is_forgotten: Callable[[str], bool]) -> tuple[int, int] | None:
+        """Copies of forgotten rows in the file and its WAL (leftovers.py): (main, wal)."""
+        from . import leftovers  # only the doctor asks
+
+        return (0, 0) if str(db.path) == ":memory:" else leftovers.count(db.path, is_forgotten)
+
     def sizes(self, db: Any) -> tuple[int, int, int]:
         free = int(db.scalar("PRAGMA freelist_count")) * int(db.scalar("PRAGMA page_size"))
         return _size(str(db.path)), _size(f"{db.path}-wal"), free
@@ -168,6 +180,14 @@ class SqliteBackend:
             finally:
                 if db.conn.get_autocommit():  # a transaction left open by a failure: the setting stays
                     db.conn.execute(f"PRAGMA temp_store={before}")
+
+
+_COLUMN_NAMES = {
+    "events_fts": ("text", "attribution", "context"),
+    "events_ngrams": ("text", "attribution", "context"),
+    "memories_fts": ("content", "attribution"),
+    "memories_ngrams": ("content", "attribution"),
+}
 
 
 def match_expression(words: Sequence[str]) -> str | None:

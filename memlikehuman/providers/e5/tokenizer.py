@@ -6,7 +6,7 @@ matched only where its UTF-8 bytes fit the longest piece, an unknown single char
 lowest piece score minus 10 and is never fused with its neighbours. Plain Python over one dict of
 the 250,002 pieces (~30 MB): Hugging Face's `tokenizers` ran the same Viterbi 10x faster but held
 ~250 MB for this vocabulary, in a server that idles in the background of every host. Checked against
-the C engine's token counts (tests/test_embedder_engines.py) and IDs (docs/design.md, issue 31).
+the C engine's token counts (tests/test_embedder_engines.py) and IDs (docs/decisions/2026-12-04-e5-on-onnxruntime.md).
 
 No piece holds U+2581 anywhere but first, so every space starts a piece and the best segmentation of
 a text is the best segmentations of its words side by side: words are segmented once and cached
