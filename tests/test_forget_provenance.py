@@ -164,6 +164,16 @@ def test_a_word_another_source_holds_keeps_the_memory_a_shown_memory_or_the_spea
     assert status(client, str(liked)) == "current"
 
 
+def test_a_word_other_turns_of_the_scope_say_too_is_no_trace_of_the_forgotten_one(client, db_path):
+    record(client, "e0", "Remember: I said the build must stay green.")
+    record(client, "e1", "I like tea.")
+    tea = made(db_path, "e1", "The user said they like tea", quote="I like tea", shown_events=("e0",))
+    record(client, "e2", "Ben said hello to everyone.", session_id="other")
+    # "said" is the extractor's phrasing here, and another turn of the scope says it too.
+    assert client.ok("memory_forget", record_id="e0")["deleted_memory_ids"] == []
+    assert status(client, str(tea)) == "current"
+
+
 def test_a_memory_whose_making_was_not_shown_the_event_is_not_taken_whatever_it_says(client, db_path):
     record(client, "e1", "Ich habe eine Katze aus Sansibar.")
     record(client, "e2", "Ich plane eine Reise.", session_id="later")

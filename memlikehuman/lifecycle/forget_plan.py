@@ -14,9 +14,11 @@ memories it is told to take alone, it follows three rules until nothing more goe
    the prompt listed) goes when it holds a word that only what goes said: a word of its content,
    gist or subject (archive/terms.py: cut as the full-text index cuts it, no function word) that
    a shown source that goes holds, that an event that goes said (a memory's own phrasing, "The
-   user", "Der Nutzer", is the extractor's), and that none of the sources left holds: the events
-   that state it (with their speaker and date, which the prompt showed) and the other events and
-   memories it was shown. Its event stays.
+   user", "Der Nutzer", is the extractor's), that none of the sources left holds (the events
+   that state it, with their speaker and date, which the prompt showed, and the other events and
+   memories it was shown), and that no other event of the scope that stays holds (the full-text
+   index finds it in none: a word other turns say too, like an extractor's "said" or "prefers", is
+   no trace of what goes). Its event stays.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from typing import Any
 from ..archive import sources, terms
 from ..archive.db import placeholders
 from ..archive.sources import Quote
+from ..records import Scope
+from . import still_said
 
 
 @dataclass(frozen=True)
@@ -171,7 +175,20 @@ class _State:
         if not candidates:
             return False
         held = terms.all_terms(text for key in known if not self._goes(key) for text in self._text(*key))
-        return bool(candidates - held)
+        return any(not self._said_elsewhere(memory, word) for word in self._words(own, candidates - held))
+
+    def _words(self, texts: list[str], chosen: frozenset[str]) -> list[terms.Word]:
+        return [w for text in texts for w in terms.words(text) if f"{w.index}:{w.term}" in chosen]
+
+    def _said_elsewhere(self, memory: int, word: terms.Word) -> bool:
+        """Whether an event of the memory's scope that stays holds the word (the archive's index finds it):
+        then it is not only what goes that said it ("said", "prefers": the extractor's phrasing). The
+        memory's own corrections do not count: they restate it, and go with it."""
+        row = self.conn.execute("SELECT persona_id, project_id FROM memories WHERE id = ?", (memory,)).fetchone()
+        scope = Scope(row["persona_id"], row["project_id"])
+        own = self.conn.execute("SELECT event_sequence FROM corrections WHERE original_id = ?", (memory,)).fetchall()
+        going = set(self.events) | {r["event_sequence"] for r in own}
+        return bool(still_said.holders(self.conn, scope, "event", word, going))
 
     def _said(self) -> frozenset[str]:
         """The words of the events that go (their text, speaker and date), read once per event."""

@@ -40,10 +40,10 @@ def named(
     going = {"event": set(going_events), "memory": set(going_memories)}
     found: dict[str, set[tuple[int, str]]] = {"event": set(), "memory": set()}
     for word in distinctive(texts):
-        events = _holders(conn, scope, "event", word, going["event"])
+        events = holders(conn, scope, "event", word, going["event"])
         if len(events) > RARE:
             continue  # common among the events already: the memories need not be asked
-        memories = _holders(conn, scope, "memory", word, going["memory"])
+        memories = holders(conn, scope, "memory", word, going["memory"])
         if len(events) + len(memories) <= RARE:
             found["event"].update(events)
             found["memory"].update(memories)
@@ -61,7 +61,7 @@ def distinctive(texts: Iterable[str]) -> list[terms.Word]:
     return sorted(words.values(), key=lambda w: (-len(w.surface), w.term))[:MAX_WORDS]
 
 
-def _holders(conn: Any, scope: Scope, kind: str, word: terms.Word, going: set[int]) -> list[tuple[int, str]]:
+def holders(conn: Any, scope: Scope, kind: str, word: terms.Word, going: set[int]) -> list[tuple[int, str]]:
     """Up to RARE + 1 records of the kind in the scope, not going, whose text (content) holds the word."""
     table, key, record_id = _RECORDS[kind]
     source, condition, params = backend_of(conn).fulltext_matching(_TABLES[(kind, word.index)], word.surface, 0)
