@@ -200,6 +200,9 @@ def report(
     floors: list[float] = []
     labels: dict[str, int] = defaultdict(int)
     state.injected_path(db).unlink(missing_ok=True)  # what earlier runs injected is no session's of this one
+    # A kept archive holds the tombstones of an earlier run's forgotten prompts, which would keep the same
+    # prompts of the same sessions out: each run drops them first.
+    engine.drop_tombstones()
     for n, q in enumerate(questions):
         session = f"bench-{run}-{n}"
         injected, chars, label, wall = ask_hook(db, q, session, extra, script)
@@ -221,7 +224,7 @@ def server(db: Path, script: Path = SCRIPT) -> Iterator[subprocess.Popen[bytes]]
         target = prompt_context.target(config.load(db, env=ENV))
         probe = {"op": "inject", "persona_id": "default", "project_id": "coding", "query": "warm up the model"}
         deadline = time.monotonic() + 120
-        while channel.ask(target, probe, 5.0) is None:
+        while not _answers(script, target, probe):
             if time.monotonic() > deadline or process.poll() is not None:
                 raise SystemExit("memlikehuman serve did not answer on its socket")
             time.sleep(0.5)
@@ -229,6 +232,19 @@ def server(db: Path, script: Path = SCRIPT) -> Iterator[subprocess.Popen[bytes]]
     finally:
         process.terminate()
         process.wait(30)
+
+
+def _answers(script: Path, target: str, probe: dict[str, object]) -> bool:
+    """Whether a server of the archive answers the probe, asked by the hook code of `script`'s install (an
+    older revision keeps its sockets elsewhere, so this checkout's channel would not find them)."""
+    if script == SCRIPT:
+        return channel.ask(target, probe, 5.0) is not None
+    code = "import json, sys; from memlikehuman.hosts import channel;"
+    code += " print(channel.ask(sys.argv[1], json.loads(sys.argv[2]), 5.0) is not None)"
+    asked = subprocess.run(
+        [str(script.parent / "python"), "-c", code, target, json.dumps(probe)], capture_output=True, text=True
+    )
+    return asked.stdout.strip() == "True"
 
 
 def rows_of(name: str, result: dict[str, object]) -> list[list[object]]:
