@@ -386,13 +386,14 @@ def score(
 
 
 def worth(
-    results: dict[str, list[list[float]]], items: dict[str, list[Item]], variant: Variant
+    results: dict[str, list[list[float]]], items: dict[str, list[Item]], variant: Variant, k: int = 1
 ) -> dict[tuple[str, str], float]:
-    """Defaults minus the variant, R@10 in points, per (group, mode): > 0 when what it removes helps."""
+    """Defaults minus the variant, R@10 (k=1) or R@1 (k=0) in points, per (group, mode): > 0 when what it
+    removes helps."""
     base = "alternatives: defaults" if variant.alternatives else "defaults"
     return {
         (group, mode): 100
-        * (score(results, items, base, mode, group) - score(results, items, variant.name, mode, group))
+        * (score(results, items, base, mode, group, k) - score(results, items, variant.name, mode, group, k))
         for group in GROUPS
         for mode in MODES
     }
@@ -426,18 +427,6 @@ REMOVED = {
 }
 
 
-def worth_k(
-    results: dict[str, list[list[float]]], items: dict[str, list[Item]], variant: Variant, k: int
-) -> dict[tuple[str, str], float]:
-    base = "alternatives: defaults" if variant.alternatives else "defaults"
-    return {
-        (group, mode): 100
-        * (score(results, items, base, mode, group, k) - score(results, items, variant.name, mode, group, k))
-        for group in GROUPS
-        for mode in MODES
-    }
-
-
 def table(label: str, k: int = 1) -> str:
     """The ablation table of the saved results: R@10 (k=1, with the verdict) or R@1 (k=0) points each
     removal costs, per group and mode; every row that was run, also those of constants removed since."""
@@ -455,7 +444,7 @@ def table(label: str, k: int = 1) -> str:
             cells = [f"{100 * score(results, items, name, m, g, k):.1f}" for g in GROUPS for m in MODES]
             rows.append([f"**{name}** ({'R@10' if k else 'R@1'})", variant.layer, *cells] + ([""] if k else []))
             continue
-        w = worth_k(results, items, variant, k)
+        w = worth(results, items, variant, k)
         cells = [f"{w[(g, m)]:+.1f}" for g in GROUPS for m in MODES]
         rows.append([name, variant.layer, *cells] + ([verdict(w)] if k else []))
     return report.table(headers, rows)

@@ -106,21 +106,7 @@ def chat(out: Path = OUT, model: str = DEFAULT_MODEL) -> DataSet:
     if not db.exists():
         out.mkdir(parents=True, exist_ok=True)
         with Engine(settings(db, None)) as engine:
-            for conv in conversations:
-                for turn in conv.turns:
-                    cues = (
-                        [{"kind": "photo", "key": f"photo-{turn.id}", "label": turn.caption}] if turn.caption else None
-                    )
-                    engine.record(
-                        conv.scope,
-                        conv.event_id(turn.id),
-                        turn.text,
-                        role="user",
-                        source=turn.speaker,
-                        session_id=f"session_{turn.session}",
-                        occurred_at=turn.occurred_at,
-                        cues=cues,
-                    )
+            ingest(engine, conversations)  # chat_set.Conversation has the shape ingest reads
     _embedded(db, model)
     items = [
         Item(conv.scope, q.text, frozenset(conv.event_id(g) for g in q.gold), "chat", q.category, conv.name)

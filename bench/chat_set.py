@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from bench.conversation_recall import Turn  # the same turns as LoCoMo's, recorded by the same ingest
 from memlikehuman.records import Scope
 
 DIRECTORY = Path(__file__).resolve().parent / "chats"
@@ -29,16 +30,6 @@ PERSONA = "chat"
 CATEGORIES = ("instance", "judgement", "multi-session", "temporal", "direct")
 _LABELS = re.compile(r"\s*\{([\w,]+)\}\s*$")
 _PHOTO = re.compile(r"\s*\[photo: ([^\]]+)\]")
-
-
-@dataclass(frozen=True)
-class Turn:
-    id: str
-    speaker: str
-    text: str
-    caption: str | None
-    session: int
-    occurred_at: str
 
 
 @dataclass(frozen=True)

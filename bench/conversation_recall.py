@@ -568,7 +568,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         )
         if args.conversations:
             command += f" --conversations {args.conversations}"
-        section = f"locomo-alternatives-{args.alternatives}"
+        section = f"conversation-recall-alternatives-{args.alternatives}"
         if args.alternatives == "llm":
             command += f" --prompt {args.prompt}"
             if args.prompt != "question":  # the default keeps its section
@@ -577,7 +577,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         report.write_section(section, title, command, body)
     else:
         title = "LoCoMo evidence recall (categories 1-4)"
-        report.write_section("locomo", title, "python -m bench.conversation_recall", body)
+        report.write_section("conversation-recall", title, "python -m bench.conversation_recall", body)
 
 
 if __name__ == "__main__":

@@ -78,7 +78,7 @@ def main() -> None:
         choices=("sqlite", "postgres"),
         default=["sqlite"],
         help="archives to ask (postgres: a throwaway cluster, bench.pg_cluster); with both and all 10"
-        " conversations the plain rows go into the locomo-postgres section of docs/benchmarks.md",
+        " conversations the plain rows go into the conversation-recall-postgres section of docs/benchmarks.md",
     )
     args = parser.parse_args()
     conversations = load(args.data, args.conversations)
@@ -102,7 +102,7 @@ def main() -> None:
 
 
 def write_backends(found: dict[str, dict[str, Scores]], ingest_seconds: dict[str, float], n: int) -> None:
-    """The locomo-postgres section: the plain fast row on each backend, and their difference."""
+    """The conversation-recall-postgres section: the plain fast row on each backend, and their difference."""
     rows = [[f"memory_recall fast on {backend}", *_row_cells(rows["plain"])] for backend, rows in found.items()]
     gap = np.mean(found["PostgreSQL"]["plain"].recall[10]) - np.mean(found["SQLite"]["plain"].recall[10])
     headers = ["archive", "R@1", "R@5", "R@10"] + [f"R@10 {name} ({c})" for c, name in CATEGORIES.items()]
@@ -118,7 +118,8 @@ def write_backends(found: dict[str, dict[str, Scores]], ingest_seconds: dict[str
         f" end {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (a shared machine)"
     )
     command = "python -m bench.conversation_recall_fast --conversations 10 --plain-only --backends sqlite postgres"
-    report.write_section("locomo-postgres", "LoCoMo fast evidence recall: PostgreSQL beside SQLite", command, body)
+    title = "LoCoMo fast evidence recall: PostgreSQL beside SQLite"
+    report.write_section("conversation-recall-postgres", title, command, body)
 
 
 def _row_cells(scores: Scores) -> list[object]:

@@ -33,8 +33,9 @@ the current code says so under its heading, with the command that refreshes it.
 # under its prefix's area (PREFIXES), else under "Other".
 AREAS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Recall quality", (
-        "second-look", "locomo", "embedder-recall", "locomo-alternatives-llm", "locomo-alternatives-llm-feedback",
-        "locomo-alternatives-rule", "locomo-alternatives-aliases",
+        "second-look", "conversation-recall", "embedder-recall", "conversation-recall-alternatives-llm",
+        "conversation-recall-alternatives-llm-feedback", "conversation-recall-alternatives-rule",
+        "conversation-recall-alternatives-aliases",
     )),
     ("Recall latency", ("recall-latency", "scale", "scale-models", "vectors-scale", "vector-refresh")),
     ("Record, forget, resume, export", ("record", "forget", "resume", "portability")),
@@ -42,12 +43,13 @@ AREAS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Injection", ("injection",)),
     ("Extraction", ("record-extracting", "extraction", "sampling", "sampling-schema")),
     ("Embedding", ("embedding",)),
-    ("PostgreSQL", ("postgres", "locomo-postgres", "forget-postgres-10000", "forget-postgres-100000")),
+    ("PostgreSQL", ("postgres", "conversation-recall-postgres", "forget-postgres-10000", "forget-postgres-100000")),
     ("UI", ("ui",)),
     ("Multilingual", ("multilingual",)),
 )  # fmt: skip
 PREFIXES = {
-    "ablation": "Recall quality", "forget-postgres": "PostgreSQL", "locomo": "Recall quality", "sampling": "Extraction",
+    "ablation": "Recall quality", "forget-postgres": "PostgreSQL", "conversation-recall": "Recall quality",
+    "sampling": "Extraction",
 }  # fmt: skip
 OTHER = "Other"
 

@@ -175,20 +175,21 @@ class _State:
         if not candidates:
             return False
         held = terms.all_terms(text for key in known if not self._goes(key) for text in self._text(*key))
-        return any(not self._said_elsewhere(memory, word) for word in self._words(own, candidates - held))
+        only = candidates - held
+        if not only:
+            return False
+        words = [w for text in own for w in terms.words(text) if f"{w.index}:{w.term}" in only]
+        return not all(self._said_elsewhere(memory, words))
 
-    def _words(self, texts: list[str], chosen: frozenset[str]) -> list[terms.Word]:
-        return [w for text in texts for w in terms.words(text) if f"{w.index}:{w.term}" in chosen]
-
-    def _said_elsewhere(self, memory: int, word: terms.Word) -> bool:
-        """Whether an event of the memory's scope that stays holds the word (the archive's index finds it):
-        then it is not only what goes that said it ("said", "prefers": the extractor's phrasing). The
-        memory's own corrections do not count: they restate it, and go with it."""
+    def _said_elsewhere(self, memory: int, words: list[terms.Word]) -> Iterable[bool]:
+        """For each word, whether an event of the memory's scope that stays holds it (the archive's index
+        finds it): then it is not only what goes that said it ("said", "prefers": the extractor's phrasing).
+        The memory's own corrections do not count: they restate it, and go with it."""
         row = self.conn.execute("SELECT persona_id, project_id FROM memories WHERE id = ?", (memory,)).fetchone()
         scope = Scope(row["persona_id"], row["project_id"])
         own = self.conn.execute("SELECT event_sequence FROM corrections WHERE original_id = ?", (memory,)).fetchall()
         going = set(self.events) | {r["event_sequence"] for r in own}
-        return bool(still_said.holders(self.conn, scope, "event", word, going))
+        return (bool(still_said.holders(self.conn, scope, "event", word, going)) for word in words)
 
     def _said(self) -> frozenset[str]:
         """The words of the events that go (their text, speaker and date), read once per event."""
