@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "memlikehuman"
@@ -26,7 +28,8 @@ EDGE_MAY_IMPORT = {
 # The browser UI still reads the archive for its list pages (timeline, checkpoints, counts): read-only
 # SQL through these modules. Tables are written only through the facade (tests below).
 UI_READS = {
-    "archive.db", "archive.memories", "archive.checkpoints", "admin.stats", "sessions.context", "retrieval.recall",
+    "archive.connection", "archive.memories", "archive.checkpoints", "admin.stats", "sessions.context",
+    "retrieval.recall",
 }  # fmt: skip
 WRITERS = ("archive", "index")
 MAX_LINES = 600  # a guard against monsters; the house report shows modules over 400 (scripts/house-report)
@@ -51,6 +54,17 @@ def _modules() -> dict[str, Path]:
 
 
 MODULES = _modules()
+
+
+@contextmanager
+def _scratch(name: str, tmp_path: Path, text: str) -> Iterator[str]:
+    """A module of the package, for the length of a test, holding `text`: the rules must be able to fail."""
+    MODULES[name] = tmp_path / "scratch.py"
+    try:
+        MODULES[name].write_text(text)
+        yield name
+    finally:
+        del MODULES[name]
 
 
 def _imports(name: str) -> set[str]:
@@ -128,12 +142,8 @@ def test_the_text_rules_and_the_archive_import_nothing_above_them():
 
 def test_the_floor_rule_sees_an_upward_import(tmp_path: Path):
     # The rule must be able to fail: an archive module that imports retrieval/ is caught.
-    MODULES["archive.scratch"] = tmp_path / "scratch.py"
-    try:
-        (tmp_path / "scratch.py").write_text("from ..retrieval import recall\nfrom ..text import dates\n")
-        assert _upward("archive.scratch") == ["retrieval.recall"]
-    finally:
-        del MODULES["archive.scratch"]
+    with _scratch("archive.scratch", tmp_path, "from ..retrieval import recall\nfrom ..text import dates\n") as scratch:
+        assert _upward(scratch) == ["retrieval.recall"]
 
 
 # The backend seam: only archive/backend.py, archive/sqlite/ and archive/postgres/ know which
@@ -155,12 +165,8 @@ def test_no_module_outside_the_backends_asks_which_engine_it_runs_on():
 
 
 def test_the_engine_rule_sees_a_dialect_switch(tmp_path: Path):
-    MODULES["retrieval.scratch"] = tmp_path / "scratch.py"
-    try:
-        (tmp_path / "scratch.py").write_text('if dialect(db) == "postgres":\n    pass\n')
-        assert _switches("retrieval.scratch") == ['if dialect(db) == "postgres":']
-    finally:
-        del MODULES["retrieval.scratch"]
+    with _scratch("retrieval.scratch", tmp_path, 'if dialect(db) == "postgres":\n    pass\n') as scratch:
+        assert _switches(scratch) == ['if dialect(db) == "postgres":']
 
 
 def test_the_cli_imports_the_server_only_to_serve():
@@ -239,3 +245,78 @@ def test_the_write_rule_sees_a_write_outside_the_archive():
         assert _WRITE_SQL.search(sql)
     assert not _WRITE_SQL.search("SELECT sequence FROM events WHERE kind = 'record'")
     assert _TEMP.search("CREATE VIRTUAL TABLE IF NOT EXISTS temp.x USING fts5vocab(main, y, row)")
+
+
+# The connection seam: archive/ implements the archive connection (archive.db.Database,
+# archive.postgres.pg.PgDatabase); every other module names it by its protocol, archive.connection.
+CONCRETE = {"Database", "PgDatabase", "PgConnection"}
+# What marks a class as an archive connection: the protocol's reads and its two transactions.
+CONNECTION_METHODS = {"query", "read", "write"}
+# An open archive or a transaction typed Any: only where a hash pins the code (released migrations,
+# tests/test_migrations_frozen.py) or the object is psycopg's own connection.
+ANY_CONNECTION = re.compile(r"\b(?:conn|db): Any\b")
+ANY_ALLOWED = {"archive.migrations", "archive.migrations_frozen", "archive.postgres.pg_schema", "archive.postgres.pg"}
+
+
+def _connection_classes(name: str) -> list[str]:
+    """The classes of a module that implement an archive connection, or subclass its protocol."""
+    found = []
+    for node in ast.walk(ast.parse(MODULES[name].read_text(encoding="utf-8"))):
+        if not isinstance(node, ast.ClassDef):
+            continue
+        methods = {item.name for item in node.body if isinstance(item, ast.FunctionDef)}
+        bases = {ast.unparse(base).split(".")[-1] for base in node.bases}
+        if methods >= CONNECTION_METHODS or "Connection" in bases:
+            found.append(node.name)
+    return found
+
+
+def _concrete_imports(name: str) -> list[str]:
+    """The concrete connection classes a module imports by name."""
+    tree = ast.parse(MODULES[name].read_text(encoding="utf-8"))
+    return sorted(
+        alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+        if alias.name in CONCRETE
+    )
+
+
+def _any_connections(name: str) -> list[str]:
+    lines = MODULES[name].read_text(encoding="utf-8").splitlines()
+    return [line.strip()[:80] for line in lines if ANY_CONNECTION.search(line)]
+
+
+def _outside_archive() -> list[str]:
+    return [name for name in MODULES if name and _part(name) != "archive"]
+
+
+def test_only_the_archive_implements_an_archive_connection():
+    assert {name: found for name in _outside_archive() if (found := _connection_classes(name))} == {}
+
+
+def test_the_connection_rule_sees_a_connection_outside_the_archive(tmp_path: Path):
+    source = "class Cached:\n    def query(self): ...\n    def read(self): ...\n    def write(self): ...\n"
+    source += "class Named(archive.Connection):\n    pass\n"
+    with _scratch("retrieval.scratch", tmp_path, source) as scratch:
+        assert _connection_classes(scratch) == ["Cached", "Named"]
+
+
+def test_callers_name_the_connection_by_its_protocol():
+    assert {name: found for name in _outside_archive() if (found := _concrete_imports(name))} == {}
+
+
+def test_the_protocol_rule_sees_a_concrete_connection_imported(tmp_path: Path):
+    with _scratch("lifecycle.scratch", tmp_path, "from ..archive.db import Database, placeholders\n") as scratch:
+        assert _concrete_imports(scratch) == ["Database"]
+
+
+def test_no_signature_types_an_archive_connection_as_any():
+    outside = [name for name in MODULES if name and name not in ANY_ALLOWED]
+    assert {name: found for name in outside if (found := _any_connections(name))} == {}
+
+
+def test_the_any_rule_sees_a_connection_typed_any(tmp_path: Path):
+    with _scratch("archive.scratch", tmp_path, "def f(conn: Any, db: Any) -> None: ...\n") as scratch:
+        assert _any_connections(scratch) == ["def f(conn: Any, db: Any) -> None: ..."]

@@ -8,10 +8,20 @@ purpose, and the map in docs/architecture.md with it.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import importlib
+import inspect
+import textwrap
 from pathlib import Path
 
 import pytest
+
+from memlikehuman.archive.backend import Backend
+from memlikehuman.archive.connection import Connection, Transaction
+from memlikehuman.archive.db import Database, open_database
+from memlikehuman.archive.postgres.backend import POSTGRES
+from memlikehuman.archive.postgres.pg import PgDatabase
+from memlikehuman.archive.sqlite.backend import SQLITE
 
 PACKAGE = Path(__file__).resolve().parent.parent / "memlikehuman"
 EDGES = ("server", "cli", "hosts", "ui")
@@ -22,10 +32,11 @@ PINNED = {
     ],
     "memlikehuman.shapes": ["data_line", "memory_shape", "recall_shape"],
     "memlikehuman.records": [
-        "BASES", "CATEGORIES", "CUE_KINDS", "MEMORY_KINDS", "NOT_SCRUBBED", "ROLES", "Candidate", "Check",
+        "BASES", "CATEGORIES", "CUE_KINDS", "MEMORY_KINDS", "NOT_SCRUBBED", "ROLES", "Candidate", "Check", "Checkpoint",
         "CorrectionResult", "Coverage", "Cue", "Event", "ForgetResult", "HistoryMessage", "HistoryReport",
         "ImportReport", "InjectedItem", "Kind", "Memory", "MemoryHit", "Page", "PersonaVersion", "Preview", "RawHit",
-        "ReadResult", "RebuildResult", "RecallResult", "RecordResult", "Scope", "SpeakerAlias", "Turn", "memory_status",
+        "ReadResult", "RebuildResult", "RecallResult", "RecordResult", "Scope", "SpeakerAlias", "TaskState", "Turn",
+        "memory_status",
     ],
     "memlikehuman.errors": [
         "CODES", "Conflict", "Forbidden", "Forgotten", "ImportConflicts", "Internal", "InvalidArgument",
@@ -63,6 +74,69 @@ def test_the_facade_offers_the_operations_the_edges_call():
 
     public = sorted(name for name in dir(Engine) if not name.startswith("_") and callable(getattr(Engine, name)))
     assert public == sorted(ENGINE_METHODS)
+
+
+def test_the_facade_is_one_class_without_a_base():
+    from memlikehuman.engine import Engine
+
+    assert Engine.__bases__ == (object,)  # every operation is its own method, none inherited from a mixin
+
+
+def _members(protocol: type) -> set[str]:
+    """What a protocol declares: its methods, properties and attributes (dunders left out)."""
+    return {name for name in (*vars(protocol), *vars(protocol).get("__annotations__", {})) if name[0] != "_"}
+
+
+def _set_in_init(cls: type) -> set[str]:
+    """The attributes an __init__ assigns (self.x = ...)."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(cls.__init__)))
+    return {
+        t.attr for n in ast.walk(tree) if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Attribute)
+    }
+
+
+@pytest.mark.parametrize("cls", [Database, PgDatabase], ids=["sqlite", "postgres"])
+def test_each_archive_class_offers_every_member_of_the_connection_protocol(cls):
+    assert sorted(_members(Connection) - set(dir(cls)) - _set_in_init(cls)) == []
+
+
+def test_an_open_archive_and_its_transactions_offer_the_protocols(archive_target):
+    db = open_database(archive_target)
+    try:
+        assert sorted(_members(Connection) - set(dir(db))) == []
+        with db.read() as conn:
+            assert sorted(_members(Transaction) - set(dir(conn))) == []
+    finally:
+        db.close()
+
+
+@pytest.mark.parametrize("backend", [SQLITE, POSTGRES], ids=["sqlite", "postgres"])
+def test_each_backend_offers_every_member_of_the_backend_seam(backend):
+    assert sorted(_members(Backend) - set(dir(backend))) == []
+
+
+def _dataclasses(module: str) -> list[type]:
+    loaded = importlib.import_module(module)
+    return [v for v in vars(loaded).values() if dataclasses.is_dataclass(v) and v.__module__ == module]
+
+
+# The one mutable record: the history importers count into it as they read (hosts/history.py).
+ACCUMULATORS = {"HistoryReport"}
+ROW_MODULES = ["memlikehuman.records", "memlikehuman.records.reports"] + sorted(
+    f"memlikehuman.archive.{p.stem}" for p in (PACKAGE / "archive").glob("*.py") if p.stem != "__init__"
+)
+
+
+@pytest.mark.parametrize("module", ROW_MODULES)
+def test_the_records_and_rows_that_cross_modules_are_frozen(module):
+    classes = [cls for cls in _dataclasses(module) if cls.__name__ not in ACCUMULATORS]
+    assert [cls.__name__ for cls in classes if not cls.__dataclass_params__.frozen] == []
+
+
+def test_the_row_records_are_dataclasses():
+    # The frozen check above sees them: the event, memory and checkpoint rows are records.
+    names = {cls.__name__ for cls in _dataclasses("memlikehuman.records")}
+    assert {"Event", "Memory", "Checkpoint", "TaskState", "Cue", "Scope"} <= names
 
 
 def _edge_imports() -> list[tuple[str, str, str]]:

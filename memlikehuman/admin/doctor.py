@@ -19,7 +19,8 @@ import apsw
 from .. import config
 from ..archive import fulltext, schema, tombstones
 from ..archive.backend import backend_of
-from ..archive.db import Database, open_database
+from ..archive.connection import Connection
+from ..archive.db import open_database
 from ..errors import MemLikeHumanError
 from ..providers.embedders import build_embedder
 from ..records import Check
@@ -79,7 +80,7 @@ def _archive(settings: config.Settings) -> list[Check]:
         db.close()
 
 
-def _schema(db: Database) -> Check:
+def _schema(db: Connection) -> Check:
     version, latest = schema.schema_version(db), schema.latest(db)
     if version == latest:
         return Check("schema", "ok", f"version {version} (the latest)")
@@ -93,11 +94,11 @@ def _schema(db: Database) -> Check:
     return Check("schema", "fail", f"version {version}, newer than this memlikehuman ({latest}): upgrade memlikehuman")
 
 
-def _integrity(db: Database) -> Check:
+def _integrity(db: Connection) -> Check:
     return backend_of(db).integrity(db)
 
 
-def _fulltext(db: Database) -> Check:
+def _fulltext(db: Connection) -> Check:
     problems = []
     for table in fulltext.ALL_TABLES:
         try:
@@ -118,7 +119,7 @@ def _fulltext(db: Database) -> Check:
     return Check("full-text index", "ok", "consistent with the events and memories")
 
 
-def _forgotten(db: Database) -> Check:
+def _forgotten(db: Connection) -> Check:
     """Copies of forgotten records the files still hold, proven by their IDs' tombstones (tombstones.py)."""
     with db.read() as conn:
         is_forgotten = tombstones.matcher(conn)
@@ -143,7 +144,7 @@ def _forgotten(db: Database) -> Check:
     )
 
 
-def _vectors(db: Database, settings: config.Settings) -> Check:
+def _vectors(db: Connection, settings: config.Settings) -> Check:
     if settings.embedder == "none":
         return Check("vectors", "ok", "no embedder configured: recall uses full-text search only")
     try:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..archive import events, tombstones
-from ..archive.db import Database
+from ..archive.connection import Connection
 from ..errors import InvalidArgument, MemLikeHumanError
 from ..records import HistoryMessage, HistoryReport, Scope
 
@@ -18,7 +18,7 @@ FORGOTTEN = "forgotten (memory_forget)"
 
 
 def store(
-    db: Database,
+    db: Connection,
     messages: list[HistoryMessage],
     report: HistoryReport,
     persona: str,

@@ -8,7 +8,7 @@ from typing import Any
 from .. import validate
 from ..archive import alias_evidence, timeline
 from ..archive.backend import backend_of
-from ..archive.db import Database
+from ..archive.connection import Connection
 from ..records import Scope, SpeakerAlias
 
 
@@ -94,7 +94,7 @@ def _filter(alias: str, persona_id: str | None, project_id: str | None) -> str:
 
 
 def collect(
-    db: Database, *, vector_model: str | None, persona_id: str | None = None, project_id: str | None = None
+    db: Connection, *, vector_model: str | None, persona_id: str | None = None, project_id: str | None = None
 ) -> ArchiveStats:
     """Counts for every scope of the archive, or those of one persona and/or project.
 
@@ -141,6 +141,6 @@ def collect(
     )
 
 
-def _sizes(db: Database) -> tuple[int, int, int]:
+def _sizes(db: Connection) -> tuple[int, int, int]:
     """(file, WAL, free bytes): of the SQLite file; of the database on PostgreSQL (no WAL or free list of its own)."""
     return backend_of(db).sizes(db)

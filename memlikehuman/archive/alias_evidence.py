@@ -24,7 +24,8 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .db import Database, placeholders
+from .connection import Connection, Transaction
+from .db import placeholders
 
 if TYPE_CHECKING:
     from ..records import Scope, SpeakerAlias
@@ -56,12 +57,12 @@ def speaker(previous: _Turn, source: str, role: str) -> str | None:
     return previous[2] if previous[2] != role else None
 
 
-def write(conn: Any, sequence: int, fields: Fields) -> None:
+def write(conn: Transaction, sequence: int, fields: Fields) -> None:
     """The rows of one new event (inside the writer's transaction); ``fields`` in FIELDS order."""
     write_many(conn, [(sequence, fields)])
 
 
-def write_many(conn: Any, events: Iterable[tuple[int, Fields]]) -> None:
+def write_many(conn: Transaction, events: Iterable[tuple[int, Fields]]) -> None:
     """write() for consecutive events (no other event between them), in sequence order: one
     statement for all their rows. The previous turn is looked up only for a turn that uses a name,
     once per session; after that the batch's own turns are the previous ones."""
@@ -83,7 +84,7 @@ def write_many(conn: Any, events: Iterable[tuple[int, Fields]]) -> None:
         conn.executemany(_INSERT, rows)
 
 
-def _previous(conn: Any, session: _Session, sequence: int) -> _Turn | None:
+def _previous(conn: Transaction, session: _Session, sequence: int) -> _Turn | None:
     row = conn.execute(_PREVIOUS, (*session, sequence)).fetchone()
     return None if row is None else (int(row["sequence"]), str(row["source"]), str(row["role"]))
 
@@ -91,7 +92,7 @@ def _previous(conn: Any, session: _Session, sequence: int) -> _Turn | None:
 # -- forgetting -----------------------------------------------------------------------------------
 
 
-def next_turns(conn: Any, gone: Sequence[int]) -> list[int]:
+def next_turns(conn: Transaction, gone: Sequence[int]) -> list[int]:
     """The surviving turns that follow a turn among ``gone`` in its session: their previous turn
     changes when it goes. Call before the delete (the sessions of ``gone`` are read)."""
     marks = placeholders(gone)
@@ -113,7 +114,7 @@ def next_turns(conn: Any, gone: Sequence[int]) -> list[int]:
     return sorted(after)
 
 
-def rewrite(conn: Any, sequences: Sequence[int]) -> None:
+def rewrite(conn: Transaction, sequences: Sequence[int]) -> None:
     """Derive the rows of these stored events again (after a forget changed their previous turn).
 
     One event at a time: they need not be consecutive turns, so each looks its previous turn up.
@@ -125,7 +126,7 @@ def rewrite(conn: Any, sequences: Sequence[int]) -> None:
         write_many(conn, [item])
 
 
-def _load(conn: Any, sequences: Sequence[int]) -> list[tuple[int, Fields]]:
+def _load(conn: Transaction, sequences: Sequence[int]) -> list[tuple[int, Fields]]:
     sql = f"SELECT sequence, {', '.join(FIELDS)} FROM events WHERE sequence IN ({placeholders(sequences)})"
     rows = conn.execute(sql + " ORDER BY sequence", list(sequences)).fetchall()
     return [(int(row["sequence"]), [row[name] for name in FIELDS]) for row in rows]
@@ -134,13 +135,13 @@ def _load(conn: Any, sequences: Sequence[int]) -> list[tuple[int, Fields]]:
 # -- older archives -------------------------------------------------------------------------------
 
 
-def behind(db: Database) -> bool:
+def behind(db: Connection) -> bool:
     """Whether events recorded before migration m009 (p002) still wait for their rows (one small read)."""
     return db.scalar("SELECT count(*) FROM alias_backfill") != 0
 
 
 def complete(
-    db: Database,
+    db: Connection,
     progress: Callable[[int, int], None] | None = None,
     batch: int = BATCH,
     deadline: float | None = None,
@@ -182,7 +183,7 @@ _LABELS = (
 
 
 def aliases_by_scope(
-    db: Database, persona_id: str | None = None, project_id: str | None = None, *, learned_only: bool = True
+    db: Connection, persona_id: str | None = None, project_id: str | None = None, *, learned_only: bool = True
 ) -> dict[Scope, list[SpeakerAlias]]:
     """The aliases of every scope with evidence (or of one persona and/or project), by speaker then
     name: each with its evidence count and its first evidence event. ``learned_only=False`` also
@@ -218,12 +219,12 @@ def aliases_by_scope(
     return out
 
 
-def scope_aliases(db: Database, scope: Scope, *, learned_only: bool = True) -> list[SpeakerAlias]:
+def scope_aliases(db: Connection, scope: Scope, *, learned_only: bool = True) -> list[SpeakerAlias]:
     """The aliases of one scope (aliases_by_scope)."""
     return aliases_by_scope(db, scope.persona_id, scope.project_id, learned_only=learned_only).get(scope, [])
 
 
-def named_speakers(db: Database, scope: Scope) -> list[tuple[str, str]]:
+def named_speakers(db: Connection, scope: Scope) -> list[tuple[str, str]]:
     """(label, alias) of the scope's learned aliases of speakers named by their source, not by a role
     (recall phrases queries with them: a role is in no event's attribution). One indexed read when
     there are none."""
@@ -237,7 +238,7 @@ def named_speakers(db: Database, scope: Scope) -> list[tuple[str, str]]:
     return [(a.speaker, a.name) for a in scope_aliases(db, scope) if a.speaker not in TURN_ROLES]
 
 
-def of_event(db: Database, scope: Scope, sequence: int) -> tuple[SpeakerAlias, ...]:
+def of_event(db: Connection, scope: Scope, sequence: int) -> tuple[SpeakerAlias, ...]:
     """The names this event is evidence for, each with the scope's evidence count and whether it is
     a learned alias (memory_read); empty, after one primary-key lookup, for most events."""
     mine = {(r["speaker"], r["name"]) for r in db.query(_OWN, (sequence,))}
@@ -249,7 +250,7 @@ def of_event(db: Database, scope: Scope, sequence: int) -> tuple[SpeakerAlias, .
 _OWN = "SELECT speaker, name FROM alias_evidence WHERE event_sequence = ?"
 
 
-def _event_ids(db: Database, sequences: Sequence[int]) -> dict[int, str]:
+def _event_ids(db: Connection, sequences: Sequence[int]) -> dict[int, str]:
     found: dict[int, str] = {}
     for begin in range(0, len(sequences), 500):
         chunk = list(sequences[begin : begin + 500])

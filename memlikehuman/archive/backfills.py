@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from . import alias_evidence, fulltext
+from .connection import Connection
 
 
-def complete(db: Any, seconds: float | None) -> None:
+def complete(db: Connection, seconds: float | None) -> None:
     """Rows that migrations leave to today's code, written in committed batches (an interruption keeps them):
     the n-gram index of m006 and the alias evidence of m009 (p002); none started after `seconds`."""
     ngrams, aliases = fulltext.ngrams_behind(db), alias_evidence.behind(db)

@@ -14,47 +14,16 @@ from typing import Any
 
 from .. import clock, validate
 from ..errors import InvalidArgument, LimitExceeded
-from ..records import Scope
+from ..records import Checkpoint, Scope, TaskState
 from . import events
-from .db import Database, Row, placeholders
+from .connection import Connection, Row, Transaction
+from .db import placeholders
 
 CHECKPOINT_PREFIX = "ckpt_"
 MAX_ITEMS = 100
 MAX_STATE_CHARS = 200_000
 LIST_FIELDS = ("completed", "pending", "constraints")
 STATE_FIELDS = ("goal", *LIST_FIELDS, "next_step")
-
-
-@dataclass(frozen=True)
-class TaskState:
-    goal: str
-    completed: tuple[str, ...] = ()
-    pending: tuple[str, ...] = ()
-    constraints: tuple[str, ...] = ()
-    next_step: str = ""
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "goal": self.goal,
-            "completed": list(self.completed),
-            "pending": list(self.pending),
-            "constraints": list(self.constraints),
-            "next_step": self.next_step,
-        }
-
-
-@dataclass(frozen=True)
-class Checkpoint:
-    checkpoint_id: str
-    persona_id: str
-    project_id: str
-    session_id: str
-    covered_event_id: str
-    covered_sequence: int
-    created_at: str
-    state: TaskState | None
-    invalidated_at: str | None = None
-    invalidated_reason: str | None = None
 
 
 @dataclass(frozen=True)
@@ -103,7 +72,9 @@ def parse_state(raw: Mapping[str, Any]) -> TaskState:
     return state
 
 
-def create(db: Database, scope: Scope, state: Mapping[str, Any], covered_event_id: str, session_id: str) -> Checkpoint:
+def create(
+    db: Connection, scope: Scope, state: Mapping[str, Any], covered_event_id: str, session_id: str
+) -> Checkpoint:
     """Store a new snapshot covering ``covered_event_id``.
 
     Raises InvalidArgument/LimitExceeded for a bad state or a session mismatch, NotFound when the
@@ -148,7 +119,7 @@ def create(db: Database, scope: Scope, state: Mapping[str, Any], covered_event_i
     return checkpoint
 
 
-def write(conn: Any, values: Mapping[str, Any]) -> None:
+def write(conn: Transaction, values: Mapping[str, Any]) -> None:
     """The one INSERT of a checkpoint row (session_checkpoint, import)."""
     names = [c for c in _NAMES if c in values]
     if len(names) != len(values):
@@ -162,7 +133,7 @@ def write(conn: Any, values: Mapping[str, Any]) -> None:
 FORGOTTEN_EVENT = "forgotten"  # the covered event ID of a checkpoint whose event was forgotten
 
 
-def invalidate(conn: Any, scope: Scope, reason: str, *, wipe_state: bool, forgotten: Sequence[str] = ()) -> int:
+def invalidate(conn: Transaction, scope: Scope, reason: str, *, wipe_state: bool, forgotten: Sequence[str] = ()) -> int:
     """Invalidate every still-valid checkpoint of the scope; return how many were.
 
     With ``wipe_state`` the saved task state of every invalidated checkpoint of the scope is
@@ -223,7 +194,7 @@ COLUMNS = (
 _NAMES = tuple(name.strip() for name in COLUMNS.split(","))
 
 
-def select(db: Database, scope: Scope, session_id: str | None = None) -> Selection:
+def select(db: Connection, scope: Scope, session_id: str | None = None) -> Selection:
     """The latest valid checkpoint of the project (or of one session); newer invalidated ones are named."""
     where = "persona_id = ? AND project_id = ?"
     params: tuple[Any, ...] = (scope.persona_id, scope.project_id)

@@ -22,7 +22,7 @@ import time
 from collections.abc import Iterable
 
 from ..records import Scope
-from .db import Database
+from .connection import Connection
 
 MAX_ATTEMPTS = 4
 # Seconds before attempts 2, 3 and 4: a provider that is down is not hammered, and an outage of
@@ -70,7 +70,7 @@ def owner_id() -> str:
 
 
 def claim_next(
-    db: Database, owner: str, lease: float, scope: Scope | None = None, *, in_order: bool = True
+    db: Connection, owner: str, lease: float, scope: Scope | None = None, *, in_order: bool = True
 ) -> int | None:
     """Claim the next eligible pending event (of one scope, or of any); return its sequence or None.
 
@@ -101,7 +101,7 @@ def claim_next(
     return sequence
 
 
-def claim_following(db: Database, owner: str, lease: float, first: int, limit: int, short_chars: int) -> list[int]:
+def claim_following(db: Connection, owner: str, lease: float, first: int, limit: int, short_chars: int) -> list[int]:
     """Claim the pending events that directly follow ``first`` in its scope and session (for a batch).
 
     Stops at the first later event of the scope that is of another session, long (over
@@ -141,7 +141,7 @@ def claim_following(db: Database, owner: str, lease: float, first: int, limit: i
     return taken
 
 
-def release(db: Database, owner: str, sequence: int, result: str) -> None:
+def release(db: Connection, owner: str, sequence: int, result: str) -> None:
     """End a claim after an attempt whose ``result`` is "done", "transient" or "permanent".
 
     done: the claim is forgotten. transient: the attempt is counted and its backoff set.
@@ -166,7 +166,7 @@ def release(db: Database, owner: str, sequence: int, result: str) -> None:
         )
 
 
-def release_all(db: Database, owner: str) -> int:
+def release_all(db: Connection, owner: str) -> int:
     """End every claim of one worker (at shutdown): its events are pending for the next one."""
     with db.write() as conn:
         conn.execute(
@@ -175,7 +175,7 @@ def release_all(db: Database, owner: str) -> int:
         return int(conn.changes())
 
 
-def requeue(db: Database, sequences: Iterable[int]) -> None:
+def requeue(db: Connection, sequences: Iterable[int]) -> None:
     """Ask for extraction again: failed events become pending, attempts and backoff start over.
 
     Events under a live claim keep it (their extraction is running now).
@@ -195,7 +195,7 @@ def requeue(db: Database, sequences: Iterable[int]) -> None:
             )
 
 
-def reset_exhausted(db: Database) -> None:
+def reset_exhausted(db: Connection) -> None:
     """Give events that used up their attempts a new round (a server start asks for them again)."""
     with db.write() as conn:
         conn.execute(
@@ -204,7 +204,7 @@ def reset_exhausted(db: Database) -> None:
         )
 
 
-def reap_dead(db: Database) -> int:
+def reap_dead(db: Connection) -> int:
     """End the claims of processes on this host that no longer run (killed), and drop the claims of
     events that are no longer pending (a process killed between storing memories and releasing).
 
@@ -243,7 +243,7 @@ def _holder_gone(owner: str, host: str) -> bool:
     return False
 
 
-def in_flight(db: Database, scope: Scope) -> int:
+def in_flight(db: Connection, scope: Scope) -> int:
     """Events of the scope under a live claim (being extracted now)."""
     return int(
         db.scalar(

@@ -18,9 +18,9 @@ import apsw
 
 from .. import files
 from ..errors import InvalidArgument, Unavailable, unreadable
+from .connection import Connection, Params, Row
 
 BUSY_TIMEOUT_MS = 30_000
-Row = dict[str, Any]
 LOCKED = "the archive stayed locked by another process for 30 s: retry the call"
 PRAGMAS = (
     "PRAGMA journal_mode=WAL",
@@ -70,7 +70,7 @@ class _Rows:
         return dict(zip(self.names, row, strict=True))
 
 
-def _set_pragmas(conn: Any, seconds: float = BUSY_TIMEOUT_MS / 1000) -> None:
+def _set_pragmas(conn: apsw.Connection, seconds: float = BUSY_TIMEOUT_MS / 1000) -> None:
     """PRAGMAS, retried on SQLITE_BUSY for at most `seconds` in all.
 
     SQLite answers busy at once, without calling the busy handler, when several processes open a new
@@ -153,14 +153,14 @@ class Database:
         if unscrubbed and not self.path.with_name(self.path.name + "-wal").exists():
             marker.unlink(missing_ok=True)  # no WAL, no old page images: hooks may skip the checkpoint again
 
-    def query(self, sql: str, params: tuple[Any, ...] | dict[str, Any] = ()) -> list[Row]:
+    def query(self, sql: str, params: Params = ()) -> list[Row]:
         """Run a read statement and return all rows as dicts."""
         with self._lock:
             cursor = self.conn.cursor()
             cursor.row_trace = _Rows()
             return list(cursor.execute(sql, params))
 
-    def stream(self, sql: str, params: tuple[Any, ...] | dict[str, Any] = ()) -> Iterator[tuple[Any, ...]]:
+    def stream(self, sql: str, params: Params = ()) -> Iterator[tuple[Any, ...]]:
         """The rows of a read statement as plain tuples, one at a time (for scans too large for a list).
 
         The connection stays locked until the iterator is exhausted or closed: consume it at once.
@@ -170,30 +170,30 @@ class Database:
             cursor.row_trace = _plain_row
             yield from cursor.execute(sql, params)
 
-    def one(self, sql: str, params: tuple[Any, ...] | dict[str, Any] = ()) -> Row | None:
+    def one(self, sql: str, params: Params = ()) -> Row | None:
         """The first row of a read statement, or None."""
         rows = self.query(sql, params)
         return rows[0] if rows else None
 
-    def scalar(self, sql: str, params: tuple[Any, ...] | dict[str, Any] = ()) -> Any:
+    def scalar(self, sql: str, params: Params = ()) -> Any:
         """The first column of the first row, or None."""
         row = self.one(sql, params)
         return None if row is None else next(iter(row.values()))
 
     @contextmanager
-    def write(self) -> Iterator[Any]:
+    def write(self) -> Iterator[apsw.Connection]:
         """A write transaction (BEGIN IMMEDIATE); nested calls join the outer one."""
         with self._transaction("BEGIN IMMEDIATE") as conn:
             yield conn
 
     @contextmanager
-    def read(self) -> Iterator[Any]:
+    def read(self) -> Iterator[apsw.Connection]:
         """A read transaction: every query inside sees one snapshot."""
         with self._transaction("BEGIN DEFERRED") as conn:
             yield conn
 
     @contextmanager
-    def _transaction(self, begin: str) -> Iterator[Any]:
+    def _transaction(self, begin: str) -> Iterator[apsw.Connection]:
         with self._lock:
             if self._depth:
                 self._depth += 1
@@ -252,7 +252,7 @@ def is_url(target: Path | str) -> bool:
     return isinstance(target, str) and target.startswith(URL_PREFIXES)
 
 
-def open_database(target: Path | str) -> Any:
+def open_database(target: Path | str) -> Connection:
     """The archive a setting names: a PostgreSQL URL opens a PgDatabase (archive/postgres/pg.py), else a file."""
     if is_url(target):
         from .postgres import pg  # only then: a hook's start-up stays short

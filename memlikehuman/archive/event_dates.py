@@ -8,20 +8,19 @@ a date the query names. The text itself is never changed; the rows leave with th
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from ..text import dates
-from .db import Database
+from .connection import Connection, Transaction
 
 _INSERT = "INSERT INTO event_dates (event_sequence, day_from, day_to) VALUES (?, ?, ?) ON CONFLICT DO NOTHING"
 
 
-def write(conn: Any, sequence: int, text: str, occurred_at: str) -> None:
+def write(conn: Transaction, sequence: int, text: str, occurred_at: str) -> None:
     """Store the resolved spans of one event's text (inside the writer's transaction)."""
     write_many(conn, [(sequence, text, occurred_at)])
 
 
-def write_many(conn: Any, texts: Sequence[tuple[int, str, str]]) -> None:
+def write_many(conn: Transaction, texts: Sequence[tuple[int, str, str]]) -> None:
     """write() for many (sequence, text, occurred_at) at once: one statement for all their spans."""
     rows = [
         (sequence, start, end)
@@ -32,7 +31,7 @@ def write_many(conn: Any, texts: Sequence[tuple[int, str, str]]) -> None:
         conn.executemany(_INSERT, rows)
 
 
-def spans_of(db: Database, sequences: Sequence[int]) -> dict[int, list[tuple[str, str]]]:
+def spans_of(db: Connection, sequences: Sequence[int]) -> dict[int, list[tuple[str, str]]]:
     """The resolved spans of those events that have any, by sequence."""
     found: dict[int, list[tuple[str, str]]] = {}
     for begin in range(0, len(sequences), 500):

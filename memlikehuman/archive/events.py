@@ -15,7 +15,7 @@ from ..records import CATEGORIES, CUE_KINDS, ROLES, Cue, Event, Scope
 from ..text.digest import sha256_hex
 from . import alias_evidence, event_dates, fulltext, tombstones
 from .backend import backend_of
-from .db import Database, Row
+from .connection import Connection, Row, Transaction
 
 if TYPE_CHECKING:
     from ..records import Page, Turn
@@ -139,7 +139,7 @@ def new_event(
 
 
 def insert(
-    db: Database, event: NewEvent, *, kind: str = "record", error: str | None = PENDING_UNCONFIGURED
+    db: Connection, event: NewEvent, *, kind: str = "record", error: str | None = PENDING_UNCONFIGURED
 ) -> tuple[int, bool]:
     """Store the event unless this exact event exists; return (sequence, duplicate).
 
@@ -196,7 +196,7 @@ _TEXT, _OCCURRED_AT = COLUMNS.index("text"), COLUMNS.index("occurred_at")
 _ALIAS_FIELDS = operator.itemgetter(*(COLUMNS.index(name) for name in alias_evidence.FIELDS))
 
 
-def write(conn: Any, values: Sequence[Any], cues: Sequence[Cue]) -> int:
+def write(conn: Transaction, values: Sequence[Any], cues: Sequence[Cue]) -> int:
     """The one INSERT of an event row (memory_record, corrections, import), with its cues, resolved
     relative dates and alias evidence; returns its sequence. The caller writes the full-text row
     (fulltext.index_event)."""
@@ -209,7 +209,7 @@ def write(conn: Any, values: Sequence[Any], cues: Sequence[Cue]) -> int:
     return sequence
 
 
-def write_many(conn: Any, rows: Sequence[Sequence[Any]], cues: Sequence[Sequence[Cue]]) -> list[int]:
+def write_many(conn: Transaction, rows: Sequence[Sequence[Any]], cues: Sequence[Sequence[Cue]]) -> list[int]:
     """write() for many new events at once (the import): a few statements per batch instead of a few
     per event. ``rows`` hold COLUMNS values (IDs not in the archive, each once); returns their
     sequences in order. The caller writes the full-text rows (fulltext.index_events)."""
@@ -233,12 +233,12 @@ def write_many(conn: Any, rows: Sequence[Sequence[Any]], cues: Sequence[Sequence
 _NAMES = ", ".join(COLUMNS)
 
 
-def _insert_rows(conn: Any, rows: Sequence[Sequence[Any]]) -> list[int]:
+def _insert_rows(conn: Transaction, rows: Sequence[Sequence[Any]]) -> list[int]:
     """INSERT many event rows, in order; their sequences (the backend's fastest way: SqliteBackend.insert_events)."""
     return backend_of(conn).insert_events(conn, _INSERT_SQL, _NAMES, rows)
 
 
-def delete(conn: Any, sequences: Sequence[int]) -> None:
+def delete(conn: Transaction, sequences: Sequence[int]) -> None:
     """Delete event rows (memory_forget): cues, corrections, claims, dates and vectors cascade.
     Their memories and full-text rows go first, by the caller."""
     conn.execute(f"DELETE FROM events WHERE sequence IN ({','.join('?' * len(sequences))})", list(sequences))
@@ -297,7 +297,7 @@ FROM events WHERE sequence = ?
 """
 
 
-def load(db: Database, sequence: int) -> Event:
+def load(db: Connection, sequence: int) -> Event:
     """The event with this sequence, its cues and derived memory IDs."""
     row = db.one(_LOAD_SQL, (sequence,))
     if row is None:
@@ -311,7 +311,7 @@ def load(db: Database, sequence: int) -> Event:
     return _event(row, cues, memory_ids)
 
 
-def find(db: Database, scope: Scope, event_id: str) -> Event:
+def find(db: Connection, scope: Scope, event_id: str) -> Event:
     """The event with this ID in this scope; NotFound otherwise (also when it is in another scope)."""
     sequence = db.scalar(
         "SELECT sequence FROM events WHERE event_id = ? AND persona_id = ? AND project_id = ?",
@@ -325,7 +325,7 @@ def find(db: Database, scope: Scope, event_id: str) -> Event:
     return load(db, int(sequence))
 
 
-def set_state(db: Database, sequence: int, state: str, error: str | None) -> None:
+def set_state(db: Connection, sequence: int, state: str, error: str | None) -> None:
     """Record the outcome of an extraction attempt."""
     with db.write() as conn:
         conn.execute(
@@ -334,7 +334,7 @@ def set_state(db: Database, sequence: int, state: str, error: str | None) -> Non
         )
 
 
-def leave(db: Database, sequence: int, state: str, error: str) -> Event:
+def leave(db: Connection, sequence: int, state: str, error: str) -> Event:
     """Record why a recorded event is not complete, unless another process completed it meanwhile.
 
     Returns the event as it was found under the write lock. Raises NotFound when it was deleted.
@@ -364,7 +364,7 @@ def page(text: str, offset: int, max_chars: int) -> Page:
     )
 
 
-def session_turns(db: Database, scope: Scope, session_id: str) -> list[Turn]:
+def session_turns(db: Connection, scope: Scope, session_id: str) -> list[Turn]:
     """The record events of one session in recording order."""
     from ..records import Turn  # reports.py: only a compaction or session end cuts a checkpoint
 
@@ -378,7 +378,7 @@ def session_turns(db: Database, scope: Scope, session_id: str) -> list[Turn]:
     return [Turn(str(r["event_id"]), str(r["role"]), str(r["text"]), int(r["n"]), str(r["state"])) for r in rows]
 
 
-def retry_queue(db: Database, persona_id: str | None = None, project_id: str | None = None) -> list[int]:
+def retry_queue(db: Connection, persona_id: str | None = None, project_id: str | None = None) -> list[int]:
     """Sequences of the pending and failed recorded events of one scope (or of all, given None)."""
     sql = "SELECT sequence FROM events WHERE extraction_state != 'complete' AND kind = 'record'"
     params: tuple[str, ...] = ()

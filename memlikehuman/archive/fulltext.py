@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from ..records import Cue
 from ..text import ngrams
 from .backend import backend_of
-from .db import Database
+from .connection import Connection, Transaction
 
 if TYPE_CHECKING:
     import logging
@@ -70,7 +70,7 @@ def memory_attribution(source: str, subject: str | None, kind: str) -> str:
     return " ".join(filter(None, [source, subject, kind]))
 
 
-def event_values(conn: Any, sequence: int) -> tuple[str, str, str]:
+def event_values(conn: Transaction, sequence: int) -> tuple[str, str, str]:
     """(text, attribution, context) of an event's full-text row, derived from what is stored now.
 
     The context is the tail of the previous record event of the same session. Whoever changes
@@ -94,7 +94,7 @@ def event_row(text: str, source: str, cues: Sequence[Cue], previous: str | None)
     return text, attribution(source, cues), previous[-FULLTEXT_CONTEXT_CHARS:] if previous else ""
 
 
-def previous_text(conn: Any, persona_id: str, project_id: str, session_id: str, sequence: int) -> str | None:
+def previous_text(conn: Transaction, persona_id: str, project_id: str, session_id: str, sequence: int) -> str | None:
     """The text of the record event of the session just before ``sequence`` (None: there is none)."""
     row = conn.execute(
         "SELECT text FROM events WHERE persona_id = ? AND project_id = ? AND session_id = ? AND sequence < ?"
@@ -104,7 +104,7 @@ def previous_text(conn: Any, persona_id: str, project_id: str, session_id: str, 
     return None if row is None else str(row["text"])
 
 
-def memory_values(conn: Any, rowid: int) -> tuple[str, str]:
+def memory_values(conn: Transaction, rowid: int) -> tuple[str, str]:
     """(content, attribution) of a memory's full-text row."""
     row = conn.execute(
         "SELECT m.content, m.subject, m.kind, e.source FROM memories m JOIN events e ON e.sequence = m.event_sequence"
@@ -114,11 +114,11 @@ def memory_values(conn: Any, rowid: int) -> tuple[str, str]:
     return row["content"], memory_attribution(row["source"], row["subject"], row["kind"])
 
 
-def _values(conn: Any, kind: str, rowid: int) -> tuple[str, ...]:
+def _values(conn: Transaction, kind: str, rowid: int) -> tuple[str, ...]:
     return event_values(conn, rowid) if kind == "event" else memory_values(conn, rowid)
 
 
-def _write(conn: Any, table: str, rowid: int, values: tuple[str, ...], *, delete: bool = False) -> None:
+def _write(conn: Transaction, table: str, rowid: int, values: tuple[str, ...], *, delete: bool = False) -> None:
     """Insert (or 'delete') a row of a table from the record's word-index values."""
     if delete and conn.execute(f"SELECT 1 FROM {table} WHERE rowid = ?", (rowid,)).fetchone() is None:
         return  # not indexed (a rebuild is still filling the table): a 'delete' of it would corrupt the index
@@ -127,14 +127,14 @@ def _write(conn: Any, table: str, rowid: int, values: tuple[str, ...], *, delete
     backend_of(conn).fulltext_write(conn, table, _COLUMNS[_KIND[table]], rowid, values, delete=delete)
 
 
-def _write_many(conn: Any, table: str, rows: Sequence[tuple[int, tuple[str, ...]]]) -> None:
+def _write_many(conn: Transaction, table: str, rows: Sequence[tuple[int, tuple[str, ...]]]) -> None:
     """_write() of many new rows in as few statements as the backend can."""
     if table in NGRAM_TABLES.values():
         rows = [(rowid, tuple(map(ngrams.index_text, values))) for rowid, values in rows]
     backend_of(conn).fulltext_write_many(conn, table, _COLUMNS[_KIND[table]], rows)
 
 
-def _tables(conn: Any, kind: str) -> tuple[str, ...]:
+def _tables(conn: Transaction, kind: str) -> tuple[str, ...]:
     """The kind's word table, and its n-gram table once migration m006 has created it.
 
     An archive whose schema predates m006 has no n-gram tables: the writers then skip them. (No
@@ -145,7 +145,7 @@ def _tables(conn: Any, kind: str) -> tuple[str, ...]:
     return (TABLES[kind], ngram) if exists else (TABLES[kind],)
 
 
-def index_event(conn: Any, sequence: int, values: tuple[str, str, str] | None = None) -> None:
+def index_event(conn: Transaction, sequence: int, values: tuple[str, str, str] | None = None) -> None:
     """Write the full-text rows (word and n-gram index) of a stored event (``values``: its event_row,
     when the caller has it)."""
     values = values or event_values(conn, sequence)
@@ -153,13 +153,13 @@ def index_event(conn: Any, sequence: int, values: tuple[str, str, str] | None = 
         _write(conn, table, sequence, values)
 
 
-def index_events(conn: Any, rows: Sequence[tuple[int, tuple[str, str, str]]]) -> None:
+def index_events(conn: Transaction, rows: Sequence[tuple[int, tuple[str, str, str]]]) -> None:
     """index_event() for many new events (sequence, event_row values): the import's batches."""
     for table in _tables(conn, "event"):
         _write_many(conn, table, rows)
 
 
-def unindex_event(conn: Any, sequence: int) -> None:
+def unindex_event(conn: Transaction, sequence: int) -> None:
     """Remove an event's full-text rows, terms included (FTS5 'delete' with secure-delete on).
 
     Call it while the event and its session's previous event are still stored: the 'delete'
@@ -170,27 +170,27 @@ def unindex_event(conn: Any, sequence: int) -> None:
         _write(conn, table, sequence, values, delete=True)
 
 
-def index_memory(conn: Any, rowid: int) -> None:
+def index_memory(conn: Transaction, rowid: int) -> None:
     """Write the full-text rows (word and n-gram index) of a stored memory."""
     values = _values(conn, "memory", rowid)
     for table in _tables(conn, "memory"):
         _write(conn, table, rowid, values)
 
 
-def index_memories(conn: Any, rows: Sequence[tuple[int, tuple[str, str]]]) -> None:
+def index_memories(conn: Transaction, rows: Sequence[tuple[int, tuple[str, str]]]) -> None:
     """index_memory() for many new memories (rowid, (content, memory_attribution)): the import's batches."""
     for table in _tables(conn, "memory"):
         _write_many(conn, table, rows)
 
 
-def unindex_memory(conn: Any, rowid: int) -> None:
+def unindex_memory(conn: Transaction, rowid: int) -> None:
     """Remove a memory's full-text rows, terms included; call it while the memory is still stored."""
     values = _values(conn, "memory", rowid)
     for table in _tables(conn, "memory"):
         _write(conn, table, rowid, values, delete=True)
 
 
-def count_missing(db: Database, tables: Sequence[str] = ALL_TABLES) -> tuple[int, int]:
+def count_missing(db: Connection, tables: Sequence[str] = ALL_TABLES) -> tuple[int, int]:
     """(events, memories) that lack a row in at least one of the tables (default: all four)."""
     counts = {"event": 0, "memory": 0}
     for table in tables:
@@ -199,7 +199,7 @@ def count_missing(db: Database, tables: Sequence[str] = ALL_TABLES) -> tuple[int
     return counts["event"], counts["memory"]
 
 
-def orphans(db: Database) -> int:
+def orphans(db: Connection) -> int:
     """Full-text rows whose event or memory no longer exists (in any of the four tables)."""
     found = 0
     for table in ALL_TABLES:
@@ -208,7 +208,7 @@ def orphans(db: Database) -> int:
     return found
 
 
-def clear(db: Database) -> None:
+def clear(db: Connection) -> None:
     """Empty every full-text index in one transaction (the start of a full rebuild)."""
     with db.write() as conn:
         for table in ALL_TABLES:
@@ -216,7 +216,7 @@ def clear(db: Database) -> None:
 
 
 def fill_missing(
-    db: Database,
+    db: Connection,
     progress: Progress | None = None,
     batch: int = BATCH,
     tables: Sequence[str] = ALL_TABLES,
@@ -261,7 +261,7 @@ def fill_missing(
     return RebuildResult(events=done["event"], memories=done["memory"])
 
 
-def ngrams_behind(db: Database) -> bool:
+def ngrams_behind(db: Connection) -> bool:
     """Whether the n-gram index has fewer rows than there are events or memories (cheap counts).
 
     m006 creates it empty: an archive older than that has its rows written by complete_ngrams.
@@ -286,7 +286,7 @@ def logged_progress(log: logging.Logger, label: str, steps: int = 10) -> Progres
     return report
 
 
-def complete_ngrams(db: Database, progress: Progress | None = None, deadline: float | None = None) -> RebuildResult:
+def complete_ngrams(db: Connection, progress: Progress | None = None, deadline: float | None = None) -> RebuildResult:
     """Write the n-gram rows an archive lacks (after m006 on an older archive), in committed batches
     (none started after ``deadline``, a time.monotonic() value)."""
     from ..records import RebuildResult  # reports.py: rarely needed
@@ -300,14 +300,14 @@ def _past(deadline: float | None) -> bool:
     return deadline is not None and time.monotonic() >= deadline
 
 
-def integrity_check(db: Database, table: str) -> None:
+def integrity_check(db: Connection, table: str) -> None:
     """The backend's own check of one full-text table (FTS5's integrity-check; nothing on PostgreSQL,
     which checks its own tables); raises apsw.Error when it is damaged."""
     backend_of(db).fulltext_check(db, table)
 
 
 def scored(
-    db: Database,
+    db: Connection,
     table: str,
     words: Sequence[str],
     weights: Sequence[float],

@@ -12,7 +12,8 @@ from ..errors import NotFound
 from ..records import Event, Memory, Scope
 from . import fulltext, sources, timeline
 from .backend import backend_of
-from .db import Database, Row, placeholders
+from .connection import Connection, Row, Transaction
+from .db import placeholders
 
 if TYPE_CHECKING:
     from ..records import Candidate
@@ -75,7 +76,7 @@ def from_row(row: Row) -> Memory:
     )
 
 
-def find(db: Database, scope: Scope, memory_id: str) -> Memory:
+def find(db: Connection, scope: Scope, memory_id: str) -> Memory:
     """The memory with this ID in this scope; NotFound otherwise."""
     row = db.one(
         MEMORY_SELECT + " WHERE m.memory_id = ? AND m.persona_id = ? AND m.project_id = ?",
@@ -89,7 +90,7 @@ def find(db: Database, scope: Scope, memory_id: str) -> Memory:
     return from_row(row)
 
 
-def by_rowids(db: Database, rowids: Sequence[int]) -> dict[int, Memory]:
+def by_rowids(db: Connection, rowids: Sequence[int]) -> dict[int, Memory]:
     """Memories by internal row ID (missing ones are simply absent)."""
     if not rowids:
         return {}
@@ -103,7 +104,7 @@ def normalized(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip().casefold()
 
 
-def current(db: Database, scope: Scope, limit: int = 200) -> list[Memory]:
+def current(db: Connection, scope: Scope, limit: int = 200) -> list[Memory]:
     """The newest current (not revoked, not superseded) memories of the scope."""
     rows = db.query(
         MEMORY_SELECT + f" WHERE m.persona_id = ? AND m.project_id = ? AND {timeline.current_sql()}"
@@ -121,7 +122,7 @@ COLUMNS = (
 )  # fmt: skip
 
 
-def write(conn: Any, values: Mapping[str, Any]) -> int:
+def write(conn: Transaction, values: Mapping[str, Any]) -> int:
     """The one INSERT of a memory row (extraction, correction, import), with its full-text row; returns its rowid.
 
     Timeline links are set afterwards by archive/timeline.py.
@@ -138,7 +139,7 @@ def write(conn: Any, values: Mapping[str, Any]) -> int:
     return rowid
 
 
-def write_many(conn: Any, rows: Sequence[Mapping[str, Any]], sources: Sequence[str]) -> list[int]:
+def write_many(conn: Transaction, rows: Sequence[Mapping[str, Any]], sources: Sequence[str]) -> list[int]:
     """write() for many new memories with the same columns (the import), in a few statements per batch;
     ``sources``: the source of each one's event (its full-text attribution). Returns their rowids."""
     names = [c for c in COLUMNS if c in rows[0]]
@@ -162,7 +163,7 @@ def write_many(conn: Any, rows: Sequence[Mapping[str, Any]], sources: Sequence[s
     return rowids
 
 
-def insert(conn: Any, event: Event, item: Candidate, recorded_at: str, extractor: str | None) -> int:
+def insert(conn: Transaction, event: Event, item: Candidate, recorded_at: str, extractor: str | None) -> int:
     """Write one checked candidate of the event as a memory row; returns its rowid (no timeline links)."""
     return write(
         conn,
@@ -194,18 +195,18 @@ def _label(extractor: str | None) -> str | None:
     return "".join(c if c.isprintable() else " " for c in extractor)[:128] or None
 
 
-def delete(conn: Any, rowids: Sequence[int]) -> None:
+def delete(conn: Transaction, rowids: Sequence[int]) -> None:
     """Delete memory rows (memory_forget; their vectors cascade). Full-text rows go first, by the caller."""
     conn.execute(f"DELETE FROM memories WHERE id IN ({','.join('?' * len(rowids))})", list(rowids))
 
 
-def repeats(db: Database, scope: Scope, content: str, *, current_only: bool = True) -> bool:
+def repeats(db: Connection, scope: Scope, content: str, *, current_only: bool = True) -> bool:
     """Whether a current memory of the scope (with `current_only` False: any memory, superseded and
     revoked ones too) has this content, ignoring case and whitespace."""
     return repeated(db, scope, content, current_only=current_only) is not None
 
 
-def repeated(db: Database, scope: Scope, content: str, *, current_only: bool = True) -> int | None:
+def repeated(db: Connection, scope: Scope, content: str, *, current_only: bool = True) -> int | None:
     """The rowid of the oldest memory ``repeats`` finds, or None.
 
     The full-text index narrows the comparison to memories containing the same phrase, so the cost
@@ -223,7 +224,7 @@ def repeated(db: Database, scope: Scope, content: str, *, current_only: bool = T
 
 
 def store(
-    db: Database,
+    db: Connection,
     event: Event,
     items: Sequence[Candidate],
     recorded_at: str,

@@ -6,12 +6,12 @@ No MCP tool writes here; ``set_text`` is called by ``memlikehuman persona set|ed
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .. import clock, validate
 from ..records import Memory
 from . import memories
-from .db import Database, Row
+from .connection import Connection, Row, Transaction
 
 if TYPE_CHECKING:
     from ..records import PersonaVersion
@@ -25,7 +25,7 @@ def _version(row: Row) -> PersonaVersion:
     return PersonaVersion(row["persona_id"], row["version"], row["text"], row["created_at"])
 
 
-def current(db: Database, persona_id: str) -> PersonaVersion | None:
+def current(db: Connection, persona_id: str) -> PersonaVersion | None:
     """The newest version of the core persona, or None when none was ever set."""
     validate.persona_id(persona_id)
     row = db.one(
@@ -36,7 +36,7 @@ def current(db: Database, persona_id: str) -> PersonaVersion | None:
     return _version(row) if row else None
 
 
-def history(db: Database, persona_id: str) -> list[PersonaVersion]:
+def history(db: Connection, persona_id: str) -> list[PersonaVersion]:
     """Every version of the core persona, newest first."""
     validate.persona_id(persona_id)
     rows = db.query(
@@ -46,7 +46,7 @@ def history(db: Database, persona_id: str) -> list[PersonaVersion]:
     return [_version(row) for row in rows]
 
 
-def set_text(db: Database, persona_id: str, text: str) -> tuple[PersonaVersion, bool]:
+def set_text(db: Connection, persona_id: str, text: str) -> tuple[PersonaVersion, bool]:
     """Store ``text`` (surrounding whitespace removed) as a new version; return it and whether it changed.
 
     An edit identical to the current version stores nothing. Raises InvalidArgument for an empty
@@ -64,7 +64,7 @@ def set_text(db: Database, persona_id: str, text: str) -> tuple[PersonaVersion, 
     return version, True
 
 
-def write_version(conn: Any, version: PersonaVersion) -> None:
+def write_version(conn: Transaction, version: PersonaVersion) -> None:
     """The one INSERT of a core persona version (persona set, import)."""
     conn.execute(
         "INSERT INTO persona_versions (persona_id, version, text, created_at) VALUES (?, ?, ?, ?)",
@@ -72,7 +72,7 @@ def write_version(conn: Any, version: PersonaVersion) -> None:
     )
 
 
-def persona_memories(db: Database, persona_id: str, limit: int = 100) -> list[Memory]:
+def persona_memories(db: Connection, persona_id: str, limit: int = 100) -> list[Memory]:
     """Current memories recorded with category 'persona' for this persona (any project), newest first."""
     validate.persona_id(persona_id)
     rows = db.query(

@@ -6,23 +6,22 @@ applied migration in the same ledger table, each in one write transaction with i
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..clock import now_stamp
 from .backend import backend_of
+from .connection import Connection
 
 
-def schema_version(db: Any) -> int:
+def schema_version(db: Connection) -> int:
     """How many migrations the archive has applied (0 for a new one)."""
     return backend_of(db).schema_version(db)
 
 
-def latest(db: Any) -> int:
+def latest(db: Connection) -> int:
     """How many migrations this memlikehuman has for the archive's backend."""
     return len(backend_of(db).migrations())
 
 
-def migrate(db: Any, upto: int | None = None) -> int:
+def migrate(db: Connection, upto: int | None = None) -> int:
     """Apply pending migrations, each in its own transaction; return the schema version.
 
     ``upto``: apply only the first ``upto`` migrations (an archive of an older schema, for tests).

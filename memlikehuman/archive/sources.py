@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..text.quotes import span
+from .connection import Transaction
 from .db import placeholders
 
 if TYPE_CHECKING:
@@ -43,7 +44,7 @@ class Quote:
     length: int
 
 
-def record_shown(conn: Any, memory: int, shown: Shown) -> None:
+def record_shown(conn: Transaction, memory: int, shown: Shown) -> None:
     """Keep what the prompt that made ``memory`` showed (what was forgotten since is gone: left out)."""
     if shown.events:
         conn.executemany(
@@ -59,7 +60,7 @@ def record_shown(conn: Any, memory: int, shown: Shown) -> None:
         )
 
 
-def restated(conn: Any, memory: int, event: Event, quote: str) -> None:
+def restated(conn: Transaction, memory: int, event: Event, quote: str) -> None:
     """Keep that ``event`` states ``memory`` too (its item was not stored again), with the quote's span.
 
     Nothing when it is the memory's own event, or when the quote has no span in the text as stored
@@ -68,7 +69,7 @@ def restated(conn: Any, memory: int, event: Event, quote: str) -> None:
     add_quote(conn, memory, event.sequence, event.text, quote)
 
 
-def add_quote(conn: Any, memory: int, sequence: int, text: str, quote: str) -> None:
+def add_quote(conn: Transaction, memory: int, sequence: int, text: str, quote: str) -> None:
     """``restated`` from the event's sequence and text (an import restores sources this way)."""
     own = conn.execute("SELECT event_sequence FROM memories WHERE id = ?", (memory,)).fetchone()
     place = span(text, quote)
@@ -83,7 +84,7 @@ def add_quote(conn: Any, memory: int, sequence: int, text: str, quote: str) -> N
     )
 
 
-def quotes(conn: Any, memories: Sequence[int]) -> dict[int, list[Quote]]:
+def quotes(conn: Transaction, memories: Sequence[int]) -> dict[int, list[Quote]]:
     """The further events that state each memory, earliest first."""
     if not memories:
         return {}
@@ -101,7 +102,7 @@ def quotes(conn: Any, memories: Sequence[int]) -> dict[int, list[Quote]]:
     return found
 
 
-def stated_by(conn: Any, events: Sequence[int]) -> list[int]:
+def stated_by(conn: Transaction, events: Sequence[int]) -> list[int]:
     """The memories these events state as a further source."""
     if not events:
         return []
@@ -109,7 +110,7 @@ def stated_by(conn: Any, events: Sequence[int]) -> list[int]:
     return [row["memory_id"] for row in conn.execute(sql.format(placeholders(events)), list(events))]
 
 
-def shown_to(conn: Any, events: Sequence[int], memories: Sequence[int]) -> list[int]:
+def shown_to(conn: Transaction, events: Sequence[int], memories: Sequence[int]) -> list[int]:
     """The memories whose making was shown one of these events or memories."""
     found: set[int] = set()
     if events:
@@ -121,7 +122,7 @@ def shown_to(conn: Any, events: Sequence[int], memories: Sequence[int]) -> list[
     return sorted(found)
 
 
-def shown_of(conn: Any, memory: int) -> Shown:
+def shown_of(conn: Transaction, memory: int) -> Shown:
     """What the prompt that made ``memory`` showed (nothing for a memory made without a prompt)."""
     events = conn.execute(
         "SELECT event_sequence FROM memory_sources WHERE memory_id = ? AND quote_start IS NULL ORDER BY event_sequence",
@@ -131,7 +132,7 @@ def shown_of(conn: Any, memory: int) -> Shown:
     return Shown(tuple(row["event_sequence"] for row in events), tuple(row["shown_id"] for row in shown))
 
 
-def requote(conn: Any, memory: int, quote: Quote) -> None:
+def requote(conn: Transaction, memory: int, quote: Quote) -> None:
     """Make a further source the memory's own event: its quote is now that span of the event's text.
 
     The memory keeps its ID, content and place in time; it is known since that event. The caller

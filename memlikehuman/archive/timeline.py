@@ -29,11 +29,12 @@ Invariants, kept by every function here inside the caller's write transaction:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidArgument
 from ..records import Event, Memory
+from .connection import Connection, Transaction
 from .db import placeholders
 
 if TYPE_CHECKING:
@@ -58,7 +59,7 @@ def status_sql(alias: str = "m") -> str:
     )
 
 
-def as_known(db: Any, found: Mapping[int, Memory], as_of: str) -> dict[int, Memory]:
+def as_known(db: Connection, found: Mapping[int, Memory], as_of: str) -> dict[int, Memory]:
     """The memories (by row ID) as `as_of` knew them: a link to a version not yet known then is left out.
 
     The end (valid_to, superseded_by) shows once the version that closes it is known, even while the
@@ -87,7 +88,7 @@ def as_known(db: Any, found: Mapping[int, Memory], as_of: str) -> dict[int, Memo
 # -- a new version (extraction) ----------------------------------------------------------------
 
 
-def _versions(conn: Any, event: Event, rowid: int, subject: str) -> list[Any]:
+def _versions(conn: Transaction, event: Event, rowid: int, subject: str) -> list[Any]:
     """The other live versions of a subject: same scope, same category, oldest first (no event memory:
     something that happened is never ended by what happened next)."""
     return list(
@@ -99,13 +100,13 @@ def _versions(conn: Any, event: Event, rowid: int, subject: str) -> list[Any]:
     )
 
 
-def _close(conn: Any, older: int, newer: int, at: str) -> None:
+def _close(conn: Transaction, older: int, newer: int, at: str) -> None:
     """End `older`'s validity at `at`, when `newer` takes over; link the two both ways."""
     conn.execute("UPDATE memories SET valid_to = ?, superseded_by = ? WHERE id = ?", (at, newer, older))
     conn.execute("UPDATE memories SET supersedes = ? WHERE id = ?", (older, newer))
 
 
-def insert_version(conn: Any, event: Event, rowid: int, item: Candidate) -> None:
+def insert_version(conn: Transaction, event: Event, rowid: int, item: Candidate) -> None:
     """Put a new memory into the timeline of its subject, closing validity windows (invariants 1, 2).
 
     The version before the new one ends where the new one starts; a version after it (the new fact
@@ -122,7 +123,7 @@ def insert_version(conn: Any, event: Event, rowid: int, item: Candidate) -> None
         _close(conn, rowid, after[0]["id"], after[0]["valid_from"])
 
 
-def close_target(conn: Any, event: Event, rowid: int, target: int, valid_from: str) -> None:
+def close_target(conn: Transaction, event: Event, rowid: int, target: int, valid_from: str) -> None:
     """Close a memory the extractor named (by alias) as updated by the new one, if still open (invariant 6).
 
     The two are linked both ways only when the new one has no earlier version yet (its subject's
@@ -143,7 +144,7 @@ def close_target(conn: Any, event: Event, rowid: int, target: int, valid_from: s
 # -- a correction --------------------------------------------------------------------------------
 
 
-def check_window(conn: Any, original: Memory, valid_from: str) -> None:
+def check_window(conn: Transaction, original: Memory, valid_from: str) -> None:
     """A replacement's validity start must keep the subject timeline in order (invariant 1)."""
     before = _valid_from(conn, original.supersedes)
     after = _valid_from(conn, original.superseded_by)
@@ -159,14 +160,14 @@ def check_window(conn: Any, original: Memory, valid_from: str) -> None:
         )
 
 
-def _valid_from(conn: Any, memory_id: str | None) -> str | None:
+def _valid_from(conn: Transaction, memory_id: str | None) -> str | None:
     if memory_id is None:
         return None
     row = conn.execute("SELECT valid_from FROM memories WHERE memory_id = ?", (memory_id,)).fetchone()
     return None if row is None else str(row["valid_from"])
 
 
-def link_correction(conn: Any, event_sequence: int, original: int, reason: str) -> None:
+def link_correction(conn: Transaction, event_sequence: int, original: int, reason: str) -> None:
     """Record that correction event ``event_sequence`` revoked memory ``original``."""
     conn.execute(
         "INSERT INTO corrections (event_sequence, original_id, reason) VALUES (?, ?, ?)",
@@ -174,7 +175,7 @@ def link_correction(conn: Any, event_sequence: int, original: int, reason: str) 
     )
 
 
-def take_place(conn: Any, old: int, new: int) -> None:
+def take_place(conn: Transaction, old: int, new: int) -> None:
     """Put memory ``new`` where ``old`` stands in its subject timeline; ``old`` keeps no links (invariant 4).
 
     Predecessors closed by ``old`` are now closed at ``new``'s start; ``new`` ends where ``old``
@@ -191,7 +192,7 @@ def take_place(conn: Any, old: int, new: int) -> None:
     conn.execute("UPDATE memories SET supersedes = NULL, superseded_by = NULL WHERE id = ?", (old,))
 
 
-def revoke(conn: Any, rowid: int, reason: str, replacement: int, at: str) -> None:
+def revoke(conn: Transaction, rowid: int, reason: str, replacement: int, at: str) -> None:
     """Mark a memory corrected away by ``replacement``; it leaves the timeline (invariant 3)."""
     conn.execute(
         "UPDATE memories SET revoked_at = ?, revoke_reason = ?, replaced_by = ?, supersedes = NULL,"
@@ -200,7 +201,7 @@ def revoke(conn: Any, rowid: int, reason: str, replacement: int, at: str) -> Non
     )
 
 
-def settle_known_from(conn: Any) -> None:
+def settle_known_from(conn: Transaction) -> None:
     """Fill ``known_from`` where it is missing (imported rows): the event's time, and for a correction's
     replacement the time its original became known (invariant 4). A chain of corrections is followed
     one step per pass."""
@@ -224,7 +225,7 @@ def settle_known_from(conn: Any) -> None:
 # -- forgetting ------------------------------------------------------------------------------------
 
 
-def release_originals(conn: Any, deleted: dict[int, str]) -> set[int]:
+def release_originals(conn: Transaction, deleted: dict[int, str]) -> set[int]:
     """Surviving originals whose correction goes stay revoked; return the places their replacements held.
 
     An original is not made current again: the user said it was wrong, and forgetting the
@@ -247,7 +248,7 @@ def release_originals(conn: Any, deleted: dict[int, str]) -> set[int]:
     return places
 
 
-def release(conn: Any, originals: Sequence[int]) -> None:
+def release(conn: Transaction, originals: Sequence[int]) -> None:
     """Originals whose correction is forgotten while its replacement stays (another event states it):
     they stay revoked, without a replacement, and a fixed sentence replaces the correction's reason."""
     if originals:
@@ -257,7 +258,7 @@ def release(conn: Any, originals: Sequence[int]) -> None:
         )
 
 
-def _place_holder(conn: Any, rowid: int) -> int:
+def _place_holder(conn: Transaction, rowid: int) -> int:
     """The memory that now stands in the timeline for ``rowid``: follow replacements to the live one."""
     seen = {rowid}
     while True:
@@ -268,7 +269,7 @@ def _place_holder(conn: Any, rowid: int) -> int:
         seen.add(rowid)
 
 
-def unlink(conn: Any, rowid: int, deleted: dict[int, str], keep_closed: bool = False) -> None:
+def unlink(conn: Transaction, rowid: int, deleted: dict[int, str], keep_closed: bool = False) -> None:
     """Take a memory out of its timeline: its neighbours close on the nearest surviving versions (invariant 5).
 
     With nothing after it, the version before becomes open-ended again, unless ``keep_closed``
@@ -290,7 +291,7 @@ def unlink(conn: Any, rowid: int, deleted: dict[int, str], keep_closed: bool = F
     conn.execute("UPDATE memories SET supersedes = NULL, superseded_by = NULL WHERE id = ?", (rowid,))
 
 
-def _nearest(conn: Any, rowid: int, link: str, deleted: dict[int, str]) -> int | None:
+def _nearest(conn: Transaction, rowid: int, link: str, deleted: dict[int, str]) -> int | None:
     """Follow ``link`` (supersedes or superseded_by) past memories being deleted."""
     seen = {rowid}
     current: int | None = rowid
@@ -326,7 +327,7 @@ FROM temp.import_links l WHERE memories.memory_id = l.memory_id
 """
 
 
-def stage_links(conn: Any) -> None:
+def stage_links(conn: Transaction) -> None:
     """Start collecting an import's links (they may point forward in the file)."""
     conn.execute(
         "CREATE TEMP TABLE IF NOT EXISTS import_links"
@@ -334,22 +335,32 @@ def stage_links(conn: Any) -> None:
     )
 
 
-def stage_link(conn: Any, memory_id: str, line: int, links: tuple[str | None, str | None, str | None]) -> None:
+def stage_link(conn: Transaction, memory_id: str, line: int, links: tuple[str | None, str | None, str | None]) -> None:
     """Keep the (supersedes, superseded_by, replaced_by) memory IDs of one imported memory."""
     if any(links):
         conn.execute("INSERT INTO temp.import_links VALUES (?, ?, ?, ?, ?)", (memory_id, line, *links))
 
 
-def unresolved_link(conn: Any) -> Any:
-    """The first staged link whose target is neither imported nor in the same scope (line, memory_id, target)."""
-    return conn.execute(_LINK_CHECK).fetchone()
+@dataclass(frozen=True)
+class UnresolvedLink:
+    """A staged link of an import whose target is neither imported nor in the same scope."""
+
+    line: int  # of the import file
+    memory_id: str
+    target: str  # the memory ID it links to
 
 
-def apply_links(conn: Any) -> None:
+def unresolved_link(conn: Transaction) -> UnresolvedLink | None:
+    """The first staged link (by line) whose target is neither imported nor in the same scope."""
+    row = conn.execute(_LINK_CHECK).fetchone()
+    return None if row is None else UnresolvedLink(row["line"], row["memory_id"], row["target"])
+
+
+def apply_links(conn: Transaction) -> None:
     """Resolve the staged links to row IDs, then settle known_from."""
     conn.execute(_LINK_UPDATE)
     settle_known_from(conn)
 
 
-def drop_links(conn: Any) -> None:
+def drop_links(conn: Transaction) -> None:
     conn.execute("DROP TABLE temp.import_links")

@@ -17,16 +17,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from ..text.digest import sha256
+from .connection import Connection, Transaction
 from .db import placeholders
 
 KEY_NAME = "tombstone_key"
 _BLOCK = 64  # SHA-256's block size in bytes
 
 
-def forgotten(conn: Any, record_ids: Sequence[str]) -> set[str]:
+def forgotten(conn: Transaction, record_ids: Sequence[str]) -> set[str]:
     """The IDs among ``record_ids`` that a forget took (none when the archive has no key yet)."""
     key = _key(conn)
     if key is None or not record_ids:
@@ -42,7 +42,7 @@ def forgotten(conn: Any, record_ids: Sequence[str]) -> set[str]:
     return found
 
 
-def bury(conn: Any, record_ids: Sequence[str]) -> None:
+def bury(conn: Transaction, record_ids: Sequence[str]) -> None:
     """Keep a tombstone of each ID (inside the forget's write transaction); makes the key when missing."""
     if not record_ids:
         return
@@ -58,7 +58,7 @@ def digest(key: bytes, record_id: str) -> str:
     return _Keyed(key)(record_id)
 
 
-def matcher(conn: Any) -> Callable[[str], bool]:
+def matcher(conn: Transaction) -> Callable[[str], bool]:
     """Whether an ID was forgotten, for many IDs at once (an import): the tombstones are read once."""
     key = _key(conn)
     if key is None:
@@ -86,12 +86,12 @@ class _Keyed:
         return str(outer.hexdigest())
 
 
-def count(db: Any) -> int:
+def count(db: Connection) -> int:
     """How many tombstones the archive keeps."""
     return int(db.scalar("SELECT count(*) FROM tombstones") or 0)
 
 
-def drop(db: Any) -> int:
+def drop(db: Connection) -> int:
     """Delete every tombstone and the key; return how many there were. Forgotten records that a
     history, an export or a host still holds can then be stored again."""
     with db.write() as conn:
@@ -101,17 +101,17 @@ def drop(db: Any) -> int:
     return dropped
 
 
-def key_of(conn: Any) -> bytes | None:
+def key_of(conn: Transaction) -> bytes | None:
     """The archive's tombstone key, or None before the first forget (the doctor matches digests with it)."""
     return _key(conn)
 
 
-def _key(conn: Any) -> bytes | None:
+def _key(conn: Transaction) -> bytes | None:
     row = conn.execute("SELECT value FROM archive_meta WHERE name = ?", (KEY_NAME,)).fetchone()
     return None if row is None else bytes.fromhex(row["value"])
 
 
-def _new_key(conn: Any) -> bytes:
+def _new_key(conn: Transaction) -> bytes:
     key = os.urandom(32)
     conn.execute("INSERT INTO archive_meta (name, value) VALUES (?, ?)", (KEY_NAME, key.hex()))
     return key

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..archive.db import Row
+from ..archive.connection import Connection, Row
 from ..errors import InvalidArgument, MemLikeHumanError
 from ..providers.base import Embedder
 from ..providers.priority import lower_thread_priority
@@ -25,7 +25,6 @@ from . import vectors
 if TYPE_CHECKING:
     import numpy as np
 
-    from ..archive.db import Database
     from ..config import Settings
     from .vectors import VectorCache
 else:
@@ -116,7 +115,7 @@ class _Batch:
     rows: list[Row]
 
 
-def _select(db: Database, kind: Kind, model: str, floor: int, ceiling: int, limit: int, *, any_model: bool) -> _Batch:
+def _select(db: Connection, kind: Kind, model: str, floor: int, ceiling: int, limit: int, *, any_model: bool) -> _Batch:
     """Up to `limit` items in (floor, ceiling], newest first, lacking a vector (of this model, if not any_model)."""
     column = "v.event_sequence" if kind == "event" else "v.memory_rowid"
     missing = f"{column} IS NULL" if any_model else f"({column} IS NULL OR v.model != ?)"
@@ -126,7 +125,7 @@ def _select(db: Database, kind: Kind, model: str, floor: int, ceiling: int, limi
     return _Batch(kind, db.query(sql, params))
 
 
-def _store(db: Database, cache: VectorCache, embedder: Embedder, batch: _Batch) -> int:
+def _store(db: Connection, cache: VectorCache, embedder: Embedder, batch: _Batch) -> int:
     """Embed a batch (outside any transaction), write what is still current, and tell the vector cache.
 
     A forget may commit while the batch is embedded (this process's or another's): an item gone, or
@@ -153,19 +152,19 @@ def _store(db: Database, cache: VectorCache, embedder: Embedder, batch: _Batch) 
     return len(written)
 
 
-def _top(db: Database, kind: Kind) -> int:
+def _top(db: Connection, kind: Kind) -> int:
     """The newest event sequence or memory rowid (0 when there is none)."""
     sql = "SELECT max(sequence) FROM events" if kind == "event" else "SELECT max(id) FROM memories"
     return int(db.scalar(sql) or 0)
 
 
-def _events_without_vectors(db: Database) -> int:
+def _events_without_vectors(db: Connection) -> int:
     """Events of every scope without a vector of any model (from the trigger-kept counts, m003)."""
     sql = "SELECT (SELECT total(events) FROM scope_counts) - (SELECT total(events) FROM scope_vector_counts)"
     return int(db.scalar(sql) or 0)
 
 
-def count_missing(db: Database, model: str) -> int:
+def count_missing(db: Connection, model: str) -> int:
     """Events and memories of every scope without a vector of `model`."""
     return sum(int(db.scalar(_COUNT_SQL[kind], (model,)) or 0) for kind in ("event", "memory"))
 
@@ -204,7 +203,7 @@ class Indexer:
     """
 
     def __init__(
-        self, db: Database, cache: VectorCache, settings: Settings, embedder: Callable[[], Embedder | None]
+        self, db: Connection, cache: VectorCache, settings: Settings, embedder: Callable[[], Embedder | None]
     ) -> None:
         self.db, self.cache, self.settings, self.embedder = db, cache, settings, embedder
         #: held while one batch is selected, embedded and written: no item is embedded twice

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..archive import fulltext
-from ..archive.db import Database
+from ..archive.connection import Connection
 from ..archive.fulltext import Progress
 from ..errors import InvalidArgument
 from .indexer import Indexer, index_pending
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 
 def rebuild_fulltext(
-    db: Database, *, missing_only: bool, progress: Progress | None = None, batch: int = fulltext.BATCH
+    db: Connection, *, missing_only: bool, progress: Progress | None = None, batch: int = fulltext.BATCH
 ) -> RebuildResult:
     """Write the full-text row of every event and memory (or of those lacking one); return the counts."""
     if not missing_only:

@@ -4,7 +4,7 @@ Brute-force cosine over a numpy matrix is exact and fast far beyond a personal a
 (100k x 384 in a few milliseconds), so there is no approximate index to keep consistent.
 One matrix per (table, model, scope) is loaded from SQLite on first use and then kept current
 in place: the indexer adds what it writes, forgotten rows are dropped when recall meets them,
-and after a commit by another process (seen through ``Database.data_version``) an event matrix is
+and after a commit by another process (seen through ``Connection.data_version``) an event matrix is
 brought up to date by the rows added since, when the scope lost no event and the counts agree,
 and reloaded otherwise (a hook's recorded prompt must not cost the server a full reload).
 Vectors of another model are never loaded: they count as missing.
@@ -15,9 +15,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from ..archive.db import Database
+from ..archive.connection import Connection, Transaction
 from ..records import Kind, Scope
 
 if TYPE_CHECKING:
@@ -138,7 +138,7 @@ class VectorCache:
 
     def search(
         self,
-        db: Database,
+        db: Connection,
         kind: Kind,
         model: str,
         scope: Scope,
@@ -156,7 +156,7 @@ class VectorCache:
 
     def search_many(
         self,
-        db: Database,
+        db: Connection,
         kind: Kind,
         model: str,
         scope: Scope,
@@ -184,7 +184,7 @@ class VectorCache:
         return [_top(ids, rows @ query, k, skipped) for query, k in zip(queries, ks, strict=True)]
 
     def cosines(
-        self, db: Database, kind: Kind, model: str, scope: Scope, query: np.ndarray, wanted: Sequence[int]
+        self, db: Connection, kind: Kind, model: str, scope: Scope, query: np.ndarray, wanted: Sequence[int]
     ) -> dict[int, float]:
         """The cosine of the unit vector `query` with each of the `wanted` rows that has a vector."""
         ids, rows, _ = self._snapshot(db, kind, model, scope, None)
@@ -215,7 +215,7 @@ class VectorCache:
             self._matrices.clear()
 
     def _snapshot(
-        self, db: Database, kind: Kind, model: str, scope: Scope, window: int | None
+        self, db: Connection, kind: Kind, model: str, scope: Scope, window: int | None
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The (ids, rows) inside the window, and the IDs of the older rows outside it."""
         version = db.data_version()  # changes only when another connection commits (or writes vectors)
@@ -240,7 +240,7 @@ def _top(ids: np.ndarray, scores: np.ndarray, k: int, skipped: int) -> Hits:
     return Hits(ids[top], scores[top], len(ids), skipped)
 
 
-def _load(db: Database, kind: Kind, model: str, scope: Scope) -> _Matrix:
+def _load(db: Connection, kind: Kind, model: str, scope: Scope) -> _Matrix:
     """The scope's vectors of `model`, streamed into one preallocated matrix (ascending IDs).
 
     Rows are read as tuples straight into the matrix: building a dict per row and joining all
@@ -265,7 +265,7 @@ def _load(db: Database, kind: Kind, model: str, scope: Scope) -> _Matrix:
     return _Matrix(ids[:count], rows[:count], events)
 
 
-def _refreshed(db: Database, kind: Kind, model: str, scope: Scope, matrix: _Matrix) -> _Matrix | None:
+def _refreshed(db: Connection, kind: Kind, model: str, scope: Scope, matrix: _Matrix) -> _Matrix | None:
     """An event matrix brought up to date after another connection's commit: the rows added since
     appended. None (reload it) when the scope lost an event it had (forgetting also deletes the
     vectors of the turns that carried its text, and the indexer writes them again under the same
@@ -296,20 +296,20 @@ def _refreshed(db: Database, kind: Kind, model: str, scope: Scope, matrix: _Matr
     return matrix
 
 
-def _scope_events(db: Database, scope: Scope) -> tuple[int, int]:
+def _scope_events(db: Connection, scope: Scope) -> tuple[int, int]:
     """The scope's newest event sequence and its number of events (read inside the caller's transaction)."""
     key = (scope.persona_id, scope.project_id)
     newest = db.scalar("SELECT max(sequence) FROM events WHERE persona_id = ? AND project_id = ?", key)
     return int(newest or 0), _scope_count(db, "scope_counts", key)
 
 
-def _scope_count(db: Database, table: str, key: tuple[str, ...]) -> int:
+def _scope_count(db: Connection, table: str, key: tuple[str, ...]) -> int:
     """The `events` count of a scope (and model) kept exact by triggers (migration m003); 0 without a row."""
     where = " AND ".join(f"{name} = ?" for name in ("persona_id", "project_id", "model")[: len(key)])
     return int(db.scalar(f"SELECT events FROM {table} WHERE {where}", key) or 0)
 
 
-def delete_event_vectors(conn: Any, sequences: Sequence[int]) -> None:
+def delete_event_vectors(conn: Transaction, sequences: Sequence[int]) -> None:
     """Delete the stored vectors of these events (forgetting changed the context they embedded)."""
     conn.execute(
         f"DELETE FROM event_vectors WHERE event_sequence IN ({','.join('?' * len(sequences))})", list(sequences)

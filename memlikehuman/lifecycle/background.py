@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..archive.db import Database
+    from ..archive.connection import Connection
     from ..config import Settings
     from ..index.indexer import Indexer
     from ..index.vectors import VectorCache
@@ -24,7 +24,7 @@ class Background:
 
     def __init__(
         self,
-        db: Database,
+        db: Connection,
         settings: Settings,
         embedder: Callable[[], Embedder | None],
         extractor: Callable[[], Extractor | None],

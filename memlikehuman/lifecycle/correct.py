@@ -15,11 +15,10 @@ All of it is one write transaction.
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
 from .. import clock, validate
 from ..archive import events, memories, timeline
-from ..archive.db import Database
+from ..archive.connection import Connection, Transaction
 from ..errors import Conflict, Forbidden
 from ..records import CorrectionResult, Event, Memory, Scope
 
@@ -37,7 +36,7 @@ def correction_text(memory_id: str, content: str, reason: str) -> str:
 
 
 def correct(
-    db: Database, scope: Scope, memory_id: str, content: str, reason: str, valid_at: str | None = None
+    db: Connection, scope: Scope, memory_id: str, content: str, reason: str, valid_at: str | None = None
 ) -> CorrectionResult:
     """Replace a memory by a corrected statement and revoke it, in one transaction.
 
@@ -95,7 +94,7 @@ def _check_correctable(memory: Memory) -> None:
         )
 
 
-def _record_event(db: Database, conn: Any, original: Memory, content: str, reason: str) -> Event:
+def _record_event(db: Connection, conn: Transaction, original: Memory, content: str, reason: str) -> Event:
     payload = events.NewEvent(
         scope=Scope(original.persona_id, original.project_id),
         event_id=CORRECTION_PREFIX + uuid.uuid4().hex,
@@ -114,7 +113,7 @@ def _record_event(db: Database, conn: Any, original: Memory, content: str, reaso
     return events.load(db, sequence)
 
 
-def _insert_replacement(conn: Any, event: Event, original: Memory, content: str, valid_from: str) -> int:
+def _insert_replacement(conn: Transaction, event: Event, original: Memory, content: str, valid_from: str) -> int:
     return memories.write(
         conn,
         {

@@ -24,7 +24,7 @@ from typing import Any
 
 from .. import clock
 from ..archive import events, fulltext, memories, timeline
-from ..archive.db import Database
+from ..archive.connection import Connection
 from ..archive.sources import Shown
 from ..errors import Transient, Unavailable
 from ..providers.base import Extractor
@@ -130,7 +130,7 @@ class Unusable(Exception):
 # -- the step ------------------------------------------------------------------------------------
 
 
-def run(db: Database, extractor: Extractor | None, sequence: int, shown: list[int] | None = None) -> Outcome:
+def run(db: Connection, extractor: Extractor | None, sequence: int, shown: list[int] | None = None) -> Outcome:
     """Extract memories from the event unless it is complete; return its state, memory IDs, warnings.
 
     `shown`: the `Prompt.shown` of the prompt the answer came from (a model asked in an earlier round);
@@ -177,12 +177,12 @@ def run(db: Database, extractor: Extractor | None, sequence: int, shown: list[in
 CHANGED = "what the extractor was shown changed (a forget, a correction) while it answered; its answer was not stored"
 
 
-def changed(db: Database, event: Event) -> Outcome:
+def changed(db: Connection, event: Event) -> Outcome:
     """The event after an answer refused as made from what changed since: pending, tried again soon."""
     return dataclasses.replace(_leave(db, event, "pending", f"{CHANGED}; {RETRY_HINT}"), transient=True)
 
 
-def _leave(db: Database, event: Event, state: str, error: str) -> Outcome:
+def _leave(db: Connection, event: Event, state: str, error: str) -> Outcome:
     """Record why the event is not complete (unless another process completed it meanwhile)."""
     log.debug("extraction of event %s is %s: %s", event.event_id, state, error)
     now = events.leave(db, event.sequence, state, error)
@@ -194,7 +194,7 @@ def _leave(db: Database, event: Event, state: str, error: str) -> Outcome:
 # -- the prompt ----------------------------------------------------------------------------------
 
 
-def build_prompt(db: Database, event: Event) -> Prompt:
+def build_prompt(db: Connection, event: Event) -> Prompt:
     """The system and user messages for one event; data goes only inside token-delimited blocks."""
     preceding = _preceding(db, event)
     shown = _shown_memories(db, event)
@@ -263,7 +263,7 @@ def _memory_line(alias: int, memory: Memory) -> dict[str, Any]:
     return line
 
 
-def _preceding(db: Database, event: Event) -> list[dict[str, Any]]:
+def _preceding(db: Connection, event: Event) -> list[dict[str, Any]]:
     rows = db.query(
         "SELECT sequence, role, source, occurred_at, text FROM events WHERE persona_id = ? AND project_id = ?"
         " AND session_id = ? AND sequence < ? AND kind = 'record' ORDER BY sequence DESC LIMIT ?",
@@ -273,7 +273,7 @@ def _preceding(db: Database, event: Event) -> list[dict[str, Any]]:
     return [{**row, "text": row["text"][-CONTEXT_EVENT_CHARS:]} for row in reversed(rows)]
 
 
-def _shown_memories(db: Database, event: Event) -> list[Memory]:
+def _shown_memories(db: Connection, event: Event) -> list[Memory]:
     """Current memories of the scope the event may update: those sharing its words, then the newest."""
     live = f"m.persona_id = ? AND m.project_id = ? AND {timeline.current_sql()}"
     scope = (event.persona_id, event.project_id)

@@ -19,7 +19,7 @@ from typing import Any
 
 from .. import clock
 from ..archive import events, memories
-from ..archive.db import Database
+from ..archive.connection import Connection
 from ..archive.sources import Shown
 from ..errors import NotFound, Transient, Unavailable
 from ..providers.base import Extractor
@@ -47,7 +47,7 @@ MAX_EVENTS = 6
 SHORT_CHARS = 600
 
 
-def run_batch(db: Database, extractor: Extractor, sequences: Sequence[int]) -> dict[int, Outcome]:
+def run_batch(db: Connection, extractor: Extractor, sequences: Sequence[int]) -> dict[int, Outcome]:
     """Extract several events of one session with one call; return the outcome of each.
 
     Raises NotFound when the first event was deleted meanwhile (the others are skipped if they were).
@@ -75,7 +75,7 @@ def run_batch(db: Database, extractor: Extractor, sequences: Sequence[int]) -> d
         return _store(db, batch, (by_event, stray), aliases, shown, extractor.label or None)
 
 
-def _load(db: Database, sequences: Sequence[int]) -> list[Event]:
+def _load(db: Connection, sequences: Sequence[int]) -> list[Event]:
     loaded = [events.load(db, sequences[0])]
     for sequence in sequences[1:]:
         try:
@@ -86,7 +86,7 @@ def _load(db: Database, sequences: Sequence[int]) -> list[Event]:
 
 
 def build_prompt(
-    db: Database, batch: Sequence[Event]
+    db: Connection, batch: Sequence[Event]
 ) -> tuple[str, str, dict[int, Memory], tuple[tuple[int, str], ...]]:
     """System and user messages for a batch: the first event's context, the shown memories, EVENT 1..n;
     and every event shown, (sequence, text), which `shown_still.uses_gone` reads before storing."""
@@ -132,7 +132,7 @@ def _split(items: Sequence[Any], size: int) -> tuple[dict[int, list[Any]], list[
 
 
 def _store(
-    db: Database,
+    db: Connection,
     batch: Sequence[Event],
     split: tuple[dict[int, list[Any]], list[str]],
     aliases: dict[int, Memory],

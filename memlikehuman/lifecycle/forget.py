@@ -28,7 +28,8 @@ from typing import Any
 from .. import validate
 from ..archive import alias_evidence, events, fulltext, memories, sources, timeline, tombstones
 from ..archive.backend import backend_of
-from ..archive.db import Database, Gone, placeholders
+from ..archive.connection import Connection, Transaction
+from ..archive.db import Gone, placeholders
 from ..errors import Conflict, NotFound
 from ..index import vectors
 from ..records import ForgetResult, Preview, Scope
@@ -49,7 +50,7 @@ class _Decision:
     still_said_by: tuple[str, ...]
 
 
-def preview(db: Database, scope: Scope, record_id: str, *, also: bool = False) -> Preview:
+def preview(db: Connection, scope: Scope, record_id: str, *, also: bool = False) -> Preview:
     """What ``forget(db, scope, record_id, also=also)`` would delete, read in one snapshot; changes nothing.
 
     Raises InvalidArgument for a bad ID and NotFound when the record is not in this scope.
@@ -75,7 +76,7 @@ def preview(db: Database, scope: Scope, record_id: str, *, also: bool = False) -
 
 
 def forget(
-    db: Database, scope: Scope, record_id: str, *, expected: Preview | None = None, also: bool = False
+    db: Connection, scope: Scope, record_id: str, *, expected: Preview | None = None, also: bool = False
 ) -> ForgetResult:
     """Delete the record's source event and everything that came from it; then scrub the WAL.
 
@@ -129,7 +130,7 @@ def forget(
     )
 
 
-def _decide(conn: Any, scope: Scope, root: int, also: bool) -> _Decision:
+def _decide(conn: Transaction, scope: Scope, root: int, also: bool) -> _Decision:
     """The plan of forgetting ``root`` and what still says it; with ``also``, those taken too."""
     plan = forget_plan.plan(conn, [root])
     texts = [row["text"] for row in _rows(conn, "SELECT text FROM events WHERE sequence IN ({})", plan.events)]
@@ -143,12 +144,12 @@ def _decide(conn: Any, scope: Scope, root: int, also: bool) -> _Decision:
     return _Decision(plan, _requoted(conn, plan), named)
 
 
-def _rows(conn: Any, sql: str, keys: Any) -> list[Any]:
+def _rows(conn: Transaction, sql: str, keys: Any) -> list[Any]:
     values = list(keys)
     return list(conn.execute(sql.format(placeholders(values)), values).fetchall())
 
 
-def _requoted(conn: Any, plan: Plan) -> tuple[tuple[str, str], ...]:
+def _requoted(conn: Transaction, plan: Plan) -> tuple[tuple[str, str], ...]:
     """(memory ID, event ID) of each memory that stays quoted from another event."""
     sequences = [quote.sequence for quote in plan.requoted.values()]
     events = _rows(conn, "SELECT sequence, event_id FROM events WHERE sequence IN ({})", sequences)
@@ -157,7 +158,7 @@ def _requoted(conn: Any, plan: Plan) -> tuple[tuple[str, str], ...]:
     return tuple((row["memory_id"], ids[plan.requoted[row["id"]].sequence]) for row in found)
 
 
-def _relink(conn: Any, plan: Plan) -> None:
+def _relink(conn: Transaction, plan: Plan) -> None:
     """Take what goes out of the timelines; originals of forgotten corrections stay revoked."""
     held = timeline.release_originals(conn, plan.memories)
     # A replacement that stays (another event states it) while its correction goes: the original too
@@ -176,7 +177,7 @@ def _check_expected(plan: Plan, expected: Preview) -> None:
         )
 
 
-def _root(db: Database, scope: Scope, record_id: str) -> int:
+def _root(db: Connection, scope: Scope, record_id: str) -> int:
     if record_id.startswith(memories.MEMORY_PREFIX):
         try:
             return memories.find(db, scope, record_id).event_sequence
@@ -197,7 +198,7 @@ def _root(db: Database, scope: Scope, record_id: str) -> int:
     return int(sequence)
 
 
-def _context_dependents(conn: Any, plan: Plan) -> list[int]:
+def _context_dependents(conn: Transaction, plan: Plan) -> list[int]:
     """Surviving events whose full-text ``context`` holds the tail of a forgotten record event.
 
     An event's context is the previous record event of its session, so after a forgotten record
@@ -226,7 +227,7 @@ def _context_dependents(conn: Any, plan: Plan) -> list[int]:
     return sorted(dependents)
 
 
-def _unindex(conn: Any, plan: Plan, dependents: list[int]) -> None:
+def _unindex(conn: Transaction, plan: Plan, dependents: list[int]) -> None:
     """Remove the full-text rows of what goes, and of the dependents whose context changes.
 
     FTS5 rows are not reached by foreign keys. The 'delete' command with secure-delete on takes
@@ -238,7 +239,7 @@ def _unindex(conn: Any, plan: Plan, dependents: list[int]) -> None:
         fulltext.unindex_event(conn, sequence)
 
 
-def _texts(conn: Any, plan: Plan) -> Gone:
+def _texts(conn: Transaction, plan: Plan) -> Gone:
     """The texts that go, by table: what the stale-page check looks for after the commit (a memory
     quoted from another event now leaves its old quote)."""
     seqs, rowids = list(plan.events), [*plan.memories, *plan.requoted]

@@ -25,9 +25,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from ..archive import sources, terms
+from ..archive.connection import Transaction
 from ..archive.db import placeholders
 from ..archive.sources import Quote
 from ..records import Scope
@@ -45,7 +45,7 @@ class Plan:
     carried: frozenset[int] = frozenset()
 
 
-def plan(conn: Any, roots: Sequence[int], alone: Sequence[int] = ()) -> Plan:
+def plan(conn: Transaction, roots: Sequence[int], alone: Sequence[int] = ()) -> Plan:
     """The plan of forgetting the events ``roots`` and the memories ``alone`` (their events stay)."""
     state = _State(conn)
     state.take_events(roots)
@@ -58,7 +58,7 @@ def plan(conn: Any, roots: Sequence[int], alone: Sequence[int] = ()) -> Plan:
 class _State:
     """The growing plan, and what was read to decide it (texts and terms are read once)."""
 
-    def __init__(self, conn: Any) -> None:
+    def __init__(self, conn: Transaction) -> None:
         self.conn = conn
         self.events: dict[int, str] = {}
         self.memories: dict[int, str] = {}

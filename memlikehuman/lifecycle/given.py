@@ -25,7 +25,7 @@ from typing import Any
 
 from .. import clock
 from ..archive import events, memories
-from ..archive.db import Database
+from ..archive.connection import Connection
 from ..errors import Conflict, InvalidArgument, LimitExceeded
 from ..records import Event
 from ..text.quotes import collapsed
@@ -79,7 +79,7 @@ def _check_offset(index: int, value: Any) -> None:
         )
 
 
-def store(db: Database, sequence: int, items: Sequence[dict[str, Any]], *, retry: bool = False) -> Outcome:
+def store(db: Connection, sequence: int, items: Sequence[dict[str, Any]], *, retry: bool = False) -> Outcome:
     """Check the items against the event's text, store the accepted ones and complete the event.
 
     `retry`: the event was already recorded (a duplicate): `_retried`.
@@ -109,7 +109,7 @@ def store(db: Database, sequence: int, items: Sequence[dict[str, Any]], *, retry
     return Outcome("complete", None, event.memory_ids, tuple(notes))
 
 
-def _given_before(db: Database, sequence: int) -> bool:
+def _given_before(db: Connection, sequence: int) -> bool:
     """Whether a call gave memories for this event before: some are stored (a corrected one too), or none
     of its items was kept (the event says NONE_KEPT). A call with memories is then a retry. An event
     recorded without them, by a host hook or by the agent, takes them once."""
@@ -117,7 +117,7 @@ def _given_before(db: Database, sequence: int) -> bool:
     return bool(row and row["n"]) or events.load(db, sequence).extraction_error == NONE_KEPT
 
 
-def _retried(db: Database, event: Event, items: Sequence[dict[str, Any]]) -> Outcome:
+def _retried(db: Connection, event: Event, items: Sequence[dict[str, Any]]) -> Outcome:
     """A retry's answer: the same as the first call's, with nothing written; Conflict when the call differs."""
     differs = (
         f"event_id {event.event_id!r} was already recorded with other memories: a retry must send the same"
@@ -153,7 +153,7 @@ def _fields(values: Any) -> tuple[Any, ...]:
     return (collapsed(values["quote"]), *(values[f] for f in _SAME[1:]))
 
 
-def _rows(db: Database, sequence: int) -> list[Any]:
+def _rows(db: Connection, sequence: int) -> list[Any]:
     sql = f"SELECT content, recorded_at, {', '.join(_SAME)} FROM memories WHERE event_sequence = ?"
     return db.query(sql, (sequence,))
 

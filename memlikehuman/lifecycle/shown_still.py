@@ -10,13 +10,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..archive import terms
-from ..archive.db import Database, placeholders
+from ..archive.connection import Connection
+from ..archive.db import placeholders
 from ..archive.memories import normalized
 from ..records import Candidate, Memory
 
 
 def uses_gone(
-    db: Database,
+    db: Connection,
     answer: Sequence[tuple[Candidate, int | None]],
     aliases: dict[int, Memory],
     events: Sequence[tuple[int, str]],
@@ -49,7 +50,7 @@ def uses_gone(
     return False
 
 
-def _present(db: Database, table: str, key: str, ids: Sequence[int], rule: str) -> set[int]:
+def _present(db: Connection, table: str, key: str, ids: Sequence[int], rule: str) -> set[int]:
     if not ids:
         return set()
     sql = f"SELECT {key} FROM {table} WHERE {key} IN ({placeholders(ids)}){rule}"

@@ -13,10 +13,10 @@ events whose text and the memories whose content hold it. They are named in memo
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 from ..archive import terms
 from ..archive.backend import backend_of
+from ..archive.connection import Transaction
 from ..records import Scope
 
 # A word the index finds in more records of the scope than this (besides what goes) is common.
@@ -33,7 +33,7 @@ _RECORDS = {"event": ("events", "sequence", "event_id"), "memory": ("memories", 
 
 
 def named(
-    conn: Any, scope: Scope, texts: Iterable[str], going_events: Sequence[int], going_memories: Sequence[int]
+    conn: Transaction, scope: Scope, texts: Iterable[str], going_events: Sequence[int], going_memories: Sequence[int]
 ) -> tuple[str, ...]:
     """The IDs of the scope's events, then memories, that hold a distinctive word of the texts,
     in recording order; the records being forgotten are left out."""
@@ -61,7 +61,7 @@ def distinctive(texts: Iterable[str]) -> list[terms.Word]:
     return sorted(words.values(), key=lambda w: (-len(w.surface), w.term))[:MAX_WORDS]
 
 
-def holders(conn: Any, scope: Scope, kind: str, word: terms.Word, going: set[int]) -> list[tuple[int, str]]:
+def holders(conn: Transaction, scope: Scope, kind: str, word: terms.Word, going: set[int]) -> list[tuple[int, str]]:
     """Up to RARE + 1 records of the kind in the scope, not going, whose text (content) holds the word."""
     table, key, record_id = _RECORDS[kind]
     source, condition, params = backend_of(conn).fulltext_matching(_TABLES[(kind, word.index)], word.surface, 0)

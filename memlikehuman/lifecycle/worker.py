@@ -33,7 +33,7 @@ from . import extract
 from . import extract_batch as batching
 
 if TYPE_CHECKING:
-    from ..archive.db import Database
+    from ..archive.connection import Connection
     from ..config import Settings
 
 log = logging.getLogger("memlikehuman.worker")
@@ -54,7 +54,7 @@ class Worker:
 
     def __init__(
         self,
-        db: Database,
+        db: Connection,
         settings: Settings,
         extractor: Callable[[], Extractor | None],
         extracted: Callable[[], None],

@@ -20,6 +20,7 @@ __all__ = [
     "ROLES",
     "Candidate",
     "Check",
+    "Checkpoint",
     "CorrectionResult",
     "Coverage",
     "Cue",
@@ -43,6 +44,7 @@ __all__ = [
     "RecordResult",
     "Scope",
     "SpeakerAlias",
+    "TaskState",
     "Turn",
     "memory_status",
 ]
@@ -181,6 +183,42 @@ def memory_status(revoked_at: str | None, valid_to: str | None, as_of: str | Non
     if valid_to is not None and (as_of is None or valid_to <= as_of):
         return "superseded"
     return "current"
+
+
+@dataclass(frozen=True)
+class TaskState:
+    """A checkpoint's task state (archive/checkpoints.parse_state checks its limits)."""
+
+    goal: str
+    completed: tuple[str, ...] = ()
+    pending: tuple[str, ...] = ()
+    constraints: tuple[str, ...] = ()
+    next_step: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "goal": self.goal,
+            "completed": list(self.completed),
+            "pending": list(self.pending),
+            "constraints": list(self.constraints),
+            "next_step": self.next_step,
+        }
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A saved task state and the last event it covers (session_checkpoint); ``state`` None once a forget wiped it."""
+
+    checkpoint_id: str
+    persona_id: str
+    project_id: str
+    session_id: str
+    covered_event_id: str
+    covered_sequence: int
+    created_at: str
+    state: TaskState | None
+    invalidated_at: str | None = None
+    invalidated_reason: str | None = None
 
 
 @dataclass(frozen=True)

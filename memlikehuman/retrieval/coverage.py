@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from ..archive import claims
-from ..archive.db import Database
+from ..archive.connection import Connection
 from ..records import Coverage, Scope
 
 
-def count(db: Database, scope: Scope, model: str | None, as_of: str) -> Coverage:
+def count(db: Connection, scope: Scope, model: str | None, as_of: str) -> Coverage:
     """Events in scope, pending/failed/in flight, without a vector of `model`, after `as_of`.
 
     Exact counts kept by triggers (migration m003): two primary-key reads, and one index range.

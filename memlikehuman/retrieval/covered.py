@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..archive.db import Database
+from ..archive.connection import Connection
 from . import ranking, search
 from .search import Filters
 
 
 def ranked(
-    db: Database, filters: Filters, scores: dict[int, float], covered: Mapping[int, tuple[float, bool]]
+    db: Connection, filters: Filters, scores: dict[int, float], covered: Mapping[int, tuple[float, bool]]
 ) -> dict[int, float]:
     """Memory scores where each covered event passes its score to its best memory.
 

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from ..archive.db import Database
+from ..archive.connection import Connection
 from ..records import Scope
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -93,7 +93,7 @@ def answers_first(chosen: Sequence[T], answer_of: Callable[[T], T | None], same:
     return out
 
 
-def unanswered_prompt(db: Database, scope: Scope) -> int | None:
+def unanswered_prompt(db: Connection, scope: Scope) -> int | None:
     """The sequence of the prompt a host hook recorded last in the scope, while no reply followed it in its
     session: the prompt the agent is answering (None when there is none)."""
     row = db.one(

@@ -34,7 +34,7 @@ from .search import terms
 if TYPE_CHECKING:
     import numpy as np
 
-    from ..archive.db import Database
+    from ..archive.connection import Connection
     from ..records import Scope
 
 MAX_ALTERNATIVES = 8
@@ -90,7 +90,7 @@ def check(alternatives: Sequence[str] | None) -> list[str]:
     return checked
 
 
-def by_alias(db: Database, scope: Scope, query: str) -> list[str]:
+def by_alias(db: Connection, scope: Scope, query: str) -> list[str]:
     """Phrasings of the query with a speaker's label where it calls the speaker by a learned alias
     (aliases.toward_labels; at most aliases.MAX_PHRASINGS). One indexed read when the scope has no
     alias evidence, none when the query has no capitalised word."""

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..archive import fulltext
 from ..archive.backend import backend_of
-from ..archive.db import Database, Row
+from ..archive.connection import Connection, Row
 from ..records import Kind, Scope
 from ..text import ngrams
 
@@ -118,7 +118,7 @@ def _memory_rules(filters: Filters) -> str:
     return " AND ".join(rules)
 
 
-def memory_quotes(db: Database, sequences: Sequence[int], as_of: str) -> dict[int, list[str]]:
+def memory_quotes(db: Connection, sequences: Sequence[int], as_of: str) -> dict[int, list[str]]:
     """The quotes of those events' memories, revoked and superseded ones too (a statement corrected away must
     not come back through its event), but not of one still unrevoked and not yet valid or known at `as_of`."""
     found: dict[int, list[str]] = {}
@@ -131,7 +131,7 @@ def memory_quotes(db: Database, sequences: Sequence[int], as_of: str) -> dict[in
     return found
 
 
-def closed_by_as_of(db: Database, rowids: Sequence[int], as_of: str) -> set[int]:
+def closed_by_as_of(db: Connection, rowids: Sequence[int], as_of: str) -> set[int]:
     """The memories among rowids whose validity window is closed by as_of (superseded then)."""
     if not rowids:
         return set()
@@ -172,7 +172,7 @@ _LEXICAL = {
 
 
 def lexical(
-    db: Database,
+    db: Connection,
     kind: Kind,
     words: Sequence[str],
     filters: Filters,
@@ -212,7 +212,7 @@ def fuse(first: Sequence[Hit], second: Sequence[Hit], limit: int) -> list[Hit]:
 
 
 def _ranked(
-    db: Database,
+    db: Connection,
     kind: Kind,
     table: str,
     words: Sequence[str],
@@ -246,7 +246,7 @@ SPEAKER_EVENTS = 5_000
 _SPEAKERS: dict[tuple[int, Scope], tuple[float, frozenset[str]]] = {}
 
 
-def speaker_words(db: Database, scope: Scope) -> frozenset[str]:
+def speaker_words(db: Connection, scope: Scope) -> frozenset[str]:
     """The words of the sources (speakers) of the scope's recent events (cached for a minute)."""
     now = time.monotonic()
     key = (id(db), scope)
@@ -270,7 +270,7 @@ def without_words(text: str, words: frozenset[str]) -> str:
     return kept if terms(kept) and set(terms(kept)) - STOPWORDS else text
 
 
-def row_counts(db: Database, table: str, words: Sequence[str], fresh: bool = False) -> dict[str, int]:
+def row_counts(db: Connection, table: str, words: Sequence[str], fresh: bool = False) -> dict[str, int]:
     """How many rows of a full-text table contain each word (cached for a minute to plan; `fresh`: counted now)."""
     if fresh:
         return {word: _count(db, table, word) for word in words}
@@ -287,16 +287,16 @@ def row_counts(db: Database, table: str, words: Sequence[str], fresh: bool = Fal
     return counts
 
 
-def _count(db: Database, table: str, word: str) -> int:
+def _count(db: Connection, table: str, word: str) -> int:
     return backend_of(db).fulltext_count(db, table, word)
 
 
-def _nth_newest(db: Database, table: str, words: Sequence[str], offset: int) -> int | None:
+def _nth_newest(db: Connection, table: str, words: Sequence[str], offset: int) -> int | None:
     return backend_of(db).fulltext_nth_newest(db, table, words, offset)
 
 
 def _bm25(
-    db: Database,
+    db: Connection,
     kind: Kind,
     table: str,
     words: Sequence[str],
@@ -320,7 +320,7 @@ def _bm25(
     ]
 
 
-def eligible_events(db: Database, ids: Sequence[int], filters: Filters) -> dict[int, Hit]:
+def eligible_events(db: Connection, ids: Sequence[int], filters: Filters) -> dict[int, Hit]:
     """The events among ids that a recall with these filters may return (score 0), by sequence."""
     # NOT INDEXED: the IDs are few, so look them up by primary key; the planner would otherwise walk
     # the scope's time index (2 ms instead of 0.1 ms for 200 IDs at 30k events).
@@ -332,14 +332,14 @@ def eligible_events(db: Database, ids: Sequence[int], filters: Filters) -> dict[
     return {r["id"]: Hit(r["id"], 0.0, r["source"], r["session_id"], r["occurred_at"]) for r in rows}
 
 
-def eligible_memories(db: Database, ids: Sequence[int], filters: Filters) -> set[int]:
+def eligible_memories(db: Connection, ids: Sequence[int], filters: Filters) -> set[int]:
     """The memory rowids among ids that a recall with these filters may return."""
     sql = f"SELECT m.id AS id FROM memories m NOT INDEXED {_MEMORY_JOIN.removeprefix('memories m ')}"
     sql += f" WHERE {_memory_rules(filters)}"
     return {row["id"] for row in _eligible(db, ids, sql, "m.id", filters)}
 
 
-def _eligible(db: Database, ids: Sequence[int], sql: str, column: str, filters: Filters) -> list[Row]:
+def _eligible(db: Connection, ids: Sequence[int], sql: str, column: str, filters: Filters) -> list[Row]:
     found: list[Row] = []
     for start in range(0, len(ids), 500):
         chunk = list(ids[start : start + 500])
@@ -349,7 +349,7 @@ def _eligible(db: Database, ids: Sequence[int], sql: str, column: str, filters: 
     return found
 
 
-def filtered_ids(db: Database, kind: Kind, filters: Filters) -> list[int]:
+def filtered_ids(db: Connection, kind: Kind, filters: Filters) -> list[int]:
     """All eligible IDs under a session or cue filter (small sets), to restrict vector scans."""
     if kind == "event":
         sql = f"SELECT e.sequence AS id FROM events e WHERE {_event_rules(filters)}"
@@ -358,13 +358,13 @@ def filtered_ids(db: Database, kind: Kind, filters: Filters) -> list[int]:
     return [row["id"] for row in db.query(sql, filters.params())]
 
 
-def recent_events(db: Database, filters: Filters, limit: int) -> list[int]:
+def recent_events(db: Connection, filters: Filters, limit: int) -> list[int]:
     """The most recent eligible events (for a cue_key recall without a query)."""
     sql = f"SELECT e.sequence AS id FROM events e WHERE {_event_rules(filters)} ORDER BY e.sequence DESC LIMIT :limit"
     return [row["id"] for row in db.query(sql, {**filters.params(), "limit": limit})]
 
 
-def recent_memories(db: Database, filters: Filters, limit: int) -> list[int]:
+def recent_memories(db: Connection, filters: Filters, limit: int) -> list[int]:
     """The most recent eligible memories (for a cue_key recall without a query)."""
     sql = (
         "SELECT m.id AS id FROM memories m JOIN events e ON e.sequence = m.event_sequence"
@@ -373,7 +373,7 @@ def recent_memories(db: Database, filters: Filters, limit: int) -> list[int]:
     return [row["id"] for row in db.query(sql, {**filters.params(), "limit": limit})]
 
 
-def neighbours(db: Database, sequences: Sequence[int]) -> dict[int, tuple[int | None, int | None]]:
+def neighbours(db: Connection, sequences: Sequence[int]) -> dict[int, tuple[int | None, int | None]]:
     """For each event, the previous and next event of the same session and scope (or None)."""
     found: dict[int, tuple[int | None, int | None]] = {}
     for start in range(0, len(sequences), 500):
@@ -391,7 +391,7 @@ def neighbours(db: Database, sequences: Sequence[int]) -> dict[int, tuple[int | 
     return found
 
 
-def text_shapes(db: Database, sequences: Sequence[int]) -> dict[int, tuple[int, bool, str]]:
+def text_shapes(db: Connection, sequences: Sequence[int]) -> dict[int, tuple[int, bool, str]]:
     """For each event: its text's length in characters, whether it ends with a question mark, its role."""
     if not sequences:
         return {}

@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..archive.db import Database
+from ..archive.connection import Connection
 from . import ranking, search
 from .search import Filters
 
@@ -96,7 +96,7 @@ def reordered(
 
 
 def gather(
-    db: Database,
+    db: Connection,
     vectors: VectorCache,
     model: str,
     filters: Filters,

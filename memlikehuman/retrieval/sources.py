@@ -10,7 +10,7 @@ from ..records import Kind, Scope
 if TYPE_CHECKING:
     import numpy as np
 
-    from ..archive.db import Database
+    from ..archive.connection import Connection
     from ..config import Settings
     from ..index.vectors import VectorCache
     from ..providers.base import Embedder
@@ -20,7 +20,7 @@ class Sources(Protocol):
     """What recall reads: the archive, the vector cache, the settings and the query embedder."""
 
     @property
-    def db(self) -> Database: ...
+    def db(self) -> Connection: ...
     @property
     def vectors(self) -> VectorCache: ...
     @property

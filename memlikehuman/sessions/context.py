@@ -23,10 +23,9 @@ from typing import TYPE_CHECKING, Any
 
 from .. import validate
 from ..archive import checkpoints, personas
-from ..archive.checkpoints import Checkpoint
-from ..archive.db import Database
+from ..archive.connection import Connection
 from ..errors import Unavailable
-from ..records import MemoryHit, RawHit, Scope
+from ..records import Checkpoint, MemoryHit, RawHit, Scope
 from ..retrieval import gist
 from ..shapes import data_line
 from . import tokens
@@ -237,7 +236,7 @@ class _Packer:
 # -- the parts of session_resume ---------------------------------------------------------------
 
 
-def _uncovered(db: Database, scope: Scope, after: int) -> Iterator[tuple[str, str]]:
+def _uncovered(db: Connection, scope: Scope, after: int) -> Iterator[tuple[str, str]]:
     """(event_id, line) of the events after ``after``, newest first, fetched a page at a time."""
     below = None
     while True:

@@ -13,7 +13,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
-from ..archive.db import Database
+from ..archive.connection import Connection
 from ..archive.memories import MEMORY_PREFIX
 from ..errors import Forbidden, InvalidArgument, LimitExceeded
 from ..records import Preview, Scope
@@ -87,7 +87,7 @@ async def correct(request: Request) -> HTMLResponse:
     )
 
 
-def _event_rows(db: Database, scope: Scope, event_ids: tuple[str, ...]) -> list[list[object]]:
+def _event_rows(db: Connection, scope: Scope, event_ids: tuple[str, ...]) -> list[list[object]]:
     rows = []
     for event_id in event_ids:
         row = db.one(
@@ -108,7 +108,7 @@ def _event_rows(db: Database, scope: Scope, event_ids: tuple[str, ...]) -> list[
     return rows
 
 
-def _memory_rows(db: Database, scope: Scope, memory_ids: tuple[str, ...]) -> list[list[object]]:
+def _memory_rows(db: Connection, scope: Scope, memory_ids: tuple[str, ...]) -> list[list[object]]:
     rows = []
     for memory_id in memory_ids:
         row = db.one("SELECT content, kind, basis FROM memories WHERE memory_id = ?", (memory_id,))
@@ -157,7 +157,7 @@ def _confirm(request: Request, scope: Scope, plan: Preview, wider: Preview | Non
     )
 
 
-def _still_said(db: Database, scope: Scope, plan: Preview) -> object:
+def _still_said(db: Connection, scope: Scope, plan: Preview) -> object:
     """The records that still hold the forgotten text's rare words (kept unless the second button is used)."""
     events = _event_rows(db, scope, tuple(i for i in plan.still_said_by if not i.startswith(MEMORY_PREFIX)))
     found = _memory_rows(db, scope, tuple(i for i in plan.still_said_by if i.startswith(MEMORY_PREFIX)))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..admin.stats import ScopeStats
-from ..archive.db import Database
+from ..archive.connection import Connection
 from ..records import Scope
 
 _MEMORIES = """
@@ -27,7 +27,7 @@ FROM checkpoints {where} GROUP BY 1, 2
 """
 
 
-def scopes(db: Database, only: Scope | None = None) -> list[ScopeStats]:
+def scopes(db: Connection, only: Scope | None = None) -> list[ScopeStats]:
     """Every scope that has events (or just ``only``), sorted, with its counts; one read snapshot."""
     where = "WHERE persona_id = ? AND project_id = ?" if only else ""
     params: tuple[Any, ...] = (only.persona_id, only.project_id) if only else ()

@@ -7,7 +7,7 @@ from starlette.responses import HTMLResponse
 
 from .. import clock
 from ..archive import memories
-from ..archive.db import Database
+from ..archive.connection import Connection
 from ..errors import InvalidArgument
 from ..records import Event, Memory, Scope
 from . import highlight
@@ -18,7 +18,7 @@ PAGE_CHARS = 10_000
 VERSIONS_SHOWN = 100
 
 
-def _of_event(db: Database, sequence: int) -> list[Memory]:
+def _of_event(db: Connection, sequence: int) -> list[Memory]:
     rows = db.query(memories.MEMORY_SELECT + " WHERE m.event_sequence = ? ORDER BY m.id", (sequence,))
     return [memories.from_row(row) for row in rows]
 
@@ -114,7 +114,7 @@ def event(request: Request) -> HTMLResponse:
     return html(f"Event {ev.event_id}", body, nav=scope_nav(scope))
 
 
-def versions(db: Database, memory: Memory) -> list[Memory]:
+def versions(db: Connection, memory: Memory) -> list[Memory]:
     """The versions of the fact: the memories of its subject timeline and of its correction chain."""
     scope = (memory.persona_id, memory.project_id)
     found: dict[str, Memory] = {memory.memory_id: memory}

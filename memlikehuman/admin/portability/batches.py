@@ -19,7 +19,8 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from ...archive import events, fulltext, memories, sources, timeline
-from ...archive.db import Row, placeholders
+from ...archive.connection import Row, Transaction
+from ...archive.db import placeholders
 from ...errors import InvalidArgument
 from ...records import Cue
 from .spec import BY_KIND
@@ -37,7 +38,7 @@ Previous = dict[tuple[str, str, str], str | None]
 class Owner(Protocol):
     """The import a batch reports to (importer._Importer)."""
 
-    conn: Any
+    conn: Transaction
     added: Counter[str]
 
     def compare(self, record: dict[str, Any], number: int, row: Row) -> None: ...
@@ -92,7 +93,7 @@ class Batch:
         writer.write()
 
 
-def _stored(conn: Any, kind: str, ids: Sequence[str]) -> dict[str, Row]:
+def _stored(conn: Transaction, kind: str, ids: Sequence[str]) -> dict[str, Row]:
     """The archive's records with these IDs, as the export selects them, by ID."""
     field = ID_FIELDS[kind]
     sql = f"{BY_KIND[kind].select} WHERE {_ID_COLUMNS[kind]} IN ({placeholders(ids)})"
@@ -100,7 +101,7 @@ def _stored(conn: Any, kind: str, ids: Sequence[str]) -> dict[str, Row]:
 
 
 class _Writer(Protocol):
-    def __init__(self, conn: Any, items: Sequence[Item], previous: Previous) -> None: ...
+    def __init__(self, conn: Transaction, items: Sequence[Item], previous: Previous) -> None: ...
 
     def accept(self, record: dict[str, Any], number: int) -> None: ...
 
@@ -110,7 +111,7 @@ class _Writer(Protocol):
 class _Events:
     """New events: their rows, cues, resolved dates and full-text rows."""
 
-    def __init__(self, conn: Any, items: Sequence[Item], previous: Previous) -> None:
+    def __init__(self, conn: Transaction, items: Sequence[Item], previous: Previous) -> None:
         self.conn = conn
         self.previous = previous
         self.records: list[dict[str, Any]] = []
@@ -165,7 +166,7 @@ _EVENTS_OF = "SELECT event_id, sequence, text, persona_id, project_id FROM event
 class _Memories:
     """New memories: each must belong to an event of its scope; their rows, full-text rows and links."""
 
-    def __init__(self, conn: Any, items: Sequence[Item], previous: Previous) -> None:
+    def __init__(self, conn: Transaction, items: Sequence[Item], previous: Previous) -> None:
         self.conn = conn
         ids = sorted({record["event_id"] for record, _ in items})
         sql = "SELECT event_id, sequence, persona_id, project_id, source FROM events WHERE event_id IN"
@@ -196,7 +197,7 @@ class _Memories:
         _write_sources(self.conn, [(rowid, r) for rowid, (r, _, _) in zip(rowids, self.accepted, strict=True)])
 
 
-def _write_sources(conn: Any, written: Sequence[tuple[int, dict[str, Any]]]) -> None:
+def _write_sources(conn: Transaction, written: Sequence[tuple[int, dict[str, Any]]]) -> None:
     """The provenance of new memories (archive/sources.py): events and memories of their scope that are
     in the archive or earlier in the file; any other is left out (a filtered export, a forget)."""
     given = [(rowid, r) for rowid, r in written if r["sources"]]

@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Iterator
 
 from ... import clock, validate
-from ...archive.db import Database
+from ...archive.connection import Connection
 from .spec import FORMAT, SECTIONS, TYPES, VERSION, Section, line, to_record
 
 
@@ -33,7 +33,7 @@ def _check_filter(persona_id: str | None, project_id: str | None) -> None:
         validate.identifier(project_id, "project_id")
 
 
-def count_records(db: Database, persona_id: str | None = None, project_id: str | None = None) -> dict[str, int]:
+def count_records(db: Connection, persona_id: str | None = None, project_id: str | None = None) -> dict[str, int]:
     """How many records of each type an export with this filter writes."""
     _check_filter(persona_id, project_id)
     counts = {}
@@ -43,7 +43,7 @@ def count_records(db: Database, persona_id: str | None = None, project_id: str |
     return counts
 
 
-def export_lines(db: Database, persona_id: str | None = None, project_id: str | None = None) -> Iterator[str]:
+def export_lines(db: Connection, persona_id: str | None = None, project_id: str | None = None) -> Iterator[str]:
     """The archive (or one persona and/or project of it) as export lines, each ending in a newline.
 
     Everything comes from one read snapshot. Raises InvalidArgument for a malformed filter.

@@ -9,7 +9,7 @@ from typing import Any
 
 from ...archive import checkpoints, personas, timeline, tombstones
 from ...archive.backend import backend_of
-from ...archive.db import Database, Row
+from ...archive.connection import Connection, Row, Transaction
 from ...errors import ImportConflicts, InvalidArgument
 from ...lifecycle.forget import INVALIDATED as FORGET_REASON
 from ...records import ImportReport, PersonaVersion
@@ -45,7 +45,7 @@ class _Rollback(Exception):
 class _Importer:
     """One import inside an open write transaction: compares, inserts, counts and collects conflicts."""
 
-    def __init__(self, conn: Any) -> None:
+    def __init__(self, conn: Transaction) -> None:
         self.conn = conn
         self.seen: Counter[str] = Counter()
         self.added: Counter[str] = Counter()
@@ -190,17 +190,17 @@ class _Importer:
         bad = timeline.unresolved_link(self.conn)
         if bad is not None:
             raise InvalidArgument(
-                f"line {bad['line']}: memory {bad['memory_id']!r} links to memory {bad['target']!r}, which is neither"
+                f"line {bad.line}: memory {bad.memory_id!r} links to memory {bad.target!r}, which is neither"
                 " in the file nor in the same scope of the archive"
             )
         timeline.apply_links(self.conn)
 
 
-def _insert_persona_version(conn: Any, r: dict[str, Any], number: int) -> None:
+def _insert_persona_version(conn: Transaction, r: dict[str, Any], number: int) -> None:
     personas.write_version(conn, PersonaVersion(r["persona_id"], r["version"], r["text"], r["created_at"]))
 
 
-def _insert_correction(conn: Any, r: dict[str, Any], number: int) -> None:
+def _insert_correction(conn: Transaction, r: dict[str, Any], number: int) -> None:
     event = conn.execute("SELECT sequence, kind FROM events WHERE event_id = ?", (r["event_id"],)).fetchone()
     if event is None or event["kind"] != "correction":
         raise InvalidArgument(f"line {number}: correction {r['event_id']!r} has no correction event before it")
@@ -217,7 +217,7 @@ def _insert_correction(conn: Any, r: dict[str, Any], number: int) -> None:
     timeline.link_correction(conn, event["sequence"], original["id"], r["reason"])
 
 
-def _insert_checkpoint(conn: Any, r: dict[str, Any], number: int) -> None:
+def _insert_checkpoint(conn: Transaction, r: dict[str, Any], number: int) -> None:
     covered = conn.execute(
         "SELECT sequence FROM events WHERE event_id = ? AND persona_id = ? AND project_id = ?",
         (r["covered_event_id"], r["persona_id"], r["project_id"]),
@@ -247,7 +247,7 @@ _INSERT: dict[str, Callable[[Any, dict[str, Any], int], None]] = {
 
 
 def import_lines(
-    db: Database, lines: Iterable[bytes], *, dry_run: bool = False, progress: Callable[[int], None] | None = None
+    db: Connection, lines: Iterable[bytes], *, dry_run: bool = False, progress: Callable[[int], None] | None = None
 ) -> ImportReport:
     """Import export lines (bytes, as read from the file) into the archive: all of them or nothing.
 

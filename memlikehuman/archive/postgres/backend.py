@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
+from ..connection import Connection, Transaction
 from . import pg_fulltext, pg_schema, scrub
 
 if TYPE_CHECKING:
@@ -24,31 +25,31 @@ class PostgresBackend:
     # -- full text (pg_fulltext.py: a row per record and its postings) ------------------------------
 
     def fulltext_write(
-        self, conn: Any, table: str, columns: str, rowid: int, values: Sequence[str], *, delete: bool = False
+        self, conn: Transaction, table: str, columns: str, rowid: int, values: Sequence[str], *, delete: bool = False
     ) -> None:
         pg_fulltext.write(conn, table, rowid, values, delete=delete)
 
     def fulltext_write_many(
-        self, conn: Any, table: str, columns: str, rows: Sequence[tuple[int, Sequence[str]]]
+        self, conn: Transaction, table: str, columns: str, rows: Sequence[tuple[int, Sequence[str]]]
     ) -> None:
         for rowid, values in rows:  # each row's postings are computed in process
             pg_fulltext.write(conn, table, rowid, values)
 
-    def fulltext_table_exists(self, conn: Any, table: str) -> bool:
+    def fulltext_table_exists(self, conn: Transaction, table: str) -> bool:
         return True  # p001 creates every full-text table
 
-    def fulltext_clear(self, conn: Any, table: str) -> None:
+    def fulltext_clear(self, conn: Transaction, table: str) -> None:
         pg_fulltext.clear(conn, table)
 
-    def fulltext_records(self, db: Any, table: str) -> int:
+    def fulltext_records(self, db: Connection, table: str) -> int:
         return int(db.scalar(f"SELECT count(*) FROM {table}") or 0)
 
-    def fulltext_check(self, db: Any, table: str) -> None:
+    def fulltext_check(self, db: Connection, table: str) -> None:
         return None  # PostgreSQL checks its own tables
 
     def fulltext_scored(
         self,
-        db: Any,
+        db: Connection,
         table: str,
         words: Sequence[str],
         weights: Sequence[float],
@@ -58,10 +59,10 @@ class PostgresBackend:
         sql, params = pg_fulltext.scored(db, table, words, weights, counts, floor)
         return f"{sql} f", "f.score", "TRUE", params
 
-    def fulltext_count(self, db: Any, table: str, word: str) -> int:
+    def fulltext_count(self, db: Connection, table: str, word: str) -> int:
         return pg_fulltext.count_matching(db, table, word)
 
-    def fulltext_nth_newest(self, db: Any, table: str, words: Sequence[str], offset: int) -> int | None:
+    def fulltext_nth_newest(self, db: Connection, table: str, words: Sequence[str], offset: int) -> int | None:
         return pg_fulltext.nth_newest(db, table, words, offset)
 
     def memories_with_phrase(self, content: str) -> tuple[str, list[Any]]:
@@ -74,7 +75,7 @@ class PostgresBackend:
 
     # -- rows ----------------------------------------------------------------------------------------
 
-    def insert_events(self, conn: Any, insert_sql: str, names: str, rows: Sequence[Sequence[Any]]) -> list[int]:
+    def insert_events(self, conn: Transaction, insert_sql: str, names: str, rows: Sequence[Sequence[Any]]) -> list[int]:
         conn.executemany(insert_sql, [tuple(row) for row in rows])
         ids = [row[0] for row in rows]
         sql = f"SELECT event_id, sequence FROM events WHERE event_id IN ({', '.join('?' * len(ids))})"
@@ -86,31 +87,32 @@ class PostgresBackend:
     def migrations(self) -> Sequence[Callable[[Any], None]]:
         return pg_schema.MIGRATIONS
 
-    def prepare_ledger(self, db: Any) -> None:
+    def prepare_ledger(self, db: Connection) -> None:
         pg_schema.create_ledger(db)
 
-    def schema_version(self, db: Any) -> int:
+    def schema_version(self, db: Connection) -> int:
         return pg_schema.schema_version(db)
 
     # -- after a forget, and reports -----------------------------------------------------------------
 
-    def scrub(self, db: Any, gone: Any) -> bool:
+    def scrub(self, db: Connection, gone: object) -> bool:
         """VACUUM what the forget deleted from (scrub.PgCleanup)."""
-        return scrub.vacuum(db)
+        # This backend is only ever given its own archive (PgDatabase.backend), which maintains itself.
+        return scrub.vacuum(cast(scrub.Maintained, db))
 
-    def leftovers(self, db: Any, is_forgotten: Callable[[str], bool]) -> tuple[int, int] | None:
+    def leftovers(self, db: Connection, is_forgotten: Callable[[str], bool]) -> tuple[int, int] | None:
         return None  # the server's files are not ours to read (docs/reliability.md, PostgreSQL)
 
-    def sizes(self, db: Any) -> tuple[int, int, int]:
+    def sizes(self, db: Connection) -> tuple[int, int, int]:
         return int(db.scalar("SELECT pg_database_size(current_database())")), 0, 0  # no WAL or free list of its own
 
-    def integrity(self, db: Any) -> Check:
+    def integrity(self, db: Connection) -> Check:
         from ...records import Check
 
         return Check("integrity", "ok", "PostgreSQL keeps its own pages consistent (no file check here)")
 
     @contextmanager
-    def temp_in_memory(self, db: Any) -> Iterator[None]:
+    def temp_in_memory(self, db: Connection) -> Iterator[None]:
         yield  # PostgreSQL has no statement journals to keep in memory
 
 

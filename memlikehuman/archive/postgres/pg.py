@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import InvalidArgument, Unavailable
+from ..connection import Params, Row
 from .backend import POSTGRES
 from .pg_fulltext import PLAN_PER_CALL
 
-Row = dict[str, Any]
 _ROWID = "mlh_inserted_rowid"
 # Any constant: the one advisory lock every write transaction of an archive takes.
 WRITE_LOCK = 0x6D6C68  # "mlh"
@@ -102,7 +102,7 @@ class PgConnection:
         self._changes = 0
         self._inserted: int | None = None
 
-    def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
+    def execute(self, sql: str, params: Params = ()) -> Any:
         cursor = self.raw.cursor()
         statement = translate(sql)
         # psycopg prepares a statement run 5 times; after 5 more the server may keep one generic plan.
@@ -291,11 +291,11 @@ class PgDatabase:
         with suppress(Exception):
             self.raw.close()
 
-    def query(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[Row]:
+    def query(self, sql: str, params: Params = ()) -> list[Row]:
         with self._lock, self._guard():
             return list(self.conn.execute(sql, params).fetchall())
 
-    def stream(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Iterator[tuple[Any, ...]]:
+    def stream(self, sql: str, params: Params = ()) -> Iterator[tuple[Any, ...]]:
         from psycopg.rows import tuple_row
 
         with self._lock, self._guard():
@@ -303,11 +303,11 @@ class PgDatabase:
             cursor.execute(translate(sql), params if params else None)
             yield from cursor
 
-    def one(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Row | None:
+    def one(self, sql: str, params: Params = ()) -> Row | None:
         rows = self.query(sql, params)
         return rows[0] if rows else None
 
-    def scalar(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
+    def scalar(self, sql: str, params: Params = ()) -> Any:
         row = self.one(sql, params)
         return None if row is None else next(iter(row.values()))
 

@@ -22,6 +22,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from ..connection import Connection, Transaction
+
 K1 = 1.2
 # A statement holding this comment is planned with its values on every call, never prepared
 # (pg.PgConnection.execute): the best plan of a full-text query depends on its terms.
@@ -70,7 +72,7 @@ def postings(table: str, values: Sequence[str]) -> tuple[int, list[tuple[str, in
     return total, [(term, column, tf) for (term, column), tf in counts.items()]
 
 
-def write(conn: Any, table: str, rowid: int, values: Sequence[str], *, delete: bool = False) -> None:
+def write(conn: Transaction, table: str, rowid: int, values: Sequence[str], *, delete: bool = False) -> None:
     """Index a record's column values under rowid, or (``delete``) remove its row and postings."""
     if delete:
         conn.execute(f"DELETE FROM {table} WHERE rowid = ?", (rowid,))
@@ -90,7 +92,7 @@ def write(conn: Any, table: str, rowid: int, values: Sequence[str], *, delete: b
     )
 
 
-def clear(conn: Any, table: str) -> None:
+def clear(conn: Transaction, table: str) -> None:
     """Empty one full-text table (postings and statistics follow)."""
     conn.execute(f"DELETE FROM {table}")
 
@@ -132,7 +134,7 @@ def _any_term(ranges: Sequence[tuple[int, str, str]]) -> tuple[str, list[str]]:
     return " OR ".join(parts), params
 
 
-def count_matching(db: Any, table: str, word: str) -> int:
+def count_matching(db: Connection, table: str, word: str) -> int:
     """How many rows contain the word (any of its terms)."""
     ranges = _ranges(table, [word])
     if not ranges:
@@ -141,7 +143,7 @@ def count_matching(db: Any, table: str, word: str) -> int:
     return int(db.scalar(f"SELECT count(DISTINCT t.rowid) FROM {table}_terms t WHERE {where}", params) or 0)
 
 
-def nth_newest(db: Any, table: str, words: Sequence[str], offset: int) -> int | None:
+def nth_newest(db: Connection, table: str, words: Sequence[str], offset: int) -> int | None:
     """The rowid of the offset-th newest row containing any of the words (None when fewer).
 
     A row among the offset + 1 newest matches is among the offset + 1 newest of each of its terms,
@@ -165,7 +167,7 @@ def nth_newest(db: Any, table: str, words: Sequence[str], offset: int) -> int | 
 
 
 def scored(
-    db: Any,
+    db: Connection,
     table: str,
     words: Sequence[str],
     weights: Sequence[float],

@@ -21,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..connection import Connection
+
 Migration = Callable[[Any], None]
 MIGRATIONS: list[Migration] = []
 FULLTEXT_TABLES = {
@@ -382,14 +384,14 @@ CREATE TABLE archive_meta (name text COLLATE "C" PRIMARY KEY, value text COLLATE
     )
 
 
-def schema_version(db: Any) -> int:
+def schema_version(db: Connection) -> int:
     """How many migrations the database has applied (0 for a new one)."""
     if not db.scalar("SELECT to_regclass('schema_migrations') IS NOT NULL AS present"):
         return 0
     return int(db.scalar("SELECT count(*) FROM schema_migrations") or 0)
 
 
-def create_ledger(db: Any) -> None:
+def create_ledger(db: Connection) -> None:
     """The ledger table, only when missing: CREATE ... IF NOT EXISTS still needs the right to create,
     which a member's role of a team archive may lack (docs/team.md: the owner role migrates)."""
     if not db.scalar("SELECT to_regclass('schema_migrations') IS NOT NULL AS present"):

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Protocol
+
+from ..connection import Connection
 
 log = logging.getLogger("memlikehuman")
 
@@ -55,7 +58,16 @@ class PgCleanup:
 POSTGRES_CLEANUP = PgCleanup()
 
 
-def vacuum(db: Any, cleanup: PgCleanup | None = None) -> bool:
+class Maintained(Connection, Protocol):
+    """What the cleanup asks of a PostgreSQL archive (pg.PgDatabase) beyond any archive's connection."""
+
+    def owns(self, tables: Sequence[str]) -> bool: ...
+    def size(self, tables: Sequence[str]) -> int: ...
+    def vacuum(self, tables: Sequence[str], *, full: bool = False) -> None: ...
+    def checkpoint(self) -> bool: ...
+
+
+def vacuum(db: Maintained, cleanup: PgCleanup | None = None) -> bool:
     """Clean what a forget deleted from (``PgCleanup``); False when the VACUUM could not run."""
     cleanup = cleanup or POSTGRES_CLEANUP
     tables = (*cleanup.vacuum, *cleanup.rewrite)

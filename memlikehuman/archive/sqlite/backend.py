@@ -5,12 +5,14 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .. import migrations
+from ..connection import Connection, Transaction
 
 if TYPE_CHECKING:
     from ...records import Check
+    from ..db import Database, Gone
 
 
 class SqliteBackend:
@@ -25,7 +27,7 @@ class SqliteBackend:
     # -- full text (FTS5, contentless-delete tables) -------------------------------------------------
 
     def fulltext_write(
-        self, conn: Any, table: str, columns: str, rowid: int, values: Sequence[str], *, delete: bool = False
+        self, conn: Transaction, table: str, columns: str, rowid: int, values: Sequence[str], *, delete: bool = False
     ) -> None:
         marks = ", ".join("?" * (len(values) + 1))
         if delete:
@@ -35,7 +37,7 @@ class SqliteBackend:
         conn.execute(sql, (rowid, *values))
 
     def fulltext_write_many(
-        self, conn: Any, table: str, columns: str, rows: Sequence[tuple[int, Sequence[str]]]
+        self, conn: Transaction, table: str, columns: str, rows: Sequence[tuple[int, Sequence[str]]]
     ) -> None:
         if not rows:
             return
@@ -43,17 +45,17 @@ class SqliteBackend:
         marks = ", ".join("?" * len(flat[0]))
         conn.executemany(f"INSERT INTO {table} (rowid, {columns}) VALUES ({marks})", flat)
 
-    def fulltext_table_exists(self, conn: Any, table: str) -> bool:
+    def fulltext_table_exists(self, conn: Transaction, table: str) -> bool:
         found = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone()
         return found is not None
 
-    def fulltext_clear(self, conn: Any, table: str) -> None:
+    def fulltext_clear(self, conn: Transaction, table: str) -> None:
         conn.execute(f"INSERT INTO {table}({table}) VALUES ('delete-all')")
 
-    def fulltext_records(self, db: Any, table: str) -> int:
+    def fulltext_records(self, db: Connection, table: str) -> int:
         return int(db.scalar(f"SELECT count(*) FROM {table}_docsize") or 0)  # a row per indexed record
 
-    def fulltext_check(self, db: Any, table: str) -> None:
+    def fulltext_check(self, db: Connection, table: str) -> None:
         # FTS5 takes the check as an INSERT command, so it needs a write transaction; the command
         # changes nothing and the transaction commits empty.
         with db.write() as conn:
@@ -61,7 +63,7 @@ class SqliteBackend:
 
     def fulltext_scored(
         self,
-        db: Any,
+        db: Connection,
         table: str,
         words: Sequence[str],
         weights: Sequence[float],
@@ -73,10 +75,10 @@ class SqliteBackend:
         params = {"match": match_expression(words), "floor": floor, **{f"w{i}": w for i, w in enumerate(weights)}}
         return f"{table} f", f"-bm25({table}, {marks})", condition, params
 
-    def fulltext_count(self, db: Any, table: str, word: str) -> int:
+    def fulltext_count(self, db: Connection, table: str, word: str) -> int:
         return int(db.scalar(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (match_expression([word]),)))
 
-    def fulltext_nth_newest(self, db: Any, table: str, words: Sequence[str], offset: int) -> int | None:
+    def fulltext_nth_newest(self, db: Connection, table: str, words: Sequence[str], offset: int) -> int | None:
         sql = f"SELECT rowid FROM {table} WHERE {table} MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?"
         found = db.scalar(sql, (match_expression(words), offset))
         return None if found is None else int(found)
@@ -95,7 +97,7 @@ class SqliteBackend:
 
     # -- rows ----------------------------------------------------------------------------------------
 
-    def insert_events(self, conn: Any, insert_sql: str, names: str, rows: Sequence[Sequence[Any]]) -> list[int]:
+    def insert_events(self, conn: Transaction, insert_sql: str, names: str, rows: Sequence[Sequence[Any]]) -> list[int]:
         """Through a TEMP table and one INSERT ... SELECT, whose AUTOINCREMENT rows take consecutive
         sequences ending at the last one.
 
@@ -116,7 +118,7 @@ class SqliteBackend:
     def migrations(self) -> Sequence[Callable[[Any], None]]:
         return migrations.MIGRATIONS
 
-    def prepare_ledger(self, db: Any) -> None:
+    def prepare_ledger(self, db: Connection) -> None:
         if not db.scalar("SELECT count(*) FROM sqlite_master WHERE name = 'schema_migrations'"):
             with db.write() as conn:
                 conn.execute(
@@ -124,30 +126,30 @@ class SqliteBackend:
                     " (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
                 )
 
-    def schema_version(self, db: Any) -> int:
+    def schema_version(self, db: Connection) -> int:
         if not db.scalar("SELECT count(*) FROM sqlite_master WHERE name = 'schema_migrations'"):
             return 0
         return int(db.scalar("SELECT count(*) FROM schema_migrations") or 0)
 
     # -- after a forget, and reports -----------------------------------------------------------------
 
-    def scrub(self, db: Any, gone: Any) -> bool:
+    def scrub(self, db: Connection, gone: Gone) -> bool:
         """Truncate the WAL, then rewrite live pages that still hold a stale copy (scrub.py)."""
         from . import scrub  # with its page parser: only a forget needs it
 
         return scrub.scrub(db) and scrub.rewrite_stale_pages(db, gone)
 
-    def leftovers(self, db: Any, is_forgotten: Callable[[str], bool]) -> tuple[int, int] | None:
+    def leftovers(self, db: Connection, is_forgotten: Callable[[str], bool]) -> tuple[int, int] | None:
         """Copies of forgotten rows in the file and its WAL (leftovers.py): (main, wal)."""
         from . import leftovers  # only the doctor asks
 
         return (0, 0) if str(db.path) == ":memory:" else leftovers.count(db.path, is_forgotten)
 
-    def sizes(self, db: Any) -> tuple[int, int, int]:
+    def sizes(self, db: Connection) -> tuple[int, int, int]:
         free = int(db.scalar("PRAGMA freelist_count")) * int(db.scalar("PRAGMA page_size"))
         return _size(str(db.path)), _size(f"{db.path}-wal"), free
 
-    def integrity(self, db: Any) -> Check:
+    def integrity(self, db: Connection) -> Check:
         from ...records import Check  # reports.py: only the doctor asks
 
         rows = [str(next(iter(row.values()))) for row in db.query("PRAGMA integrity_check")]
@@ -161,7 +163,7 @@ class SqliteBackend:
         )
 
     @contextmanager
-    def temp_in_memory(self, db: Any) -> Iterator[None]:
+    def temp_in_memory(self, db: Connection) -> Iterator[None]:
         """SQLite's temporary files (statement journals, TEMP tables) in memory for the block, then as before.
 
         A bulk write (the import) runs a statement per row on tables with triggers, and each such
@@ -169,17 +171,18 @@ class SqliteBackend:
         25 us per row with the file against 12 in memory. The setting can only change outside a
         transaction and drops the connection's TEMP tables; inside one nothing changes.
         """
-        with db._lock:  # no other thread's transaction between the check, the block and the restore
-            if not db.conn.get_autocommit():
+        sqlite = cast("Database", db)  # this backend is only ever given a SQLite archive (backend_of)
+        with sqlite._lock:  # no other thread's transaction between the check, the block and the restore
+            if not sqlite.conn.get_autocommit():
                 yield
                 return
-            before = int(db.scalar("PRAGMA temp_store"))
-            db.conn.execute("PRAGMA temp_store=MEMORY")
+            before = int(sqlite.scalar("PRAGMA temp_store"))
+            sqlite.conn.execute("PRAGMA temp_store=MEMORY")
             try:
                 yield
             finally:
-                if db.conn.get_autocommit():  # a transaction left open by a failure: the setting stays
-                    db.conn.execute(f"PRAGMA temp_store={before}")
+                if sqlite.conn.get_autocommit():  # a transaction left open by a failure: the setting stays
+                    sqlite.conn.execute(f"PRAGMA temp_store={before}")
 
 
 _COLUMN_NAMES = {

@@ -16,6 +16,7 @@ import apsw
 
 from ... import files
 from ...text.lines import one_line
+from ..connection import Connection
 from ..db import Gone, placeholders, unscrubbed_marker
 from . import residue
 from .pagefile import PageFile
@@ -26,7 +27,7 @@ log = logging.getLogger("memlikehuman")
 SCRUB_TIMEOUT_MS = 5_000
 
 
-def scrub(db: Any, timeout_ms: int = SCRUB_TIMEOUT_MS) -> bool:
+def scrub(db: Connection, timeout_ms: int = SCRUB_TIMEOUT_MS) -> bool:
     """Checkpoint the WAL into the database file and truncate it to zero bytes.
 
     Old page images holding deleted text live on in the -wal file until it is truncated. A
@@ -58,7 +59,7 @@ def scrub(db: Any, timeout_ms: int = SCRUB_TIMEOUT_MS) -> bool:
     return not busy
 
 
-def rewrite_stale_pages(db: Any, gone: Gone, timeout_ms: int = SCRUB_TIMEOUT_MS) -> bool:
+def rewrite_stale_pages(db: Connection, gone: Gone, timeout_ms: int = SCRUB_TIMEOUT_MS) -> bool:
     """VACUUM when a live page still holds a piece of the deleted text (archive/sqlite/residue.py).
 
     Runs after ``scrub`` truncated the WAL. The file is read inside a read transaction, so no
