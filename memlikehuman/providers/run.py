@@ -80,6 +80,7 @@ def exchange(process: subprocess.Popen[bytes], data: bytes, timeout: float) -> F
     except BaseException:
         kill(process)
         raise
+    _close_pipes(process)  # read to the end: the descriptors go now, not whenever the Popen is collected
     return Finished(returncode, bytes(got[process.stdout]), bytes(got[process.stderr]))
 
 
@@ -131,6 +132,10 @@ def kill(process: subprocess.Popen[bytes]) -> None:
         with contextlib.suppress(OSError):
             os.killpg(process.pid, signal.SIGKILL)
         process.wait()
+    _close_pipes(process)
+
+
+def _close_pipes(process: subprocess.Popen[bytes]) -> None:
     for pipe in (process.stdin, process.stdout, process.stderr):
         if pipe is not None:
             with contextlib.suppress(OSError):
