@@ -57,8 +57,18 @@ QUICK_LEAVES_OUT = (
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    global SERVE_IN_PROCESS
     if config.getoption("--quick") and config.getoption("--backends") == "sqlite,postgres":
         config.option.backends = "sqlite"
+    SERVE_IN_PROCESS = config.getoption("--quick")
+
+
+# Under --quick, `connected` runs what a test would start as `memlikehuman serve` in this process instead
+# (the same server, its tools and lifespan, over the SDK's in-memory streams): a subprocess costs 1.5 s of
+# importing the MCP SDK, and nearly a hundred tests start one. The full suite runs them all over real
+# stdio; tests about the process itself (its signals, its stderr, its stdout) use `spawned`, which
+# always starts one.
+SERVE_IN_PROCESS = False
 
 
 def left_out_of_quick(item: pytest.Item) -> bool:
@@ -156,9 +166,25 @@ class SyncClient:
 
 @contextmanager
 def connected(target: Any) -> Iterator[SyncClient]:
-    """A blocking MCP client connected to an MCPServer (in-process) or StdioServerParameters (subprocess)."""
+    """A blocking MCP client connected to an MCPServer (in-process) or StdioServerParameters (subprocess;
+    in this process under --quick: SERVE_IN_PROCESS)."""
+    with spawned(_served_here(target) if SERVE_IN_PROCESS else target) as client:
+        yield client
+
+
+@contextmanager
+def spawned(target: Any) -> Iterator[SyncClient]:
+    """`connected`, but StdioServerParameters always start a subprocess."""
     with start_blocking_portal() as portal, portal.wrap_async_context_manager(Client(target)) as client:
         yield SyncClient(portal, client)
+
+
+def _served_here(target: Any) -> Any:
+    """The server `memlikehuman serve --db X` with these parameters would run, built in this process."""
+    if not isinstance(target, StdioServerParameters) or target.args[:3] != ["-m", "memlikehuman", "serve"]:
+        return target
+    db = target.args[target.args.index("--db") + 1]
+    return build_server(config.load(db if is_url(db) else Path(db), env=dict(target.env or {})))
 
 
 open_client = connected

@@ -15,7 +15,7 @@ from typing import Any
 
 import psutil
 import pytest
-from conftest import connected, stdio_params
+from conftest import connected, spawned, stdio_params
 from fake_clis import ENVELOPES, FAILURES, install, runs
 
 TEXT = "I prefer pnpm over npm for this repo. Lodash is fine."
@@ -68,7 +68,7 @@ def test_the_cli_sees_no_secret_of_the_servers_environment_only_what_it_needs_an
 @pytest.mark.parametrize("flood", ["flood", "flood-stderr"])
 def test_a_cli_printing_300_mb_is_stopped_at_the_cap_and_the_server_stays_small(tmp_path, flood):
     install(tmp_path / "bin", "claude", FAILURES[flood], sys.executable)
-    with connected(_params(tmp_path, MEMLIKEHUMAN_EXTRACTION_WAIT="60")) as client:
+    with spawned(_params(tmp_path, MEMLIKEHUMAN_EXTRACTION_WAIT="60")) as client:  # the server's own RSS
         before = _peak_rss(_server())
         out = client.ok("memory_record", event_id="c-2", text=TEXT, role="user", source="user")
         after = _peak_rss(_server())
