@@ -168,7 +168,7 @@ class SyncClient:
 def connected(target: Any) -> Iterator[SyncClient]:
     """A blocking MCP client connected to an MCPServer (in-process) or StdioServerParameters (subprocess;
     in this process under --quick: SERVE_IN_PROCESS)."""
-    with spawned(_served_here(target) if SERVE_IN_PROCESS else target) as client:
+    with spawned(served(target)) as client:
         yield client
 
 
@@ -179,9 +179,12 @@ def spawned(target: Any) -> Iterator[SyncClient]:
         yield SyncClient(portal, client)
 
 
-def _served_here(target: Any) -> Any:
-    """The server `memlikehuman serve --db X` with these parameters would run, built in this process."""
-    if not isinstance(target, StdioServerParameters) or target.args[:3] != ["-m", "memlikehuman", "serve"]:
+def served(target: Any) -> Any:
+    """What a client connects to for `target`: under --quick, the server `memlikehuman serve --db X` with
+    these parameters would run, built in this process (SERVE_IN_PROCESS); else `target` itself."""
+    if not SERVE_IN_PROCESS or not isinstance(target, StdioServerParameters):
+        return target
+    if target.args[:3] != ["-m", "memlikehuman", "serve"]:
         return target
     db = target.args[target.args.index("--db") + 1]
     return build_server(config.load(db if is_url(db) else Path(db), env=dict(target.env or {})))

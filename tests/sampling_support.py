@@ -10,7 +10,7 @@ from typing import Any
 
 import anyio
 from anyio.from_thread import start_blocking_portal
-from conftest import SyncClient
+from conftest import SyncClient, served
 from mcp import Client, StdioServerParameters
 from mcp_types import CreateMessageRequestParams, CreateMessageResult, ErrorData, TextContent
 
@@ -59,6 +59,6 @@ def sampling_client(
     params: StdioServerParameters, callback: Callback | None, mode: str = "legacy"
 ) -> Iterator[SyncClient]:
     """A blocking client over stdio; `callback` None declares no sampling capability."""
-    client = Client(params, sampling_callback=callback, mode=mode)  # type: ignore[arg-type]
+    client = Client(served(params), sampling_callback=callback, mode=mode)  # type: ignore[arg-type]
     with start_blocking_portal() as portal, portal.wrap_async_context_manager(client) as opened:
         yield SyncClient(portal, opened)
