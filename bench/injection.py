@@ -56,7 +56,7 @@ CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 
 OPEN = {"items": 15, "chars": 10**6, "coverage": 0.0, "similarity": -9.0, "step": 0.0}  # every candidate passes
 FAST_GRID = [(c, 9.0, 0.0) for c in (0.0, 0.1, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5)]
 SEMANTIC_GRID = [(c, 9.0, 0.0) for c in (0.25, 0.3)] + [
-    (c, m, s) for c in (0.25, 0.3) for m in (0.02, 0.03, 0.04, 0.06) for s in (0.0, 0.01, 0.015, 0.02, 0.03)
+    (c, m, s) for c in (0.25, 0.3) for m in (0.02, 0.03, 0.04, 0.05, 0.06) for s in (0.0, 0.01, 0.015, 0.02, 0.03)
 ]
 
 
@@ -236,13 +236,14 @@ def server(db: Path, script: Path = SCRIPT) -> Iterator[subprocess.Popen[bytes]]
 
 def _answers(script: Path, target: str, probe: dict[str, object]) -> bool:
     """Whether a server of the archive answers the probe, asked by the hook code of `script`'s install (an
-    older revision keeps its sockets elsewhere, so this checkout's channel would not find them)."""
+    older revision keeps its sockets elsewhere, so this checkout's channel would not find them). `-I`: the
+    working directory, this checkout, must not shadow the installed package."""
     if script == SCRIPT:
         return channel.ask(target, probe, 5.0) is not None
     code = "import json, sys; from memlikehuman.hosts import channel;"
     code += " print(channel.ask(sys.argv[1], json.loads(sys.argv[2]), 5.0) is not None)"
     asked = subprocess.run(
-        [str(script.parent / "python"), "-c", code, target, json.dumps(probe)], capture_output=True, text=True
+        [str(script.parent / "python"), "-I", "-c", code, target, json.dumps(probe)], capture_output=True, text=True
     )
     return asked.stdout.strip() == "True"
 
