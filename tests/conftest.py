@@ -66,8 +66,8 @@ def pytest_configure(config: pytest.Config) -> None:
 # Under --quick, `connected` runs what a test would start as `memlikehuman serve` in this process instead
 # (the same server, its tools and lifespan, over the SDK's in-memory streams): a subprocess costs 1.5 s of
 # importing the MCP SDK, and nearly a hundred tests start one. The full suite runs them all over real
-# stdio; tests about the process itself (its signals, its stderr, its stdout) use `spawned`, which
-# always starts one.
+# stdio; tests about the process itself (its memory, its POSIX locks) use `spawned`, which always starts
+# one; tests that start `serve` another way (raw stdio, signals, stderr) are not affected.
 SERVE_IN_PROCESS = False
 
 
@@ -182,9 +182,8 @@ def spawned(target: Any) -> Iterator[SyncClient]:
 def served(target: Any) -> Any:
     """What a client connects to for `target`: under --quick, the server `memlikehuman serve --db X` with
     these parameters would run, built in this process (SERVE_IN_PROCESS); else `target` itself."""
-    if not SERVE_IN_PROCESS or not isinstance(target, StdioServerParameters):
-        return target
-    if target.args[:3] != ["-m", "memlikehuman", "serve"]:
+    serving = isinstance(target, StdioServerParameters) and target.args[:3] == ["-m", "memlikehuman", "serve"]
+    if not (SERVE_IN_PROCESS and serving):
         return target
     db = target.args[target.args.index("--db") + 1]
     return build_server(config.load(db if is_url(db) else Path(db), env=dict(target.env or {})))

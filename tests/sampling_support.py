@@ -58,7 +58,8 @@ async def hanging(ctx: Any, params: CreateMessageRequestParams) -> CreateMessage
 def sampling_client(
     params: StdioServerParameters, callback: Callback | None, mode: str = "legacy"
 ) -> Iterator[SyncClient]:
-    """A blocking client over stdio; `callback` None declares no sampling capability."""
+    """A blocking client over stdio (in process under --quick: conftest.served); `callback` None declares
+    no sampling capability."""
     client = Client(served(params), sampling_callback=callback, mode=mode)  # type: ignore[arg-type]
     with start_blocking_portal() as portal, portal.wrap_async_context_manager(client) as opened:
         yield SyncClient(portal, opened)
