@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from ..archive import events, fulltext
 from ..records import Event, InjectedItem, Kind, Memory, RecallResult, Scope
 from ..shapes import data_line
-from ..text import function_words, ngrams, overlap
+from ..text import dates, function_words, ngrams, overlap
 from ..text.lines import one_line
 from . import echoes, search
 from .recall import Dense, recall
@@ -118,10 +118,12 @@ def choose(
     found = recall(
         sources, scope, query, limit=limit, search_mode=mode, upkeep=upkeep, dense=dense, outside_session=session_id
     )
-    weigh = _coverage(sources, query, found, 1 if query_stored else 0)
+    windows = dates.date_windows(query)
+    weigh = _coverage(sources, query, found, 1 if query_stored else 0, dated=bool(windows))
     floor = _anchor_floor(sources, dense)
     asked = echoes.same_words(query)
     fresh = [c for c in _candidates(sources, found, session_id, exclude) if c.words != asked or c.role != "user"]
+    on_date = {c.key for c in fresh if windows and dates.in_windows(c.occurred_at, windows)}
     groups = echoes.fold(fresh, lambda c: f"{c.speaker}\n{c.words}" if c.words else "", lambda c: c.occurred_at)
     measured = []
     for group in groups:
@@ -131,7 +133,11 @@ def choose(
         keys = [f"{c.key[0]}:{c.key[1]}" for c in group.members]
         said = sum(c.said for c in group.members)
         line = data_line(_said(group.item.record, said, min(c.first_at or c.occurred_at for c in group.members)))
-        measured.append(InjectedItem(group.item.record_id, line, round(weigh(group.item.text), 3), margin, keys[0]))
+        measured.append(
+            InjectedItem(
+                group.item.record_id, line, round(weigh(group.item.text, group.item.key in on_date), 3), margin, keys[0]
+            )
+        )
         measured[-1] = replace(measured[-1], also=tuple(k for k in keys if k != measured[-1].key))
     chosen = [measured[i] for i in passing([(m.coverage, m.similarity, len(m.line)) for m in measured], gate)]
     return _answers_first(sources, chosen)
@@ -259,8 +265,16 @@ def _previous(sources: Sources, found: list[Event]) -> dict[int, str]:
     return {seq: events.load(sources.db, prev).text for seq, (prev, _) in links.items() if prev is not None}
 
 
-def _coverage(sources: Sources, query: str, found: RecallResult, own: int) -> Callable[[str], float]:
-    """The coverage of the query by a text: the rarity-weighted share of its content words held."""
+def _coverage(
+    sources: Sources, query: str, found: RecallResult, own: int, *, dated: bool
+) -> Callable[[str, bool], float]:
+    """The coverage of the query by a text: the rarity-weighted share of its content words held.
+
+    A date the query names (`dated`) is not words to find but one term weighing as the rarest word,
+    held by an item that occurred then (`on_date`): a turn of 3 July says "today", not "3 July".
+    (Also counting the turns that say "yesterday" of it, as recall's ranking does, changed nothing measured.)
+    """
+    query = dates.without_dates(query)
     words = function_words.content(dict.fromkeys(w.lower() for w in _WORD.findall(query)))
     wanted = overlap.query_terms(words, function_words.without_phrases(query))
     grams = set(wanted) - {overlap.stem(w) for w in words}
@@ -278,13 +292,14 @@ def _coverage(sources: Sources, query: str, found: RecallResult, own: int) -> Ca
         # n-grams of unsegmented scripts and the runs they are cut from, which are unseen as a rule.
         if seen or (term in by_word and not any(ngrams.runs(by_word[term]))):
             weights[term] = math.log(1 + max(total, seen) / max(seen, 1))
-    mass = sum(weights.values())
+    date_weight = math.log(1 + total) if dated else 0.0
+    mass = sum(weights.values()) + date_weight
 
-    def covered(text: str) -> float:
+    def covered(text: str, on_date: bool) -> float:
         if not mass:
             return 0.0
         held = overlap.terms(text)
-        return sum(w for term, w in weights.items() if term in held) / mass
+        return (sum(w for term, w in weights.items() if term in held) + (date_weight if on_date else 0.0)) / mass
 
     return covered
 

@@ -123,6 +123,14 @@ def date_windows(query: str) -> list[DateWindow]:
     return windows
 
 
+def without_dates(text: str) -> str:
+    """The text with the dates it names explicitly (the forms of `date_windows`) replaced by spaces."""
+    spans = [span for span, _ in _found(text)]
+    for start, end in sorted(spans, reverse=True):
+        text = text[:start] + " " * (end - start) + text[end:]
+    return text
+
+
 def in_windows(stamp: str, windows: Sequence[DateWindow]) -> bool:
     """Whether the timestamp falls inside any of the windows."""
     return any(window.contains(stamp) for window in windows)
