@@ -39,7 +39,8 @@ def _browser(tmp_path: Path) -> tuple[Path, Path]:
 
 def _argv_of_browser(log: Path, process: subprocess.Popen[str]) -> list[str]:
     deadline = time.monotonic() + 30
-    while not log.exists():
+    # Until its first line is whole: the recorder creates the file before it writes the line.
+    while not (log.exists() and "\n" in log.read_text()):
         assert process.poll() is None and time.monotonic() < deadline, "the browser was never started"
         time.sleep(0.05)
     return json.loads(log.read_text().splitlines()[0])
