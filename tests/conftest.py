@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import sdk_schemas
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp import Client, StdioServerParameters
 
@@ -57,18 +58,26 @@ QUICK_LEAVES_OUT = (
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    global SERVE_IN_PROCESS
+    global SERVE_IN_PROCESS, HOOKS_IN_PROCESS
     if config.getoption("--quick") and config.getoption("--backends") == "sqlite,postgres":
         config.option.backends = "sqlite"
-    SERVE_IN_PROCESS = config.getoption("--quick")
+    SERVE_IN_PROCESS = HOOKS_IN_PROCESS = config.getoption("--quick")
+    if config.getoption("--quick"):
+        sdk_schemas.work_once()
 
 
 # Under --quick, `connected` runs what a test would start as `memlikehuman serve` in this process instead
 # (the same server, its tools and lifespan, over the SDK's in-memory streams): a subprocess costs 1.5 s of
 # importing the MCP SDK, and nearly a hundred tests start one. The full suite runs them all over real
 # stdio; tests about the process itself (its memory, its POSIX locks) use `spawned`, which always starts
-# one; tests that start `serve` another way (raw stdio, signals, stderr) are not affected.
+# one; tests that start `serve` another way (raw stdio, signals, stderr) are not affected. ui_support's
+# `running_ui` serves `memlikehuman ui` from a thread the same way (`spawned_ui` always starts the process).
 SERVE_IN_PROCESS = False
+# Under --quick, hook_support's `run_hook` runs `memlikehuman hook HOST` in this process instead (the console
+# script's entry point, with the argv, stdin, working directory and environment the process would get:
+# tests/script_in_process.py): the process's start-up costs ~150 ms of CPU, and the hook tests start about
+# 350. The full suite starts them all; tests about the process itself use `spawn_hook`, which always does.
+HOOKS_IN_PROCESS = False
 
 
 def left_out_of_quick(item: pytest.Item) -> bool:

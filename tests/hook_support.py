@@ -3,6 +3,9 @@
 The archive a hook is pointed at is a SQLite file or a PostgreSQL URL (the `db` fixture runs both).
 Each run gets its own HOME and XDG_DATA_HOME: a URL archive's side files (the hooks' log and state)
 live in the user data directory, so a test never writes to the real one (``side_file``).
+
+Under --quick (conftest.HOOKS_IN_PROCESS) `run_hook` runs the console script in the test process
+(tests/script_in_process.py) instead; `spawn_hook` always starts the process, for tests about it.
 """
 
 from __future__ import annotations
@@ -12,11 +15,14 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeAlias
 
+import conftest
 import pytest
+import script_in_process
 from conftest import BASE_ENV
 
 from memlikehuman.archive.db import is_url, open_database
@@ -70,7 +76,29 @@ def side_file(db: Path | str, suffix: str) -> Path:
 def run_hook(
     host: str, payload: dict[str, Any] | str, db: Path | str, cwd: Path, *args: str, timeout: float = 60, **env: str
 ) -> Ran:
-    """Run the installed console script the way the host's settings run it (TimeoutExpired past `timeout`)."""
+    """Run the installed console script the way the host's settings run it (TimeoutExpired past `timeout`).
+
+    Under --quick, on the test's main thread: in this process, as that process would run (a process's
+    start-up costs ~150 ms of CPU, and the hook tests run hundreds). From another thread of the test,
+    always a process: an in-process run's environment and working directory are the whole test
+    process's while it runs."""
+    if conftest.HOOKS_IN_PROCESS and threading.current_thread() is threading.main_thread():
+        return _ran(script_in_process.run(**_call(host, payload, db, cwd, args, env), timeout=timeout))
+    return spawn_hook(host, payload, db, cwd, *args, timeout=timeout, **env)
+
+
+def spawn_hook(
+    host: str, payload: dict[str, Any] | str, db: Path | str, cwd: Path, *args: str, timeout: float = 60, **env: str
+) -> Ran:
+    """`run_hook`, always as a new process: for tests about the process itself."""
+    call = _call(host, payload, db, cwd, args, env)
+    return _ran(subprocess.run(**call, capture_output=True, timeout=timeout, check=False))
+
+
+def _call(
+    host: str, payload: dict[str, Any] | str, db: Path | str, cwd: Path, args: tuple[str, ...], env: dict[str, str]
+) -> dict[str, Any]:
+    """What subprocess.run takes for one hook run: argv, stdin, working directory and environment."""
     data = payload if isinstance(payload, str) else json.dumps(payload)
     home = home_of(db)
     environment = {
@@ -81,15 +109,10 @@ def run_hook(
         "MEMLIKEHUMAN_DB": str(db),
         **env,
     }
-    done = subprocess.run(
-        [str(SCRIPT), "hook", host, *args],
-        input=data.encode(),
-        capture_output=True,
-        cwd=cwd,
-        env=environment,
-        timeout=timeout,
-        check=False,
-    )
+    return {"args": [str(SCRIPT), "hook", host, *args], "input": data.encode(), "cwd": cwd, "env": environment}
+
+
+def _ran(done: subprocess.CompletedProcess[bytes]) -> Ran:
     return Ran(done.returncode, done.stdout.decode(), done.stderr.decode())
 
 

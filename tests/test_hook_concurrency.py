@@ -12,7 +12,7 @@ import threading
 from pathlib import Path
 
 from conftest import connected, stdio_params
-from hook_support import Archive, hook_archive, run_hook, side_file, stored
+from hook_support import Archive, hook_archive, side_file, spawn_hook, stored
 
 SERVER_EVENTS = 25
 HOOK_TURNS = 10
@@ -54,8 +54,10 @@ def test_a_hook_and_two_servers_write_one_archive_without_losing_anything(tmp_pa
                 ("UserPromptSubmit", "prompt", f"hook prompt {turn}"),
                 ("Stop", "last_assistant_message", f"hook reply {turn}"),
             ):
-                ran = run_hook("claude-code", {**base, "hook_event_name": event, field: text}, db, project,
-                               "--project", "shared")  # fmt: skip
+                # A process per hook, as a host starts them, under --quick too: what is tested is processes
+                # contending for the archive's locks (a hook run in the test process shares its environment).
+                ran = spawn_hook("claude-code", {**base, "hook_event_name": event, field: text}, db, project,
+                                 "--project", "shared")  # fmt: skip
                 if ran.returncode or ran.stderr:
                     problems.append(f"hook {event} {turn}: {ran.returncode} {ran.stderr.strip()}")
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import apsw
 import platformdirs
 import pytest
-from hook_support import run_hook, stored
+from hook_support import run_hook, spawn_hook, stored
 
 from memlikehuman import config
 from memlikehuman.archive import claims
@@ -73,7 +73,9 @@ def test_a_start_hook_reads_an_up_to_date_archive_while_another_process_holds_th
     writer.execute("BEGIN IMMEDIATE")  # a long import or forget in another process
     try:
         start = {"session_id": "s1", "cwd": str(project), "hook_event_name": "SessionStart", "source": "startup"}
-        ran = run_hook("claude-code", start, db, project)
+        # A process of its own under --quick too: the write lock is held by another process (SQLite's POSIX
+        # locks are per process; two connections of one process meet in SQLite's own bookkeeping instead).
+        ran = spawn_hook("claude-code", start, db, project)
     finally:
         writer.execute("ROLLBACK")
         writer.close()

@@ -17,7 +17,6 @@ from sampling_support import sampling_client
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.local_llm import LocalModel, installed  # noqa: E402
-from bench.sampling import HostModel  # noqa: E402
 
 MESSAGES = (
     "Hi! I'm Dana. I moved from Boston to Denver last month for a new job at a bike shop.",
@@ -76,6 +75,8 @@ def test_a_real_small_model_behind_the_clients_sampling_makes_memories_with_verb
     # The "host's model" is real: the client's sampling callback forwards to the local model.
     if not installed():
         pytest.skip("no local model: run scripts/install-local-llm")
+    from bench.sampling import HostModel  # imports openai: 0.8 s of every pytest worker's collection
+
     with LocalModel(log_path=tmp_path / "llm.log") as model:
         host = HostModel(model.base_url)
         env = {"MEMLIKEHUMAN_EXTRACTOR": "sampling", "MEMLIKEHUMAN_TIMEOUT": "300", "MEMLIKEHUMAN_EXTRACTION_WAIT": "0"}

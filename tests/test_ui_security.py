@@ -10,7 +10,7 @@ from pathlib import Path
 import psutil
 import pytest
 from conftest import add_memory, make_settings
-from ui_support import UI, running_ui, snapshot
+from ui_support import UI, running_ui, snapshot, spawned_ui
 
 from memlikehuman.archive import personas
 from memlikehuman.engine import Engine
@@ -32,6 +32,13 @@ def archive(db_path: Path) -> Path:
 @pytest.fixture
 def ui(archive: Path) -> Iterator[UI]:
     with running_ui(archive) as running:
+        yield running
+
+
+@pytest.fixture
+def ui_process(archive: Path) -> Iterator[UI]:
+    """A `memlikehuman ui` process under --quick too: for a test that looks at the process itself."""
+    with spawned_ui(archive) as running:
         yield running
 
 
@@ -161,7 +168,9 @@ def _outside_address() -> str | None:
     return None
 
 
-def test_the_process_listens_on_127_0_0_1_only(ui: UI) -> None:
+def test_the_process_listens_on_127_0_0_1_only(ui_process: UI) -> None:
+    ui = ui_process  # its sockets are what is looked at
+    assert ui.process is not None
     listening = [c for c in psutil.Process(ui.process.pid).net_connections("inet") if c.status == psutil.CONN_LISTEN]
     assert listening, "the UI process listens on no socket"
     assert {(c.laddr.ip, c.laddr.port) for c in listening} == {("127.0.0.1", ui.port)}
@@ -173,7 +182,8 @@ def test_the_process_listens_on_127_0_0_1_only(ui: UI) -> None:
 
 
 def test_each_run_prints_its_url_first_and_has_its_own_token(archive: Path) -> None:
-    with running_ui(archive) as first, running_ui(archive) as second:
+    # Processes under --quick too: what each prints first on its stdout is what is looked at.
+    with spawned_ui(archive) as first, spawned_ui(archive) as second:
         assert first.url == f"http://127.0.0.1:{first.port}/?token={first.token}"
         assert first.token != second.token and len(first.token) >= 40
         # The first run's token opens nothing on the second.

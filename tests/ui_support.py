@@ -1,7 +1,9 @@
 """Helpers for the UI tests: a real `memlikehuman ui` process on 127.0.0.1 and plain HTTP to it.
 
 The archive is a SQLite file or a PostgreSQL URL: function-scoped tests take conftest's `db_path`
-(both backends); the modules that share one populated archive take ``module_archive``.
+(both backends); the modules that share one populated archive take ``module_archive``. Under --quick
+(conftest.SERVE_IN_PROCESS) `running_ui` serves the same UI from a thread of the test process;
+`spawned_ui` always starts the process, for tests about it.
 """
 
 from __future__ import annotations
@@ -11,17 +13,22 @@ import os
 import re
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlencode, urlsplit
 
+import conftest
 import pytest
 from conftest import BASE_ENV
 from pg_support import BACKENDS, fresh_database, selected_backends
 
+from memlikehuman import config
 from memlikehuman.archive.db import is_url, open_database
+from memlikehuman.engine import Engine
 
 URL_RE = re.compile(r"http://127\.0\.0\.1:(\d+)/\?token=([A-Za-z0-9_\-]+)")
 
@@ -38,9 +45,10 @@ class Reply:
 
 @dataclass
 class UI:
-    """A running UI process and an HTTP client that holds its cookie once ``login`` was called."""
+    """A running UI (its process; None in the test process) and an HTTP client that holds its cookie once
+    ``login`` was called."""
 
-    process: subprocess.Popen[str]
+    process: subprocess.Popen[str] | None
     url: str
     port: int
     token: str
@@ -125,7 +133,54 @@ def open_transactions(db: Path | str) -> int:
 
 @contextmanager
 def running_ui(db: Path | str, *args: str, **env: str) -> Iterator[UI]:
-    """`python -m memlikehuman ui --db DB --no-browser` as a real process; stopped afterwards."""
+    """`python -m memlikehuman ui --db DB --no-browser ARGS`, stopped afterwards: a real process, or under
+    --quick and without ARGS the same UI in this process (a process spends ~0.6 s of CPU starting, and the
+    UI tests start dozens)."""
+    started = ui_in_process(db, **env) if conftest.SERVE_IN_PROCESS and not args else spawned_ui(db, *args, **env)
+    with started as ui:
+        yield ui
+
+
+@contextmanager
+def ui_in_process(db: Path | str, **env: str) -> Iterator[UI]:
+    """What `memlikehuman ui --db DB --no-browser` serves, from a thread of this process: the settings the
+    process would read from its environment, its engine, its app, and uvicorn configured as ui/serve.py does."""
+    import uvicorn
+
+    from memlikehuman.ui.app import build_app
+    from memlikehuman.ui.security import Secrets
+    from memlikehuman.ui.serve import bind
+
+    settings = config.load(db if is_url(db) else Path(db), env={**os.environ, **BASE_ENV, **env})
+    assert settings.archive_exists(), "the UI does not create an archive"
+    sock = bind(0)
+    try:
+        with Engine(settings) as engine:
+            keys = Secrets(port=int(sock.getsockname()[1]))
+            app = build_app(engine, keys)
+            options = uvicorn.Config(
+                app, log_config=None, access_log=False, log_level="warning", server_header=False, proxy_headers=False,
+                lifespan="off",
+            )  # fmt: skip
+            server = uvicorn.Server(options)
+            thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="ui", daemon=True)
+            thread.start()
+            try:
+                deadline = time.monotonic() + 30
+                while not server.started:
+                    assert thread.is_alive() and time.monotonic() < deadline, "the UI never started serving"
+                    time.sleep(0.005)
+                yield UI(None, keys.url, keys.port, keys.token)
+            finally:
+                server.should_exit = True
+                thread.join(30)
+    finally:
+        sock.close()
+
+
+@contextmanager
+def spawned_ui(db: Path | str, *args: str, **env: str) -> Iterator[UI]:
+    """`python -m memlikehuman ui --db DB --no-browser ARGS` as a real process; stopped afterwards."""
     process = subprocess.Popen(
         [sys.executable, "-m", "memlikehuman", "ui", "--db", str(db), "--no-browser", *args],
         stdout=subprocess.PIPE,
