@@ -35,4 +35,3 @@ def test_a_prompt_naming_a_date_is_handed_the_turn_of_that_date_and_no_other(
     handed = engine.inject(HOME, f"What did we decide about the database on {day}?")
     # The other database turns hold no more of the prompt than "database"; the turn of 5 March, nothing.
     assert [item.record_id for item in handed] == [expected]
-
