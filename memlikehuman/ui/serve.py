@@ -10,7 +10,7 @@ import sys
 import threading
 import webbrowser
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import uvicorn
 
@@ -77,19 +77,28 @@ def run(engine: Engine, sock: socket.socket, *, open_browser: bool) -> None:
     page = launcher(keys.url, keys.port) if open_browser else None
     if open_browser and page is None:
         print("memlikehuman: no private directory for the browser's start page: open the URL above", file=sys.stderr)
+    server = _server(app)
     # uvicorn stops on SIGTERM, then raises it again with the handler it found: exit through `finally`.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+    signal.signal(signal.SIGTERM, lambda *_: _terminated(server))
     try:
         if page is not None:
             threading.Thread(target=open_in_browser, args=(page.as_uri(),), daemon=True).start()
-        _serve(app, sock)
+        server.run(sockets=[sock])
     finally:
         if page is not None:
             page.unlink(missing_ok=True)
 
 
-def _serve(app: Any, sock: socket.socket) -> None:
-    """Serve the app on the bound socket until Ctrl-C."""
+def _terminated(server: uvicorn.Server) -> NoReturn:
+    """SIGTERM before uvicorn handles it: stop. The exit alone is not enough: raised while the main thread
+    runs an import's or a finalizer's callback, SystemExit is printed and dropped, and the server would
+    start and serve on; told to stop, it stops as soon as it has started."""
+    server.should_exit = True
+    sys.exit(128 + signal.SIGTERM)
+
+
+def _server(app: Any) -> uvicorn.Server:
+    """The server of the app, started by `run(sockets=[sock])`; it serves until Ctrl-C."""
     config = uvicorn.Config(
         app,
         log_config=None,  # uvicorn's default config logs access lines to stdout
@@ -99,4 +108,4 @@ def _serve(app: Any, sock: socket.socket) -> None:
         proxy_headers=False,
         lifespan="off",
     )
-    uvicorn.Server(config).run(sockets=[sock])
+    return uvicorn.Server(config)
