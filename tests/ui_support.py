@@ -144,12 +144,10 @@ def running_ui(db: Path | str, *args: str, **env: str) -> Iterator[UI]:
 @contextmanager
 def ui_in_process(db: Path | str, **env: str) -> Iterator[UI]:
     """What `memlikehuman ui --db DB --no-browser` serves, from a thread of this process: the settings the
-    process would read from its environment, its engine, its app, and uvicorn configured as ui/serve.py does."""
-    import uvicorn
-
+    process would read from its environment, its engine, its app, and its uvicorn server (ui/serve.py `make_server`)."""
     from memlikehuman.ui.app import build_app
     from memlikehuman.ui.security import Secrets
-    from memlikehuman.ui.serve import bind
+    from memlikehuman.ui.serve import bind, make_server
 
     settings = config.load(db if is_url(db) else Path(db), env={**os.environ, **BASE_ENV, **env})
     assert settings.archive_exists(), "the UI does not create an archive"
@@ -158,11 +156,7 @@ def ui_in_process(db: Path | str, **env: str) -> Iterator[UI]:
         with Engine(settings) as engine:
             keys = Secrets(port=int(sock.getsockname()[1]))
             app = build_app(engine, keys)
-            options = uvicorn.Config(
-                app, log_config=None, access_log=False, log_level="warning", server_header=False, proxy_headers=False,
-                lifespan="off",
-            )  # fmt: skip
-            server = uvicorn.Server(options)
+            server = make_server(app)
             thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="ui", daemon=True)
             thread.start()
             try:

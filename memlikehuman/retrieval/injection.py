@@ -133,11 +133,8 @@ def choose(
         keys = [f"{c.key[0]}:{c.key[1]}" for c in group.members]
         said = sum(c.said for c in group.members)
         line = data_line(_said(group.item.record, said, min(c.first_at or c.occurred_at for c in group.members)))
-        measured.append(
-            InjectedItem(
-                group.item.record_id, line, round(weigh(group.item.text, group.item.key in on_date), 3), margin, keys[0]
-            )
-        )
+        covered = round(weigh(group.item.text, group.item.key in on_date), 3)
+        measured.append(InjectedItem(group.item.record_id, line, covered, margin, keys[0]))
         measured[-1] = replace(measured[-1], also=tuple(k for k in keys if k != measured[-1].key))
     chosen = [measured[i] for i in passing([(m.coverage, m.similarity, len(m.line)) for m in measured], gate)]
     return _answers_first(sources, chosen)

@@ -77,7 +77,7 @@ def run(engine: Engine, sock: socket.socket, *, open_browser: bool) -> None:
     page = launcher(keys.url, keys.port) if open_browser else None
     if open_browser and page is None:
         print("memlikehuman: no private directory for the browser's start page: open the URL above", file=sys.stderr)
-    server = _server(app)
+    server = make_server(app)
     # uvicorn stops on SIGTERM, then raises it again with the handler it found: exit through `finally`.
     signal.signal(signal.SIGTERM, lambda *_: _terminated(server))
     try:
@@ -97,7 +97,7 @@ def _terminated(server: uvicorn.Server) -> NoReturn:
     sys.exit(128 + signal.SIGTERM)
 
 
-def _server(app: Any) -> uvicorn.Server:
+def make_server(app: Any) -> uvicorn.Server:
     """The server of the app, started by `run(sockets=[sock])`; it serves until Ctrl-C."""
     config = uvicorn.Config(
         app,
