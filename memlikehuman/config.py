@@ -98,7 +98,7 @@ class Settings:
     inject_chars: int = 2000
     inject_coverage: float = 0.25
     inject_similarity: float = 0.02
-    inject_step: float = 0.01
+    inject_step: float = 0.02
     inject_search: str = "auto"
     # seconds the prompt hook waits for a running server's answer before it searches in-process
     inject_wait: float = 0.5
@@ -240,7 +240,7 @@ def load(db: str | Path | None = None, env: Mapping[str, str] | None = None) -> 
         inject_chars=int(_number(values, "MEMLIKEHUMAN_INJECT_CHARS", 2000, 0)),
         inject_coverage=_number(values, "MEMLIKEHUMAN_INJECT_COVERAGE", 0.25, 0),
         inject_similarity=_number(values, "MEMLIKEHUMAN_INJECT_SIMILARITY", 0.02, -2),
-        inject_step=_number(values, "MEMLIKEHUMAN_INJECT_STEP", 0.01, 0),
+        inject_step=_number(values, "MEMLIKEHUMAN_INJECT_STEP", 0.02, 0),
         inject_search=_choice(values, "MEMLIKEHUMAN_INJECT_SEARCH", INJECT_SEARCHES),
         inject_wait=_number(values, "MEMLIKEHUMAN_INJECT_WAIT", 0.5, 0),
     )

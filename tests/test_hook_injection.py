@@ -29,7 +29,8 @@ EARLIER = [
     "Please always run ruff before committing",
     "The staging server is staging.example.internal on port 8443",
 ]
-PARAPHRASE = "which package manager should I use to add lodash?"
+# Shares no content word with the staging note; found by meaning alone (leads the next nearest by about 0.05).
+PARAPHRASE = "what address does the test environment live at?"
 UNRELATED = "what's the weather like in Paris tomorrow?"
 
 
@@ -277,7 +278,7 @@ def test_with_the_server_running_a_paraphrase_gets_its_memory_and_an_unrelated_p
         assert process.stdin is not None
         process.stdin.close()  # what a host does when it is done with a server
         process.wait(30)
-    assert (injected(paraphrase), search_of(paraphrase)) == ([EARLIER[0]], "semantic")
+    assert (injected(paraphrase), search_of(paraphrase)) == ([EARLIER[2]], "semantic")
     assert injected_records(unrelated) == []
     assert (injected(other), search_of(other)) == ([EARLIER[0]], "fast")
     assert not list(socket_dir(runtime).glob("*.sock"))  # the server removed its socket on the way out

@@ -72,7 +72,7 @@ class Gate:
     chars: int = 2000
     coverage: float = 0.25
     similarity: float = 0.02
-    step: float = 0.01
+    step: float = 0.02
 
     @classmethod
     def of(cls, settings: Settings, given: Mapping[str, float] | None = None) -> Gate:
