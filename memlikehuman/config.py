@@ -31,6 +31,7 @@ KEYS = (
     "MEMLIKEHUMAN_TIMEOUT",
     "MEMLIKEHUMAN_EXTRACTION_WAIT",
     "MEMLIKEHUMAN_EXTRACTION_BATCH",
+    "MEMLIKEHUMAN_FORGET_WAIT",
     "MEMLIKEHUMAN_SEMANTIC_WINDOW",
     "MEMLIKEHUMAN_GIST_AFTER_DAYS",
     "MEMLIKEHUMAN_TOKENIZER_JSON",
@@ -82,6 +83,9 @@ class Settings:
     extraction_wait: float = 0.0
     # at most this many short events of one session per model call (1: one call per event)
     extraction_batch: int = 1
+    # seconds a forget waits for other connections' reads to end before it truncates SQLite's WAL
+    # (archive/sqlite/scrub.py); when they outlast it the old page images stay until the next forget
+    forget_wait: float = 5.0
     # semantic mode scans the vectors of this many most recent items (deep scans all)
     semantic_window: int = 20_000
     # detail=auto shows episodic memories older than this as overviews
@@ -230,6 +234,7 @@ def load(db: str | Path | None = None, env: Mapping[str, str] | None = None) -> 
         timeout=_number(values, "MEMLIKEHUMAN_TIMEOUT", 30.0, 0.01),
         extraction_wait=_number(values, "MEMLIKEHUMAN_EXTRACTION_WAIT", 0.0, 0),
         extraction_batch=int(_number(values, "MEMLIKEHUMAN_EXTRACTION_BATCH", 1, 1)),
+        forget_wait=_number(values, "MEMLIKEHUMAN_FORGET_WAIT", 5.0, 0),
         semantic_window=int(_number(values, "MEMLIKEHUMAN_SEMANTIC_WINDOW", 20_000, 1)),
         gist_after_days=_number(values, "MEMLIKEHUMAN_GIST_AFTER_DAYS", 30.0, 0),
         tokenizer_json=Path(tokenizer).expanduser() if tokenizer else None,

@@ -310,7 +310,9 @@ class Engine:
         """
         from .lifecycle import forget as forgetting
 
-        result = forgetting.forget(self.db, scope, record_id, expected=expected, also=also)
+        result = forgetting.forget(
+            self.db, scope, record_id, expected=expected, also=also, wait=self.settings.forget_wait
+        )
         # Vectors held in memory go as well; the next events of the session get new ones.
         self.vectors.discard("event", scope, result.event_sequences + result.reembed_sequences)
         self.vectors.discard("memory", scope, result.memory_rowids)

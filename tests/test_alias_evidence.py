@@ -337,7 +337,8 @@ def test_a_recall_while_another_connection_forgets_the_first_evidence_event(engi
     def forget_between_the_reads(cursor: Any, sql: str, bindings: Any) -> bool:
         # The reads of the scope's aliases have counted c1 as the first "Mel"; now it goes.
         if not forgot and sql.startswith("SELECT sequence, event_id FROM events WHERE sequence IN"):
-            with Engine(make_settings(db_path)) as other:
+            # The recall's read transaction outlasts any wait for the WAL: the forget does not wait.
+            with Engine(make_settings(db_path, MEMLIKEHUMAN_FORGET_WAIT="0")) as other:
                 forgot.append(other.forget(HOME, "c1").deleted_event_ids[0])
         return True
 

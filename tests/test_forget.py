@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 import uuid
 from collections import Counter
 from collections.abc import Callable
@@ -12,14 +13,16 @@ from typing import Any
 
 import apsw
 import pytest
-from conftest import add_memory, fts_rowids
+from conftest import add_memory, connected, fts_rowids, make_settings
 from reliability.support import STRUCTURE
 
 from memlikehuman.archive.db import is_url, open_database
 from memlikehuman.archive.sqlite import scrub as sqlite_scrub
+from memlikehuman.config import Settings
 from memlikehuman.engine import Engine
 from memlikehuman.lifecycle import forget
 from memlikehuman.records import Scope
+from memlikehuman.server import build_server
 
 OTHER = Scope("default", "other-project")
 
@@ -388,6 +391,10 @@ def test_a_reader_holding_a_snapshot_delays_the_wal_truncation_until_it_ends(eng
     assert wal.stat().st_size == 0
 
 
+# Seconds a forget waits for a reader that a test holds past it (MEMLIKEHUMAN_FORGET_WAIT, 5 by default).
+HELD_WAIT = 0.2
+
+
 @pytest.mark.sqlite_only  # SQLite's write-ahead log file
 def test_after_a_forget_that_could_not_clear_the_log_even_a_hooks_close_clears_it(settings, db_path):
     """A hook closes without the checkpoint, except while a forget's old page images wait in the WAL."""
@@ -398,7 +405,7 @@ def test_after_a_forget_that_could_not_clear_the_log_even_a_hooks_close_clears_i
     try:
         reader.execute("BEGIN")
         reader.execute("SELECT count(*) FROM events").fetchall()  # the truncation must wait for it
-        assert forget.forget(engine.db, Scope(), "e1").scrubbed is False
+        assert forget.forget(engine.db, Scope(), "e1", wait=HELD_WAIT).scrubbed is False
     finally:
         reader.execute("COMMIT")
         reader.close()
@@ -414,20 +421,25 @@ def test_after_a_forget_that_could_not_clear_the_log_even_a_hooks_close_clears_i
 
 
 @pytest.mark.sqlite_only  # SQLite's write-ahead log file
-def test_a_forget_that_could_not_clear_the_write_ahead_log_says_so_in_its_warnings(client, db_path):
-    client.ok("memory_record", event_id="e1", text="Something to forget.", role="user", source="chat")
-    reader = apsw.Connection(str(db_path))
-    try:
-        reader.execute("BEGIN")
-        reader.execute("SELECT count(*) FROM events").fetchall()  # a snapshot the checkpoint must wait for
-        held = client.ok("memory_forget", record_id="e1")
-    finally:
-        reader.execute("COMMIT")
-        reader.close()
-    client.ok("memory_record", event_id="e2", text="Something else.", role="user", source="chat")
-    clear = client.ok("memory_forget", record_id="e2")
+def test_a_forget_that_could_not_clear_the_write_ahead_log_says_so_in_its_warnings(db_path):
+    settings = make_settings(db_path, MEMLIKEHUMAN_FORGET_WAIT=str(HELD_WAIT))
+    with connected(build_server(settings)) as client:
+        client.ok("memory_record", event_id="e1", text="Something to forget.", role="user", source="chat")
+        reader = apsw.Connection(str(db_path))
+        try:
+            reader.execute("BEGIN")
+            reader.execute("SELECT count(*) FROM events").fetchall()  # a snapshot the checkpoint must wait for
+            started = time.monotonic()
+            held = client.ok("memory_forget", record_id="e1")
+            waited = time.monotonic() - started
+        finally:
+            reader.execute("COMMIT")
+            reader.close()
+        client.ok("memory_record", event_id="e2", text="Something else.", role="user", source="chat")
+        clear = client.ok("memory_forget", record_id="e2")
     assert len(held["warnings"]) == 1 and "-wal file" in held["warnings"][0]
     assert clear["warnings"] == []
+    assert waited < Settings.forget_wait  # the server read MEMLIKEHUMAN_FORGET_WAIT, not the default 5 s
 
 
 @pytest.mark.parametrize("record_id", ["", "x" * 257])

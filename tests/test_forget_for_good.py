@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner, Result
 from conftest import BASE_ENV, add_memory, make_settings, spawned, stdio_params
 from hook_support import Archive, hook_archive, run_hook, side_file, stored  # noqa: F401 (the `db` fixture)
-from test_forget import file_hits
+from test_forget import HELD_WAIT, file_hits
 from test_hook_hosts import payload
 
 from memlikehuman.admin.doctor import diagnose
@@ -175,8 +175,8 @@ def test_after_pythons_sqlite3_reads_the_archive_between_two_forgets_no_text_sta
 
 
 @pytest.mark.sqlite_only  # SQLite's write-ahead log file
-def test_doctor_reports_copies_of_forgotten_records_the_wal_holds_and_none_once_it_is_truncated(settings, db_path):
-    with Engine(settings) as engine:
+def test_doctor_reports_copies_of_forgotten_records_the_wal_holds_and_none_once_it_is_truncated(db_path):
+    with Engine(make_settings(db_path, MEMLIKEHUMAN_FORGET_WAIT=str(HELD_WAIT))) as engine:
         for n in range(5):
             engine.record(DEFAULT, f"e{n}", f"Turn {n} about the weather.", "user", "chat")
         engine.record(DEFAULT, "secret", "My locker code is 90210.", "user", "chat")

@@ -76,13 +76,20 @@ def preview(db: Connection, scope: Scope, record_id: str, *, also: bool = False)
 
 
 def forget(
-    db: Connection, scope: Scope, record_id: str, *, expected: Preview | None = None, also: bool = False
+    db: Connection,
+    scope: Scope,
+    record_id: str,
+    *,
+    expected: Preview | None = None,
+    also: bool = False,
+    wait: float | None = None,
 ) -> ForgetResult:
     """Delete the record's source event and everything that came from it; then scrub the WAL.
 
     ``also``: delete the records still_said names too. With ``expected``, deletes only if the same
-    events and memories would go (else Conflict). Raises InvalidArgument for a bad ID and NotFound
-    when the record is not (or no longer) in this scope.
+    events and memories would go (else Conflict). ``wait``: seconds the scrub waits for other
+    connections' reads (MEMLIKEHUMAN_FORGET_WAIT; None: the backend's default). Raises
+    InvalidArgument for a bad ID and NotFound when the record is not (or no longer) in this scope.
     """
     from ..archive import checkpoints  # its dataclasses stay off the hooks' import path
 
@@ -125,7 +132,7 @@ def forget(
         reembed_sequences=tuple(dependents),
         requoted=decision.requoted,
         still_said_by=decision.still_said_by,
-        scrubbed=backend_of(db).scrub(db, gone),
+        scrubbed=backend_of(db).scrub(db, gone, wait),
         residue=backend_of(db).residue,
     )
 

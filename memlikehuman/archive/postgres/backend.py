@@ -95,8 +95,8 @@ class PostgresBackend:
 
     # -- after a forget, and reports -----------------------------------------------------------------
 
-    def scrub(self, db: Connection, gone: object) -> bool:
-        """VACUUM what the forget deleted from (scrub.PgCleanup)."""
+    def scrub(self, db: Connection, gone: object, wait: float | None = None) -> bool:
+        """VACUUM what the forget deleted from (scrub.PgCleanup); `wait` is SQLite's (its WAL)."""
         # This backend is only ever given its own archive (PgDatabase.backend), which maintains itself.
         return scrub.vacuum(cast(scrub.Maintained, db))
 

@@ -133,11 +133,13 @@ class SqliteBackend:
 
     # -- after a forget, and reports -----------------------------------------------------------------
 
-    def scrub(self, db: Connection, gone: Gone) -> bool:
-        """Truncate the WAL, then rewrite live pages that still hold a stale copy (scrub.py)."""
+    def scrub(self, db: Connection, gone: Gone, wait: float | None = None) -> bool:
+        """Truncate the WAL, then rewrite live pages that still hold a stale copy (scrub.py); each step
+        waits at most `wait` seconds (default scrub.SCRUB_TIMEOUT_MS) for other connections."""
         from . import scrub  # with its page parser: only a forget needs it
 
-        return scrub.scrub(db) and scrub.rewrite_stale_pages(db, gone)
+        timeout_ms = scrub.SCRUB_TIMEOUT_MS if wait is None else int(wait * 1000)
+        return scrub.scrub(db, timeout_ms) and scrub.rewrite_stale_pages(db, gone, timeout_ms)
 
     def leftovers(self, db: Connection, is_forgotten: Callable[[str], bool]) -> tuple[int, int] | None:
         """Copies of forgotten rows in the file and its WAL (leftovers.py): (main, wal)."""

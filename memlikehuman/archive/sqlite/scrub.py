@@ -23,7 +23,8 @@ from .pagefile import PageFile
 
 log = logging.getLogger("memlikehuman")
 
-# How long the WAL truncation waits for other connections' read transactions to end.
+# How long the WAL truncation waits for other connections' read transactions to end, unless the
+# caller says (a forget: MEMLIKEHUMAN_FORGET_WAIT, whose default this is).
 SCRUB_TIMEOUT_MS = 5_000
 
 
