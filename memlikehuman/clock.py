@@ -1,10 +1,28 @@
-"""Timestamps: parsing with a required offset, and the one UTC output format."""
+"""Timestamps: parsing with a required offset, and the one UTC output format; the extraction worker's clock."""
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 from .errors import InvalidArgument
+
+
+class Clock:
+    """Unix seconds, and timed waits: what the extraction worker's leases, backoffs and polls read.
+
+    An engine is given another clock only by a test that moves time on instead of sleeping out a
+    backoff (tests/test_background_extraction.py).
+    """
+
+    def time(self) -> float:
+        return time.time()
+
+    def wait(self, condition: threading.Condition, until: Callable[[], bool], seconds: float) -> None:
+        """Wait on `condition` (held by the caller) until `until()` holds or `seconds` have passed."""
+        condition.wait_for(until, seconds)
 
 
 def now() -> datetime:

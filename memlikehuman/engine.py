@@ -31,6 +31,7 @@ from .records import ReadResult, RecordResult, Scope
 if TYPE_CHECKING:
     from .admin.stats import ArchiveStats
     from .archive.fulltext import Progress
+    from .clock import Clock
     from .index.indexer import Indexer
     from .index.vectors import VectorCache
     from .lifecycle.extract import Outcome
@@ -84,8 +85,11 @@ class Engine:
     the agent's tools (record, read, correct, forget, recall, checkpoint, resume) and the operator's
     (personas, stats, export and import, reindex, extraction runs)."""
 
-    def __init__(self, settings: Settings, *, backfill_seconds: float | None = None) -> None:
-        """Opens (creating or upgrading) the archive; `backfill_seconds` bounds its backfills (None: all)."""
+    def __init__(
+        self, settings: Settings, *, backfill_seconds: float | None = None, clock: Clock | None = None
+    ) -> None:
+        """Opens (creating or upgrading) the archive; `backfill_seconds` bounds its backfills (None: all);
+        `clock` is the extraction worker's (None: the real one)."""
         self.settings = settings
         self.db = open_database(settings.archive)
         try:
@@ -99,7 +103,7 @@ class Engine:
         self._embedder: Embedder | None = None
         self._building = threading.Lock()
         self._notices: list[str] = []  # said once, by the next recall (Engine.notice)
-        self.background = Background(self.db, settings, lambda: self.embedder, lambda: self.extractor)
+        self.background = Background(self.db, settings, lambda: self.embedder, lambda: self.extractor, clock)
 
     @property
     def vectors(self) -> VectorCache:

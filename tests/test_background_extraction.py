@@ -20,6 +20,7 @@ from openai_stub import Reply, ScriptedOpenAI, chat_reply, extraction_reply, mem
 
 from memlikehuman.admin import stats
 from memlikehuman.archive import claims
+from memlikehuman.clock import Clock
 from memlikehuman.engine import Engine
 from memlikehuman.records import Scope
 
@@ -79,11 +80,36 @@ def env(base_url: str, wait: str = "0", timeout: str = "20") -> dict[str, str]:
     }
 
 
+class MovedClock(Clock):
+    """A clock that stands still until `advance` moves it and wakes the worker's waits: a backoff
+    passes when the test says, at once."""
+
+    def __init__(self) -> None:
+        self.start, self.ahead = time.time(), 0.0
+        self.waits: set[threading.Condition] = set()
+
+    def time(self) -> float:
+        return self.start + self.ahead
+
+    def wait(self, condition: threading.Condition, until: Callable[[], bool], seconds: float) -> None:
+        self.waits.add(condition)
+        ahead = self.ahead
+        condition.wait_for(lambda: until() or self.ahead != ahead, seconds)
+
+    def advance(self, seconds: float) -> None:
+        self.ahead += seconds
+        for condition in list(self.waits):
+            with condition:
+                condition.notify_all()
+
+
 @contextmanager
-def stub_engine(db_path: Path, wait: str = "0", **stub: Any) -> Iterator[tuple[ScriptedOpenAI, Engine]]:
+def stub_engine(
+    db_path: Path, wait: str = "0", clock: Clock | None = None, **stub: Any
+) -> Iterator[tuple[ScriptedOpenAI, Engine]]:
     with (
         ScriptedOpenAI(default_chat=quote_answer, **stub) as api,
-        Engine(make_settings(db_path, **env(api.base_url, wait=wait))) as engine,
+        Engine(make_settings(db_path, **env(api.base_url, wait=wait)), clock=clock) as engine,
     ):
         yield api, engine
 
@@ -182,9 +208,15 @@ def test_events_of_one_scope_are_extracted_one_at_a_time_in_recording_order(db_p
 
 def test_a_transient_failure_is_retried_after_a_backoff_and_the_event_completes(db_path):
     busy = Reply(status=503, body={"error": {"message": "overloaded"}})
-    with stub_engine(db_path, chat=[busy, busy]) as (api, engine):
+    clock = MovedClock()
+    with stub_engine(db_path, clock=clock, chat=[busy, busy]) as (api, engine):
         engine.start_extraction()
         record_in(engine, "e1")
+        failed = "SELECT * FROM extraction_claims WHERE attempts = 1 AND claimed_by IS NULL AND retry_at IS NOT NULL"
+        claim = wait_until(lambda: engine.db.one(failed), "the failed attempt")
+        assert claim["retry_at"] == clock.time() + claims.BACKOFF[0]  # the backoff runs on the worker's clock
+        assert len(api.requests) == 2 and engine.read(Scope(), "e1").event.extraction_state == "pending"
+        clock.advance(claims.BACKOFF[0])  # the worker's clock: no 2 s sleep
         wait_until(lambda: engine.read(Scope(), "e1").event.extraction_state == "complete", "the retry")
         # The claim goes in the transaction after the one that completes the event: wait for it too
         # (a completed event leaves no claim behind; a claim never released fails the wait).

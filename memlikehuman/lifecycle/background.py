@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..archive.connection import Connection
+    from ..clock import Clock
     from ..config import Settings
     from ..index.indexer import Indexer
     from ..index.vectors import VectorCache
@@ -28,8 +29,10 @@ class Background:
         settings: Settings,
         embedder: Callable[[], Embedder | None],
         extractor: Callable[[], Extractor | None],
+        clock: Clock | None = None,
     ) -> None:
         self.db, self.settings, self.embedder, self.extractor = db, settings, embedder, extractor
+        self.clock = clock  # the worker's (None: the real one)
         self._parts: dict[str, Any] = {}
         self._lock = threading.Lock()  # tool threads share the engine: each part is built once
 
@@ -76,4 +79,4 @@ class Background:
             return Indexer(self.db, self._built("vectors"), self.settings, self.embedder)
         from .worker import Worker
 
-        return Worker(self.db, self.settings, self.extractor, self._built("indexer").notify)
+        return Worker(self.db, self.settings, self.extractor, self._built("indexer").notify, clock=self.clock)

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..archive import claims
+from ..clock import Clock
 from ..errors import MemLikeHumanError, NotFound
 from ..providers.base import Extractor
 from ..records import Scope
@@ -49,7 +50,8 @@ class Worker:
     """Threads that extract pending events of one archive; see the module docstring.
 
     Built from the pieces it needs: the archive, the settings, a function returning the process's
-    extractor (None when none is configured) and one to call after memories were written.
+    extractor (None when none is configured) and one to call after memories were written. Its
+    leases, backoffs and polls read `clock` (a test's may move time on).
     """
 
     def __init__(
@@ -59,8 +61,10 @@ class Worker:
         extractor: Callable[[], Extractor | None],
         extracted: Callable[[], None],
         concurrency: int = DEFAULT_CONCURRENCY,
+        clock: Clock | None = None,
     ) -> None:
         self.db, self.extractor, self.extracted = db, extractor, extracted
+        self.clock = clock or Clock()
         self.concurrency = max(1, concurrency)
         #: events per model call (MEMLIKEHUMAN_EXTRACTION_BATCH; 1: no batching)
         self.batch = max(1, settings.extraction_batch)
@@ -87,7 +91,7 @@ class Worker:
         with self._changed:
             if self._threads or self._stopping.is_set() or self.extractor() is None:
                 return
-            claims.reap_dead(self.db)
+            claims.reap_dead(self.db, self.clock.time())
             claims.reset_exhausted(self.db)
             for number in range(self.concurrency):
                 thread = threading.Thread(target=self._loop, name=f"memlikehuman-extract-{number}", daemon=True)
@@ -147,12 +151,14 @@ class Worker:
         db, extractor = self.db, self.extractor()
         if extractor is None:
             return []
-        sequence = claims.claim_next(db, self.owner, self.lease, scope, in_order=in_order)
+        now = self.clock.time()
+        sequence = claims.claim_next(db, self.owner, self.lease, scope, in_order=in_order, now=now)
         if sequence is None:
             return []
         group = [sequence]
         if self.batch > 1:
-            group += claims.claim_following(db, self.owner, self.lease, sequence, self.batch - 1, batching.SHORT_CHARS)
+            short = batching.SHORT_CHARS
+            group += claims.claim_following(db, self.owner, self.lease, sequence, self.batch - 1, short, now)
         results: dict[int, extract.Outcome] = {}
         finished = False
         try:
@@ -161,7 +167,7 @@ class Worker:
         finally:
             if finished or not self._stopping.is_set():
                 for member in group:
-                    claims.release(db, self.owner, member, _result(results.get(member)))
+                    claims.release(db, self.owner, member, _result(results.get(member)), self.clock.time())
         outcomes = [results[member] for member in group if member in results]
         for member, outcome in results.items():
             self._finish(member, outcome)
@@ -194,7 +200,7 @@ class Worker:
         order, waiting out backoffs and other workers' claims. Impatient (``retry``): each eligible
         event once, now, and done when none is left.
         """
-        claims.reap_dead(self.db)
+        claims.reap_dead(self.db, self.clock.time())
         while not self._stopping.is_set():
             outcomes = self.step(scope, in_order=patient)
             if outcomes:
@@ -221,11 +227,12 @@ class Worker:
             if outcomes:
                 continue
             try:
-                claims.reap_dead(self.db)  # a killed process's claims need not wait for their lease
+                claims.reap_dead(self.db, self.clock.time())  # a killed process's claims need not wait for their lease
             except MemLikeHumanError as exc:
                 log.debug("could not look for claims of killed processes: %s", exc)
             with self._changed:
-                self._changed.wait_for(
+                self.clock.wait(
+                    self._changed,
                     lambda: self._wakeups != wakeups or self._stopping.is_set(),  # noqa: B023 (read at once)
                     POLL_SECONDS,
                 )
@@ -261,7 +268,7 @@ class Worker:
             " WHERE e.extraction_state = 'pending' AND c.attempts < ?"
             " AND (c.retry_at > ? OR c.claimed_until >= ?)"
         )
-        now = time.time()
+        now = self.clock.time()
         params: tuple[object, ...] = (claims.MAX_ATTEMPTS, now, now)
         if scope is not None:
             sql += " AND c.persona_id = ? AND c.project_id = ?"
