@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
+import anyio.to_thread
 import pytest
 from conftest import make_settings, stdio_params
 from sampling_support import answer, hanging, quoting_model, refusing, sampling_client
@@ -60,8 +62,17 @@ def test_a_client_with_sampling_gets_asked_and_its_answer_becomes_memories_label
 
 def test_memory_record_answers_pending_at_once_and_the_worker_completes_the_event_later(db_path):
     asked: list[Any] = []
-    with sampling_client(_params(db_path), quoting_model(asked)) as client:
+    model, answered = quoting_model(asked), threading.Event()
+
+    async def after_the_answer(ctx: Any, params: Any) -> Any:
+        # The model answers once memory_record has: a worker faster than the call's own answer (under
+        # load) would otherwise make it `complete`. A call that waited for the model waits 20 s here.
+        await anyio.to_thread.run_sync(answered.wait, 20)
+        return await model(ctx, params)
+
+    with sampling_client(_params(db_path), after_the_answer) as client:
         out = client.ok("memory_record", event_id="s-2", text=TEXT, role="user", source="user")
+        answered.set()
         assert out["extraction_state"] == "pending"
         assert _state_soon(client, "s-2", {"complete"})["extraction_state"] == "complete"
         assert client.ok("memory_recall", query="pnpm")["memories"][0]["extractor"] == "sampling:host-model-1"
