@@ -152,6 +152,10 @@ class Bridge:
         # Only the scopes this client works in go to it: the server's own, and those it records in.
         self.scopes: list[Scope] = [Scope(settings.persona_id, settings.project_id)]
         self.modern_noted = False
+        # The SDK handles `notifications/initialized` beside the calls that follow it: a memory_record
+        # sent right after it could otherwise look for the extractor before `initialized` has set it.
+        self._handshake = False
+        self._settled = threading.Event()
 
     def opened(self, engine: Engine) -> None:
         """In the lifespan, on the event loop: the loop's token lets worker threads send requests on it."""
@@ -159,10 +163,22 @@ class Bridge:
 
     async def middleware(self, ctx: Any, call_next: Any) -> Any:
         result = await call_next(ctx)
-        if ctx.method == "notifications/initialized":
-            # In a thread: starting the worker takes the archive's write lock (claims of dead processes).
-            await anyio.to_thread.run_sync(self.initialized, ctx.session)
+        if ctx.method == "initialize":  # handled inline: nothing after it is read before this returns
+            self._handshake = True
+        elif ctx.method == "notifications/initialized":
+            try:
+                # In a thread: starting the worker takes the archive's write lock (claims of dead processes).
+                await anyio.to_thread.run_sync(self.initialized, ctx.session)
+            finally:
+                self._settled.set()
         return result
+
+    def settle(self) -> None:
+        """Before a memory_record that may wait for its extraction: once the client has begun the
+        handshake, wait (at most MEMLIKEHUMAN_EXTRACTION_WAIT) until its `initialized` notification has been
+        acted on."""
+        if self._handshake and self.settings.extraction_wait > 0:
+            self._settled.wait(self.settings.extraction_wait)
 
     def seen(self, scope: Scope) -> None:
         """A scope this client records in: the worker may ask the client about its events."""

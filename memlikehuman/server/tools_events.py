@@ -57,6 +57,7 @@ def register(server: MemoryMCPServer, holder: Holder) -> None:
         nothing of it is kept.
         """
         if holder.sampling is not None:  # before the record: its wait may see the worker extract it
+            holder.sampling.settle()
             holder.sampling.seen(Scope(persona_id, project_id))
         result = call(
             lambda: holder.engine.record(
