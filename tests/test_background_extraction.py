@@ -304,8 +304,8 @@ def test_a_claim_of_a_killed_process_on_this_host_is_taken_over_at_once_and_an_e
             (f"{claims.owner_id().rsplit(':', 2)[0]}:{dead}:x", now + 3600, now - 1),
         )
         assert claims.in_flight(engine.db, Scope("p", "e1")) == 1
-        assert claims.reap_dead(engine.db) == 1
-        taken = [claims.claim_next(engine.db, "me:1:y", 60.0) for _ in range(3)]
+        assert claims.reap_dead(engine.db, time.time()) == 1
+        taken = [claims.claim_next(engine.db, "me:1:y", 60.0, now=time.time()) for _ in range(3)]
     assert taken == [1, 2, None]
 
 

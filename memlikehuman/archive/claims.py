@@ -12,8 +12,9 @@ afterwards. The claim lives in the archive, not in memory, so every process on o
   ``MAX_ATTEMPTS`` the event stays pending until a duplicate ``memory_record``, ``memlikehuman retry``
   or a server start asks for it again.
 
-Times are unix seconds (``time.time()``): leases must mean the same in every process. The worker
-passes its clock's (``now``: clock.Clock, which a test may move on); other callers read the time here.
+Times are unix seconds (``time.time()``): leases must mean the same in every process. What the worker
+calls (claim_next, claim_following, release, reap_dead) takes ``now`` from its clock.Clock, which a
+test may move on; the rest reads the time here.
 """
 
 from __future__ import annotations
@@ -77,14 +78,13 @@ def claim_next(
     scope: Scope | None = None,
     *,
     in_order: bool = True,
-    now: float | None = None,
+    now: float,
 ) -> int | None:
     """Claim the next eligible pending event (of one scope, or of any); return its sequence or None.
 
     ``in_order=False`` (``memlikehuman retry``: try each event now) lets later events of a scope go
     before an earlier one that waits out a backoff.
     """
-    now = time.time() if now is None else now
     params: dict[str, object] = {"now": now, "max": MAX_ATTEMPTS, "in_order": int(in_order)}
     where = ""
     if scope is not None:
@@ -109,7 +109,7 @@ def claim_next(
 
 
 def claim_following(
-    db: Connection, owner: str, lease: float, first: int, limit: int, short_chars: int, now: float | None = None
+    db: Connection, owner: str, lease: float, first: int, limit: int, short_chars: int, now: float
 ) -> list[int]:
     """Claim the pending events that directly follow ``first`` in its scope and session (for a batch).
 
@@ -117,7 +117,6 @@ def claim_following(
     ``short_chars``), not pending, claimed, or not eligible now: order within the scope holds.
     ``first`` must be claimed by ``owner`` already.
     """
-    now = time.time() if now is None else now
     with db.write() as conn:
         head = conn.execute(
             "SELECT persona_id, project_id, session_id, length(text) AS chars FROM events WHERE sequence = ?", (first,)
@@ -150,7 +149,7 @@ def claim_following(
     return taken
 
 
-def release(db: Connection, owner: str, sequence: int, result: str, now: float | None = None) -> None:
+def release(db: Connection, owner: str, sequence: int, result: str, now: float) -> None:
     """End a claim after an attempt whose ``result`` is "done", "transient" or "permanent".
 
     done: the claim is forgotten. transient: the attempt is counted and its backoff set.
@@ -167,8 +166,7 @@ def release(db: Connection, owner: str, sequence: int, result: str, now: float |
         if row is None:
             return  # the lease ran out and another worker took the event over
         attempts = int(row["attempts"]) + 1 if result == "transient" else MAX_ATTEMPTS
-        then = time.time() if now is None else now
-        retry_at = then + BACKOFF[attempts - 1] if attempts < MAX_ATTEMPTS else None
+        retry_at = now + BACKOFF[attempts - 1] if attempts < MAX_ATTEMPTS else None
         conn.execute(
             "UPDATE extraction_claims SET claimed_by = NULL, claimed_until = NULL, attempts = ?, retry_at = ?"
             " WHERE event_sequence = ?",
@@ -214,14 +212,13 @@ def reset_exhausted(db: Connection) -> None:
         )
 
 
-def reap_dead(db: Connection, now: float | None = None) -> int:
+def reap_dead(db: Connection, now: float) -> int:
     """End the claims of processes on this host that no longer run (killed), and drop the claims of
     events that are no longer pending (a process killed between storing memories and releasing).
 
     Returns how many claims of killed processes were ended.
     """
     host = _hostname()
-    now = time.time() if now is None else now
     rows = db.query("SELECT event_sequence, claimed_by FROM extraction_claims WHERE claimed_until >= ?", (now,))
     dead = [row for row in rows if _holder_gone(str(row["claimed_by"]), host)]
     finished = db.scalar(_FINISHED, (now,))
