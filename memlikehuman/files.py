@@ -190,6 +190,34 @@ def owned_by_another(paths: list[Path]) -> Path | None:
     return None
 
 
+def open_to_others(directory: Path) -> str | None:
+    """Why another user could delete, rename or replace files in `directory` (None: no one but this user
+    and root can): it belongs to another user, or others may write it (a group counts unless it is this
+    user's own group, of one member). A sticky directory of this user's is private enough: others may
+    add names there, never remove or rename ours. Raises OSError."""
+    info = os.stat(directory)
+    if info.st_uid not in (os.getuid(), 0):
+        return f"belongs to another user (uid {info.st_uid}), who can delete or replace its files"
+    mode = stat.S_IMODE(info.st_mode)
+    if mode & stat.S_ISVTX and info.st_uid == os.getuid():
+        return None
+    if mode & stat.S_IWOTH or (mode & stat.S_IWGRP and not _own_group(info.st_gid)):
+        return f"can be written by other users (mode {mode:04o}), who can delete or replace its files"
+    return None
+
+
+def _own_group(gid: int) -> bool:
+    """Whether `gid` is this user's own group: their primary group, named as they are, no other member."""
+    import grp
+    import pwd
+
+    try:
+        user, group = pwd.getpwuid(os.getuid()), grp.getgrgid(gid)
+    except KeyError:
+        return False
+    return gid == user.pw_gid and group.gr_name == user.pw_name and set(group.gr_mem) <= {user.pw_name}
+
+
 def tighten(paths: list[Path], stderr: TextIO | None = None) -> list[Path]:
     """Remove the group and other bits of those `paths` that exist, are ours and have any; return them.
 
