@@ -3,7 +3,10 @@
 The archive holds the user's own words, and so do its WAL, its side files and its exports: under the
 usual umask 022 they would be readable by every local user. Every file made here is 0600 and every
 directory 0700, whatever the umask; `restrict_umask` makes the same hold for files that SQLite or a
-library creates in a command's process. The hooks import this module: os and stat only.
+library creates in a command's process. In a folder someone else may control (a project), `open_folder`
+and the `*_at` helpers open each folder and file without following a link (LinkRefused), and
+`open_to_others` says why a directory is not private enough for an archive. The hooks import this
+module: os, stat and errno only.
 """
 
 from __future__ import annotations
