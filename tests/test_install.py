@@ -285,3 +285,19 @@ def test_an_empty_config_file_comes_back_empty_after_uninstall(home: Path) -> No
     assert "memlikehuman" in values(path)["mcpServers"]
     assert cli(home, "uninstall", "gemini").exit_code == 0
     assert path.read_text() == "\n"
+
+
+def test_a_user_config_that_is_a_symbolic_link_is_refused_and_its_target_left_as_it_was(home: Path) -> None:
+    # Install replaces a file by renaming a new one into place: through a link it would either write
+    # where the link points or silently turn the link into a file. It says so instead.
+    dotfiles = home / "dotfiles"
+    dotfiles.mkdir()
+    (dotfiles / "settings.json").write_text('{"theme": "dark"}\n')
+    (home / ".gemini").mkdir()
+    (home / ".gemini" / "settings.json").symlink_to(dotfiles / "settings.json")
+    result = cli(home, "install", "gemini")
+    assert result.exit_code == 1
+    assert f"{home / '.gemini' / 'settings.json'} is a symbolic link" in result.stderr
+    assert (dotfiles / "settings.json").read_text() == '{"theme": "dark"}\n'
+    assert (home / ".gemini" / "settings.json").is_symlink()
+    assert sorted(p.name for p in (home / ".gemini").iterdir()) == ["settings.json"]

@@ -151,3 +151,41 @@ def test_without_postgresql_postgres_tests_skip_outside_ci_and_fail_in_ci(tmp_pa
     assert in_ci.returncode == 1
     assert "1 passed, 1 error" in in_ci.stdout, in_ci.stdout
     assert "required in CI" in in_ci.stdout
+
+
+def _refused_start(directory: Path) -> subprocess.CompletedProcess[str]:
+    """`start` on a directory it must not use: exit 1, one line on stderr, nothing written into it."""
+    inside = sorted(p.name for p in directory.iterdir()) if directory.is_dir() else None
+    result = pg_cluster("start", str(directory))
+    assert result.returncode == 1, result.stderr
+    assert result.stdout == "" and len(result.stderr.splitlines()) == 1
+    assert (sorted(p.name for p in directory.iterdir()) if directory.is_dir() else None) == inside
+    return result
+
+
+def test_pg_cluster_refuses_a_directory_others_can_write(tmp_path: Path) -> None:
+    # The cluster's socket lets anyone who reaches it be the superuser (trust): another user must not be
+    # able to add, remove or replace anything in its directory.
+    for mode in (0o777, 0o1777, 0o770):
+        shared = tmp_path / f"shared-{mode:o}"
+        shared.mkdir()
+        shared.chmod(mode)
+        assert "can be written by other users" in _refused_start(shared).stderr
+
+
+def test_pg_cluster_refuses_a_directory_that_is_a_symbolic_link(tmp_path: Path) -> None:
+    real = tmp_path / "real"
+    real.mkdir()
+    for link, target in ((tmp_path / "link", real), (tmp_path / "dangling", tmp_path / "nowhere")):
+        link.symlink_to(target)
+        assert "is a symbolic link" in _refused_start(link).stderr
+        assert "is a symbolic link" in _refused_start(Path(f"{link}/")).stderr
+    assert list(real.iterdir()) == [] and not (tmp_path / "nowhere").exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give a directory to another user")
+def test_pg_cluster_refuses_an_empty_directory_another_user_created(tmp_path: Path) -> None:
+    theirs = tmp_path / "theirs"
+    theirs.mkdir(mode=0o700)
+    os.chown(theirs, 65534, 65534)  # nobody: not root, not postgres
+    assert "belongs to another user (uid 65534)" in _refused_start(theirs).stderr

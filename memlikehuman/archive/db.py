@@ -219,11 +219,20 @@ class Database:
 
 def _private_file(path: Path) -> None:
     """The archive file, created empty and 0600 (its directories 0700) when missing, so SQLite gives its
-    -wal and -shm files the same mode; an existing one readable by others is tightened, with a line on stderr."""
+    -wal and -shm files the same mode; an existing one readable by others is tightened, with a line on stderr.
+
+    Refused (Unavailable) in a directory where another user could delete or replace the archive's files
+    (its WAL: a lost commit)."""
     try:
         files.private_dirs(path.parent)
+        shared = files.open_to_others(path.parent)
     except OSError as exc:
         raise InvalidArgument(f"cannot create the archive directory {path.parent}: {exc}") from None
+    if shared is not None:
+        raise Unavailable(
+            f"the archive's directory {path.parent} {shared}; move the archive (MEMLIKEHUMAN_DB) to a private"
+            f" directory or chmod go-w {path.parent}"
+        )
     try:
         if files.create_private(path):
             return

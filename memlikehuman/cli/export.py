@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from pathlib import Path
 from typing import BinaryIO
@@ -69,20 +70,44 @@ def export(
 
 
 def _write_file(engine: Engine, persona_id: str | None, project_id: str | None, output: Path, total: int) -> int:
-    """Write to a temporary name first: an interrupted export never leaves a file that looks complete."""
+    """Write to FILE.partial first, then rename it to FILE: an interrupted export never leaves a file that
+    looks complete. FILE.partial is created new (0600) and never through a link; the rename replaces FILE
+    itself, so a link at FILE is replaced and its target left alone."""
     partial = output.with_name(output.name + ".partial")
+    fd = _create_partial(partial)
     try:
-        if not files.create_private(partial):  # the export holds the archive's text: owner-only
-            partial.chmod(files.FILE_MODE)
-        with partial.open("wb") as stream:
+        with os.fdopen(fd, "wb") as stream:
             written = _write(engine, persona_id, project_id, stream, total)
             stream.flush()
             os.fsync(stream.fileno())
+            if not os.path.samestat(os.fstat(stream.fileno()), os.lstat(partial)):
+                raise InvalidArgument(f"{partial} was replaced while the export was written: export again")
         partial.replace(output)
     except BaseException:
         partial.unlink(missing_ok=True)
         raise
     return written
+
+
+def _create_partial(partial: Path) -> int:
+    """A descriptor of FILE.partial, a new 0600 file. One of ours left by an interrupted export is replaced;
+    a link, or a file of another user, is refused (InvalidArgument)."""
+    for _ in range(2):
+        try:
+            fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, files.FILE_MODE)
+        except FileExistsError:
+            found = os.lstat(partial)
+            if not stat.S_ISREG(found.st_mode) or found.st_uid != os.getuid():
+                what = "a symbolic link" if stat.S_ISLNK(found.st_mode) else "not a file of yours"
+                raise InvalidArgument(
+                    f"{partial} is {what}; export writes FILE.partial only as a new file of its own:"
+                    " remove it and run export again"
+                ) from None
+            partial.unlink()  # left by an interrupted export of ours
+            continue
+        os.fchmod(fd, files.FILE_MODE)  # os.open's mode passes through the umask
+        return fd
+    raise InvalidArgument(f"{partial} keeps being created by another process: export to another name")
 
 
 def _write(engine: Engine, persona_id: str | None, project_id: str | None, stream: BinaryIO, total: int) -> int:

@@ -10,9 +10,7 @@ which parents; uninstall removes exactly those, so the file is as it was before 
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +18,7 @@ from typing import Any
 
 import platformdirs
 
+from .. import files
 from ..errors import Conflict, InvalidArgument
 from . import codex, jsonedit
 
@@ -57,18 +56,10 @@ def load_records() -> dict[str, Any]:
 
 
 def save_records(records: dict[str, Any]) -> None:
-    write_text(records_path(), json.dumps(records, indent=1, sort_keys=True) + "\n")
-
-
-def write_text(path: Path, text: str) -> None:
-    """Replace a file atomically (a crash leaves the old or the new file, never half of one)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
-        out.write(text)
-    if path.exists():
-        os.chmod(tmp, path.stat().st_mode & 0o7777)
-    os.replace(tmp, path)
+    """Replace the record (0600, its folders 0700). Raises OSError."""
+    path = records_path()
+    files.private_dirs(path.parent)
+    files.write_private(path, json.dumps(records, indent=1, sort_keys=True) + "\n")
 
 
 def is_ours(item: Any) -> bool:

@@ -18,7 +18,7 @@ from typing import Any
 from .. import files, validate
 from ..errors import InvalidArgument
 from ..text.projects import AUTO, project_name
-from . import codex, edits, tools
+from . import codex, config_files, edits, tools
 from .edits import JsonEdit
 
 HOSTS = ("claude-code", "claude-desktop", "codex", "cursor", "vscode", "gemini")
@@ -86,10 +86,14 @@ class Wiring:
 class Change:
     """One config file before and after (None: the file does not exist / is removed)."""
 
-    path: Path
+    where: config_files.Place
     before: str | None
     after: str | None
     record: dict[str, Any]
+
+    @property
+    def path(self) -> Path:
+        return self.where.path
 
     @property
     def changed(self) -> bool:
@@ -222,22 +226,39 @@ def targets(
     raise InvalidArgument(f"unknown host {host!r}: use one of {', '.join(HOSTS)}")
 
 
-def _read(path: Path) -> str | None:
+def _read(where: config_files.Place, verb: str) -> str | None:
     """The file's text as it is on disk (its line endings kept: it is written back byte for byte)."""
     try:
-        return path.read_bytes().decode("utf-8")
-    except FileNotFoundError:
-        return None
+        data = config_files.read(where)
+        return None if data is None else data.decode("utf-8")
+    except files.LinkRefused as exc:
+        raise _refused(exc, verb) from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidArgument(f"cannot read {path} ({exc}): fix its permissions or encoding") from None
+        raise InvalidArgument(f"cannot read {where.path} ({exc}): fix its permissions or encoding") from None
+
+
+def _refused(exc: files.LinkRefused, verb: str) -> InvalidArgument:
+    return InvalidArgument(
+        f"{exc.path} is a symbolic link; {verb} never reads or writes a config file, its backup or its folder"
+        f" through a link (a project's files could send the write elsewhere): remove it and run {verb} again"
+    )
 
 
 def plan(host: str, w: Wiring, project_dir: Path | None, *, remove: bool, hooks: bool = True) -> list[Change]:
-    """The file changes install (or, with remove, uninstall) would make; nothing is written."""
+    """The file changes install (or, with remove, uninstall) would make; nothing is written.
+
+    Raises InvalidArgument when a config, its backup or a folder of it below the project is a link."""
     records = edits.load_records()
     changes: list[Change] = []
+    verb = "uninstall" if remove else "install"
+    base = project_dir.absolute() if project_dir else None
     for path, part in targets(host, w, project_dir, hooks=hooks or remove, every=remove):
-        before = _read(path)
+        where = config_files.place(path, base)
+        before = _read(where, verb)
+        try:
+            config_files.check(backup_place(where))
+        except files.LinkRefused as exc:
+            raise _refused(exc, verb) from None
         record = dict(records.get(str(path), {}))
         if remove:
             if before is None:
@@ -252,7 +273,7 @@ def plan(host: str, w: Wiring, project_dir: Path | None, *, remove: bool, hooks:
             after = edits.toml_install(before, w.server(), trusted, str(path), record)
         else:
             after = edits.json_install(before, part, str(path), record)
-        changes.append(Change(path, before, after, record))
+        changes.append(Change(where, before, after, record))
     return changes
 
 
@@ -265,9 +286,9 @@ def _trusted(changes: list[Change]) -> dict[str, str]:
 BACKUP_SUFFIX = ".memlikehuman-backup"
 
 
-def backup_path(path: Path) -> Path:
+def backup_place(where: config_files.Place) -> config_files.Place:
     """The one backup of a config file: as it was before memlikehuman first changed it."""
-    return path.with_name(path.name + BACKUP_SUFFIX)
+    return where.beside(BACKUP_SUFFIX)
 
 
 def apply(changes: Iterable[Change], *, remove: bool) -> list[Path]:
@@ -275,35 +296,36 @@ def apply(changes: Iterable[Change], *, remove: bool) -> list[Path]:
 
     A file that existed before memlikehuman first touched it gets one backup, made then and kept: a
     later install or uninstall never adds another, and a file install created gets none. When an
-    uninstall gives a file back exactly as its backup holds it, the backup goes (nothing is lost)."""
+    uninstall gives a file back exactly as its backup holds it, the backup goes (nothing is lost).
+    Raises InvalidArgument when a link appeared meanwhile (nothing is written through it)."""
     records = edits.load_records()
     backups = []
     for change in changes:
         if not change.changed:
             continue
-        backup = backup_path(change.path)
-        ours = bool(records.get(str(change.path), change.record).get("created_file"))
-        if change.before is not None and not ours and not backup.exists():
-            shutil.copy2(change.path, backup)
-            backup.chmod(files.FILE_MODE)
-            backups.append(backup)
-        if change.after is None:
-            change.path.unlink()
-        else:
-            edits.write_text(change.path, change.after)
+        try:
+            backups += _write(change, records, remove=remove)
+        except files.LinkRefused as exc:
+            raise _refused(exc, "uninstall" if remove else "install") from None
         if remove:
             records.pop(str(change.path), None)
-            _drop_backup_if_restored(change.path, backup)
         else:
             records[str(change.path)] = change.record
     edits.save_records(records)
     return backups
 
 
-def _drop_backup_if_restored(path: Path, backup: Path) -> None:
-    try:
-        same = backup.read_bytes() == path.read_bytes()
-    except OSError:
-        same = False  # no backup, or the file is gone
-    if same:
-        backup.unlink()
+def _write(change: Change, records: dict[str, Any], *, remove: bool) -> list[Path]:
+    """Back the file up (once), then write or remove it; return the backup made, if one was."""
+    backup = backup_place(change.where)
+    made = []
+    ours = bool(records.get(str(change.path), change.record).get("created_file"))
+    if change.before is not None and not ours and config_files.create(backup, change.before.encode("utf-8")):
+        made.append(backup.path)
+    if change.after is None:
+        config_files.remove(change.where)
+    else:
+        config_files.write(change.where, change.after.encode("utf-8"))
+    if remove and change.after is not None and config_files.read(backup) == change.after.encode("utf-8"):
+        config_files.remove(backup)  # the file is back as the backup holds it: nothing is lost
+    return made

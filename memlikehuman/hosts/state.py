@@ -76,7 +76,8 @@ def ran(db_path: Path, host: str, event: str) -> None:
 
 
 def failed(db_path: Path | None, host: str, event: str | None, exc: BaseException, stderr: TextIO) -> None:
-    """One line on stderr and in the log beside the archive (the default archive's when unknown)."""
+    """One line on stderr and in the log beside the archive (the default archive's when unknown), unless
+    the archive's directory is open to others (the archive is refused there: stderr only)."""
     text = " ".join(str(exc).split())[:500] or type(exc).__name__
     line = f"{_now()} memlikehuman hook {host or '?'} {event or ''}: {type(exc).__name__}: {text}".replace("  ", " ")
     with contextlib.suppress(OSError, ValueError):
@@ -87,7 +88,8 @@ def failed(db_path: Path | None, host: str, event: str | None, exc: BaseExceptio
 
             db_path = default_db_path()
         files.private_dirs(db_path.parent)
-        files.append_private(log_path(db_path), line + "\n")
+        if files.open_to_others(db_path.parent) is None:  # else the archive was refused there: nothing goes in
+            files.append_private(log_path(db_path), line + "\n")
     except OSError:
         pass
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from ..config import Settings
 from ..errors import MemLikeHumanError
 from ..records import Check
-from . import codex, edits, jsonedit, state
+from . import codex, config_files, edits, jsonedit, state
 from .edits import JsonEdit
 from .install import HOSTS, Wiring, targets
 
@@ -24,10 +24,10 @@ class HostStatus:
     last_failure: str | None
 
 
-def _holds(path: Path, part: JsonEdit | str) -> tuple[bool, bool]:
-    """(holds our entries, holds our hooks) for one file."""
+def _holds(path: Path, part: JsonEdit | str, base: Path | None) -> tuple[bool, bool]:
+    """(holds our entries, holds our hooks) for one file; read as install reads it (no link followed)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = (config_files.read(config_files.place(path, base)) or b"").decode("utf-8")
     except (OSError, UnicodeDecodeError):
         return False, False
     if isinstance(part, str):
@@ -56,7 +56,7 @@ def wired(db_path: Path, project_dir: Path | None = None) -> list[HostStatus]:
         files, hooked = [], False
         for base in (None, project_dir) if project_dir else (None,):
             for path, part in targets(host, _PROBE, base):
-                holds, hooks = _holds(path, part)
+                holds, hooks = _holds(path, part, base.absolute() if base else None)
                 if holds:
                     files.append(path)
                     hooked = hooked or hooks

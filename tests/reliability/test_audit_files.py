@@ -160,3 +160,121 @@ def test_an_archive_another_user_created_first_is_refused(tmp_path: Path):
     os.chown(wal, 65534, 65534)
     run = subprocess.run([str(SCRIPT), "--db", str(planted), "stats"], capture_output=True, text=True, check=False)
     assert run.returncode == 1 and f"{wal} belongs to another user" in run.stderr
+
+
+def _archive(directory: Path) -> Path:
+    """An archive with one event, in `directory` (made here)."""
+    directory.mkdir(exist_ok=True)
+    db = directory / "memory.sqlite3"
+    with Engine(make_settings(db)) as engine:
+        engine.record(Scope(), "e1", "the safe code is 9931", "user", "test")
+    return db
+
+
+def _export(db: Path, out: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(SCRIPT), "--db", str(db), "export", "-o", str(out)], capture_output=True, text=True, check=False
+    )
+
+
+@pytest.mark.parametrize("dangling", [True, False], ids=["dangling", "existing"])
+def test_an_export_never_writes_through_a_link_planted_at_its_partial_name(tmp_path: Path, dangling: bool):
+    db = _archive(tmp_path / "lib")
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    aliases = victim / ".bash_aliases"
+    aliases.write_bytes(b"alias ll='ls -l'\n")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    out = shared / "export.jsonl"
+    target = victim / ".profile" if dangling else aliases
+    (shared / "export.jsonl.partial").symlink_to(target)
+    done = _export(db, out)
+    assert done.returncode == 1, done.stderr
+    assert "symbolic link" in done.stderr and f"{out}.partial" in done.stderr
+    assert sorted(p.name for p in victim.iterdir()) == [".bash_aliases"]
+    assert aliases.read_bytes() == b"alias ll='ls -l'\n"
+    assert sorted(p.name for p in shared.iterdir()) == ["export.jsonl.partial"]  # the link is left to its owner
+    assert os.readlink(shared / "export.jsonl.partial") == str(target)
+
+
+def test_an_export_replaces_its_own_partial_file_left_by_an_interrupted_run(tmp_path: Path):
+    db = _archive(tmp_path / "lib")
+    out = tmp_path / "export.jsonl"
+    (tmp_path / "export.jsonl.partial").write_text("half of an older export")
+    done = _export(db, out)
+    assert done.returncode == 0, done.stderr
+    assert "the safe code is 9931" in out.read_text()
+    assert not (tmp_path / "export.jsonl.partial").exists()
+
+
+def test_an_export_to_a_symbolic_link_replaces_the_link_and_leaves_its_target_alone(tmp_path: Path):
+    db = _archive(tmp_path / "lib")
+    target = tmp_path / "elsewhere.txt"
+    target.write_bytes(b"not yours\n")
+    out = tmp_path / "export.jsonl"
+    out.symlink_to(target)
+    done = _export(db, out)
+    assert done.returncode == 0, done.stderr
+    assert not out.is_symlink() and stat.S_IMODE(out.stat().st_mode) == 0o600
+    assert "the safe code is 9931" in out.read_text()
+    assert target.read_bytes() == b"not yours\n"
+
+
+def _stats(db: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(SCRIPT), "--db", str(db), "stats"], capture_output=True, text=True, check=False)
+
+
+def test_an_archive_in_a_directory_every_user_can_write_is_refused_and_left_alone(tmp_path: Path):
+    # Anyone may delete or replace the WAL there (a lost commit), or plant its name first.
+    db = _archive(tmp_path / "open")
+    db.parent.chmod(0o777)
+    before = sorted(p.name for p in db.parent.iterdir())
+    done = _stats(db)
+    assert done.returncode == 1
+    assert f"unavailable: the archive's directory {db.parent} can be written by other users" in done.stderr
+    assert f"chmod go-w {db.parent}" in done.stderr
+    assert sorted(p.name for p in db.parent.iterdir()) == before
+    db.parent.chmod(0o700)
+    assert _stats(db).returncode == 0
+
+
+def test_a_hook_on_an_archive_in_a_directory_every_user_can_write_answers_do_nothing_and_writes_nothing(
+    tmp_path: Path,
+):
+    db = _archive(tmp_path / "open")
+    db.parent.chmod(0o777)
+    before = sorted(p.name for p in db.parent.iterdir())
+    project = tmp_path / "project"
+    project.mkdir()
+    prompts = {"claude-code": "UserPromptSubmit", "cursor": "beforeSubmitPrompt", "gemini": "BeforeAgent"}
+    for host, answer in (("claude-code", ""), ("cursor", '{"continue": true}\n'), ("gemini", "{}\n")):
+        payload = {**_prompt("s1", "remember the gate code 1234"), "hook_event_name": prompts[host]}
+        ran = run_hook(host, {**payload, "workspace_roots": [str(project)]}, db, project)
+        assert (ran.returncode, ran.stdout) == (0, answer)
+        assert "can be written by other users" in ran.stderr
+    assert sorted(p.name for p in db.parent.iterdir()) == before
+
+
+def test_an_archive_in_a_sticky_directory_of_the_user_is_opened(tmp_path: Path):
+    # Sticky and ours: others may add names there, never remove or rename ours (a name planted first is
+    # refused as another user's).
+    db = _archive(tmp_path / "sticky")
+    db.parent.chmod(0o1777)
+    assert _stats(db).returncode == 0
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give a directory to another user")
+def test_an_archive_in_a_directory_of_another_user_or_group_is_refused(tmp_path: Path):
+    db = _archive(tmp_path / "theirs")
+    os.chown(db.parent, 65534, 65534)
+    done = _stats(db)
+    assert done.returncode == 1
+    assert f"the archive's directory {db.parent} belongs to another user (uid 65534)" in done.stderr
+    os.chown(db.parent, 0, 65534)
+    db.parent.chmod(0o770)  # writable by a group whose members are not only us
+    done = _stats(db)
+    assert done.returncode == 1 and "can be written by other users" in done.stderr
+    os.chown(db.parent, 0, 0)
+    db.parent.chmod(0o700)
+    assert _stats(db).returncode == 0
