@@ -7,7 +7,7 @@ check every item, then store the accepted ones and mark the event complete in on
 States it leaves (the event itself is never touched):
     complete  memories stored (possibly none)
     pending   no extractor configured, or it could not be reached in time (errors.Unavailable)
-    failed    an answer arrived but could not be used (not JSON, wrong shape)
+    failed    an answer arrived but could not be used (not JSON, nested too deep, wrong shape)
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from ..archive.sources import Shown
 from ..errors import Transient, Unavailable
 from ..providers.base import Extractor
 from ..records import BASES, Candidate, Event, Memory
+from ..text import nesting
 from ..text.quotes import collapsed
 from . import extract_schema, shown_still
 from .fields import Rejected, gist, kind_of, subject_of, target_of, text_of, valid_from_of
@@ -308,11 +309,13 @@ def parse_answer(text: str) -> list[Any]:
     if not cleaned:
         raise Unusable("the extractor returned an empty answer")
     try:
-        data = json.loads(cleaned)
+        data = nesting.loads(cleaned)
     except json.JSONDecodeError as exc:
         where = f"{exc.msg} at character {exc.pos}"
         raise Unusable(f"the extractor's answer is not valid JSON ({where}){_size(text)}") from None
-    except (RecursionError, ValueError) as exc:  # nested too deep, an integer of over 4,300 digits
+    except nesting.TooDeep as exc:
+        raise Unusable(f"the extractor's answer is {exc} (a usable one is 3 deep){_size(text)}") from None
+    except ValueError as exc:  # an integer of over 4,300 digits
         raise Unusable(f"the extractor's answer cannot be read as JSON ({type(exc).__name__}){_size(text)}") from None
     if not isinstance(data, dict) or not isinstance(data.get("memories"), list):
         raise Unusable(f'the extractor\'s answer has the wrong shape (expected {{"memories": [...]}}){_size(text)}')
