@@ -65,8 +65,13 @@ class Secrets:
         return frozenset(f"http://{host}" for host in self.hosts)
 
     @property
+    def address(self) -> str:
+        """The UI's address without the token (what may be shown where others could read it)."""
+        return f"http://127.0.0.1:{self.port}/"
+
+    @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/?{urlencode({'token': self.token})}"
+        return f"{self.address}?{urlencode({'token': self.token})}"
 
 
 def same(given: str | None, expected: str) -> bool:

@@ -82,3 +82,26 @@ def test_the_browser_command_line_holds_no_token_and_nothing_in_it_opens_the_ui(
         process.terminate()
         process.communicate(timeout=30)
     assert not page.exists()  # removed when the UI stops
+
+
+def test_standard_error_names_the_address_but_never_the_token(tmp_path: Path):
+    db = tmp_path / "memory.sqlite3"
+    Engine(make_settings(db)).close()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "memlikehuman", "ui", "--db", str(db), "--no-browser"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **BASE_ENV},
+    )
+    try:
+        assert process.stdout is not None and process.stderr is not None
+        match = URL_RE.fullmatch(process.stdout.readline().strip())
+        assert match, "the first line of stdout is the URL with the token"
+        said = process.stderr.readline()  # written before the URL is served
+    finally:
+        process.terminate()
+        _, rest = process.communicate(timeout=30)
+    # Standard error often goes to a log file or a terminal multiplexer's scrollback: no token there.
+    assert f"http://127.0.0.1:{match.group(1)}/" in said
+    assert match.group(2) not in said + rest and "token=" not in said + rest
