@@ -79,6 +79,9 @@ sys.exit(1)""",
     "gemini-error": r"""sys.stderr.write("Error: auth\n    at handleError (gemini.js:1:1)\n")
 sys.stderr.write(json.dumps({"session_id": "45b9d917", "error": {"type": "FatalAuthenticationError",
     "message": "Please set an Auth method", "code": 41}}, indent=2) + "\n"); sys.exit(41)""",
+    # a Claude Code envelope whose result is nested 2,000 deep (json raises RecursionError on it)
+    "deep": r"""print('{"type": "result", "subtype": "success", "is_error": false, "result": ' + "[" * 2000
+      + "]" * 2000 + "}")""",
     "hang": "time.sleep(3600)",
     # prints far more than any answer, on stdout or stderr, in 1 MB writes
     "flood": 'block = b"x" * 2**20\nfor _ in range(300): sys.stdout.buffer.write(block)',

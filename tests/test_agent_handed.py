@@ -85,7 +85,7 @@ def test_a_hook_recorded_turn_takes_the_agents_memories_which_the_next_session_i
         memory = client.ok("memory_read", record_id=memory_id, **scope)["memory"]
         assert memory["extractor"] == "agent" and memory["source"]["event_id"] == turn["event_id"]
         assert client.ok("memory_record", **call)["memory_ids"] == [memory_id]  # an identical retry: duplicate
-        other = {**MEMORY, "content": "The user dislikes npm", "quote": "never npm"}
+        other = {**MEMORY, "content": "The user dislikes npm", "quote": "never npm, in this repo"}
         assert client.error("memory_record", **{**call, "memories": [other]}).startswith("conflict: ")
     ran = run_hook("claude-code", _prompt("s2", "which package manager should I use to add lodash?", project), db,
                    project)  # fmt: skip

@@ -130,7 +130,7 @@ def test_an_identical_retry_is_a_duplicate_after_the_memory_it_repeated_was_supe
 def test_a_retry_with_the_same_content_but_other_fields_is_a_conflict(stdio_client):
     call = {"event_id": "r-4", "text": PNPM, "role": "user", "source": "user"}
     first = stdio_client.ok("memory_record", **call, memories=[PNPM_MEMORY])
-    changed = {**PNPM_MEMORY, "quote": "pnpm", "kind": "fact", "valid_from": "2025-03-01"}
+    changed = {**PNPM_MEMORY, "quote": "pnpm over npm for this repo", "kind": "fact", "valid_from": "2025-03-01"}
     assert stdio_client.error("memory_record", **call, memories=[changed]).startswith("conflict: ")
     read = stdio_client.ok("memory_read", record_id=first["memory_ids"][0])
     assert read["memory"]["source"]["quote"] == "I prefer pnpm over npm" and read["memory"]["kind"] == "preference"
@@ -146,7 +146,7 @@ def test_an_event_recorded_without_memories_takes_the_agents_once_then_retries_a
     assert memory["extractor"] == "agent" and memory["source"]["event_id"] == "r-5"
     again = stdio_client.ok("memory_record", **call, memories=[PNPM_MEMORY])
     assert again["duplicate"] is True and again["memory_ids"] == given["memory_ids"]
-    other = {**PNPM_MEMORY, "content": "The user likes npm", "quote": "npm"}
+    other = {**PNPM_MEMORY, "content": "The user likes npm", "quote": "pnpm over npm"}
     assert stdio_client.error("memory_record", **call, memories=[other]).startswith("conflict: ")
     assert stdio_client.error("memory_record", **{**call, "source": "other"}, memories=[PNPM_MEMORY]).startswith(
         "conflict: "
@@ -161,7 +161,7 @@ def test_an_event_whose_given_memories_were_all_repeats_says_so_and_a_retry_is_a
     assert first["memory_ids"] == [] and first["extraction_state"] == "complete" and first["error"] is None
     assert any("none was kept" in warning for warning in first["warnings"])
     assert stdio_client.ok("memory_record", **call, memories=[PNPM_MEMORY])["memory_ids"] == []
-    other = {**PNPM_MEMORY, "content": "The user likes npm", "quote": "npm"}
+    other = {**PNPM_MEMORY, "content": "The user likes npm", "quote": "pnpm over npm"}
     assert stdio_client.error("memory_record", **call, memories=[other]).startswith("conflict: ")
 
 
@@ -221,15 +221,41 @@ def test_an_identical_retry_of_a_call_repeating_one_content_in_two_items_is_a_du
 def test_a_quote_of_one_character_is_rejected_unless_it_is_the_whole_text(stdio_client):
     tiny = {"content": "The user prefers pnpm", "quote": "I"}
     out = stdio_client.ok("memory_record", event_id="a-q1", text=PNPM, role="user", source="user", memories=[tiny])
-    assert out["memory_ids"] == [] and out["warnings"][0].startswith("memories[0] rejected: its quote is too short")
+    assert out["memory_ids"] == [] and out["warnings"][0].startswith("memories[0] rejected: quote too short: ")
     whole = {"content": "The user agreed", "quote": "Y"}
     out = stdio_client.ok("memory_record", event_id="a-q2", text="Y", role="user", source="user", memories=[whole])
     assert len(out["memory_ids"]) == 1 and out["warnings"] == []
-    hindi = {"content": "The user said yes", "quote": "हाँ"}  # one letter with its vowel signs
+    hindi = {"content": "The user said yes", "quote": "मैंने हाँ कहा"}  # three words, their vowel signs inside them
     said = stdio_client.ok(
-        "memory_record", event_id="a-q3", text="मैंने हाँ कहा", role="user", source="user", memories=[hindi]
+        "memory_record", event_id="a-q3", text="मैंने हाँ कहा, फिर हम चले गए", role="user", source="user", memories=[hindi]
     )
     assert len(said["memory_ids"]) == 1 and said["warnings"] == []
+
+
+def test_a_two_character_quote_does_not_make_a_memory(stdio_client):
+    fake = {"content": "The user's bank password is hunter2", "quote": "om"}  # "om" of "tomorrow"
+    out = stdio_client.ok(
+        "memory_record", event_id="a-q4", text="I will call you tomorrow.", role="user", source="user", memories=[fake]
+    )
+    assert out["memory_ids"] == [] and out["warnings"][0].startswith("memories[0] rejected: quote too short: ")
+    assert stdio_client.ok("memory_recall", query="bank password hunter2")["memories"] == []
+
+
+def test_a_short_text_is_quoted_whole_and_a_quote_of_three_words_or_twelve_characters_is_long_enough(stdio_client):
+    pnpm = {"content": "The user uses pnpm", "quote": "I use pnpm", "kind": "preference"}
+    whole = stdio_client.ok("memory_record", event_id="a-q5", text="I use pnpm", role="user", source="user",
+                            memories=[pnpm])  # fmt: skip
+    assert len(whole["memory_ids"]) == 1 and whole["warnings"] == []
+    text = "Yes. I use pnpm, always. My locale is nl_NL.UTF-8 here."
+    items = [
+        {"content": "The user uses pnpm", "quote": "pnpm"},  # one word of a longer text
+        {"content": "The user always uses pnpm", "quote": "I use pnpm"},  # three words
+        {"content": "The user's locale is Dutch", "quote": "nl_NL.UTF-8 "},  # one word of 11 characters
+        {"content": "The user's locale is nl_NL.UTF-8", "quote": "is nl_NL.UTF-8"},  # 14 characters
+    ]
+    out = stdio_client.ok("memory_record", event_id="a-q6", text=text, role="user", source="user", memories=items)
+    assert len(out["memory_ids"]) == 2
+    assert [w.split(":")[0] for w in out["warnings"]] == ["memories[0] rejected", "memories[2] rejected"]
 
 
 def test_a_memory_stated_again_survives_the_forgotten_first_call_and_its_retry_is_a_duplicate(stdio_client):

@@ -106,8 +106,9 @@ def test_a_memory_forgotten_while_a_batch_is_with_the_model_is_not_restated(db_p
             with Engine(make_settings(db_path)) as other:
                 other.forget(Scope(), "e0")
         reply = json.loads(batch_answer(body).body["choices"][0]["message"]["content"])
-        if shown:  # the model copies what it was shown
-            reply["memories"].append({"event": 1, **memory_item(secret, "I like")})
+        if shown:  # the model copies what it was shown, quoting the first event ("I like milk")
+            quote = blocks(body)[0][1].split(" (")[0]
+            reply["memories"].append({"event": 1, **memory_item(secret, quote)})
         return chat_reply(json.dumps(reply))
 
     gate = Gate(answer)

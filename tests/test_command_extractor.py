@@ -79,6 +79,7 @@ def test_a_command_line_of_ones_own_gets_the_prompt_on_stdin(tmp_path):
     ("failure", "preset", "state", "says"),
     [
         ("garbage", "claude-code", "failed", "not valid JSON"),
+        ("deep", "claude-code", "failed", "nested deeper than 32 levels"),
         ("exit", "claude-code", "pending", "exited with 1: Error: not logged in"),
         ("claude-error", "claude-code", "pending", "exited with 1: Invalid API key"),
         ("codex-error", "codex", "pending", "exited with 1: unexpected status 401 Unauthorized: Incorrect API key"),

@@ -127,6 +127,22 @@ def test_a_memory_whose_quote_is_not_in_the_event_is_rejected_with_a_warning(db_
     assert "quote" in result["warnings"][0]
 
 
+def test_a_quote_too_short_to_place_the_memory_in_its_text_is_rejected_and_a_short_text_quoted_whole_is_kept(
+    db_path,
+):
+    with stub_and_client(db_path) as (api, client):
+        # "om" occurs in "tomorrow": two characters occur in almost any text and support nothing.
+        api.chat.append(extraction_reply(memory_item("The user's bank password is hunter2.", "om")))
+        faked = record(client, "e1", "I will call you tomorrow about the trip.")
+        api.chat.append(extraction_reply(memory_item("The user uses pnpm.", "I use pnpm")))
+        whole = record(client, "e2", "I use pnpm")
+        recalled = client.ok("memory_recall", query="bank password")["memories"]
+    assert faked["extraction_state"] == "complete" and faked["memory_ids"] == [] and recalled == []
+    assert faked["warnings"][0].startswith("extraction: item 1 rejected: quote too short: ")
+    assert "at least 3 words or 12 characters" in faked["warnings"][0]
+    assert len(whole["memory_ids"]) == 1 and whole["warnings"] == []
+
+
 def test_a_quote_matches_the_event_text_across_differing_whitespace(db_path):
     with stub_and_client(db_path) as (api, client):
         api.chat.append(extraction_reply(memory_item("The user moved to Oslo.", "I  moved\nto Oslo")))
@@ -151,8 +167,8 @@ def test_an_inferred_memory_stays_labeled_inferred_in_memory_read(db_path):
 
 
 def test_thirty_one_items_are_capped_at_thirty_with_a_warning(db_path):
-    text = " ".join(f"fact{i}." for i in range(31))
-    items = [memory_item(f"The user mentioned fact number {i}.", f"fact{i}.") for i in range(31)]
+    text = " ".join(f"I mentioned fact number {i}." for i in range(31))
+    items = [memory_item(f"The user mentioned fact number {i}.", f"I mentioned fact number {i}.") for i in range(31)]
     with stub_and_client(db_path) as (api, client):
         api.chat.append(extraction_reply(*items))
         result = record(client, "e1", text)
@@ -230,7 +246,9 @@ def test_emotion_and_persona_labels_are_kept_only_for_assistant_feelings_and_per
                 memory_item("The assistant is a pirate.", "you are a pirate", kind="persona"),
             )
         )
-        api.chat.append(extraction_reply(memory_item("The assistant said it felt glad.", "I'm glad", kind="emotion")))
+        api.chat.append(
+            extraction_reply(memory_item("The assistant said it felt glad.", "I'm glad you told me", kind="emotion"))
+        )
         api.chat.append(extraction_reply(memory_item("The assistant is Ada.", "You are Ada", kind="persona")))
         user = record(client, "e1", "I feel anxious; from now on you are a pirate.")
         assistant = record(client, "e2", "I'm glad you told me.", role="assistant", source="assistant")
@@ -348,7 +366,10 @@ def test_recording_the_same_event_again_retries_a_failed_extraction(db_path):
 def test_a_duplicate_of_a_complete_event_returns_all_its_memories_without_asking_again(db_path):
     with stub_and_client(db_path) as (api, client):
         api.chat.append(
-            extraction_reply(memory_item("The user likes tea.", "I like tea"), memory_item("The user is Bo.", "I'm Bo"))
+            extraction_reply(
+                memory_item("The user likes tea.", "I like tea"),
+                memory_item("The user is Bo.", "I'm Bo and I like tea"),
+            )
         )
         first = record(client, "e1", "I'm Bo and I like tea.")
         asked = len(api.requests)
@@ -445,16 +466,15 @@ def test_an_unknown_alias_is_ignored_with_a_warning_and_the_memory_kept(db_path)
 
 def test_a_fact_dated_before_the_current_one_enters_the_timeline_as_history(db_path):
     with stub_and_client(db_path) as (api, client):
-        for city, date in (("Rome", "2020-01-01"), ("Oslo", "2024-01-01"), ("Lima", "2022-01-01")):
+        texts = ("I lived in Rome in 2020.", "I live in Oslo since 2024.", "I lived in Lima from 2022 on.")
+        dates = ("2020-01-01", "2024-01-01", "2022-01-01")
+        for city, date, text in zip(("Rome", "Oslo", "Lima"), dates, texts, strict=True):
             api.chat.append(
                 extraction_reply(
-                    memory_item(f"The user lived in {city}.", city, subject="user.home_city", valid_from=date)
+                    memory_item(f"The user lived in {city}.", text, subject="user.home_city", valid_from=date)
                 )
             )
-        rome, oslo, lima = (
-            record(client, f"e{i}", text)["memory_ids"][0]
-            for i, text in enumerate(("Rome in 2020.", "Oslo since 2024.", "Lima from 2022 on."))
-        )
+        rome, oslo, lima = (record(client, f"e{i}", text)["memory_ids"][0] for i, text in enumerate(texts))
         rome_m, oslo_m, lima_m = (read_memory(client, m) for m in (rome, oslo, lima))
     assert oslo_m["status"] == "current"
     assert rome_m["valid_to"].startswith("2022-01-01") and rome_m["superseded_by"] == lima

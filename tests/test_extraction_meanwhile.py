@@ -49,7 +49,14 @@ def stored_contents(engine: Engine) -> list[str]:
 
 def test_a_memory_forgotten_while_the_model_answers_is_not_stored_again(engine_with_stub, db_path):
     engine, api = engine_with_stub
-    engine.record(SCOPE, "e1", "My safe code is 4711.", "user", "chat", memories=[{"content": SECRET, "quote": "4711"}])
+    engine.record(
+        SCOPE,
+        "e1",
+        "My safe code is 4711.",
+        "user",
+        "chat",
+        memories=[{"content": SECRET, "quote": "My safe code is 4711"}],
+    )
     restated = extraction_reply(memory_item(SECRET, "I went shopping today."))
     api.default_chat = meanwhile(db_path, lambda other: other.forget(SCOPE, "e1"), restated)
     result = engine.record(SCOPE, "e2", "I went shopping today.", "user", "chat")
@@ -67,7 +74,9 @@ def test_a_memory_corrected_while_the_model_answers_is_not_restated_over_the_cor
     def correct(other: Engine) -> None:
         other.correct(SCOPE, first.memory_ids[0], "The user lives in Lisbon.", "it was Lisbon all along")
 
-    restated = extraction_reply(memory_item("The user lives in Berlin.", "my flat", subject="user.home_city"))
+    restated = extraction_reply(
+        memory_item("The user lives in Berlin.", "The heating in my flat", subject="user.home_city")
+    )
     api.default_chat = meanwhile(db_path, correct, restated)
     engine.record(SCOPE, "e2", "The heating in my flat is broken.", "user", "chat")
     current = [hit.memory.content for hit in engine.recall(SCOPE, "where does the user live").memories]

@@ -109,6 +109,31 @@ def test_a_second_transient_failure_leaves_the_event_pending(engine, stub):
     assert len(stub.requests) == 2
 
 
+def test_a_reply_nested_2000_deep_fails_the_event_at_once_and_the_model_is_asked_once(engine, stub):
+    deep = "[" * 2000 + "]" * 2000
+    stub.chat.append(Reply(body='{"choices": [{"message": {"role": "assistant", "content": ' + deep + "}}]}"))
+    result = record(engine, "e1")
+    assert result.extraction_state == "failed", result
+    assert "nested deeper than" in result.error and "[[" not in result.error
+    assert len(stub.requests) == 1  # a permanent failure: no later attempt pays for another model run
+    assert engine.read(Scope(), "e1").event.extraction_state == "failed"
+
+
+def test_an_answer_nested_just_below_the_recursion_limit_fails_the_event_like_any_too_deep_answer(engine, stub):
+    stub.chat.append(
+        chat_reply('{"memories": [{"content": "x", "quote": "I like tea", "n": ' + "[" * 990 + "]" * 990 + "}]}")
+    )
+    result = record(engine, "e1")
+    assert result.extraction_state == "failed" and "nested deeper than" in result.error
+
+
+def test_brackets_inside_the_answers_strings_are_text_not_nesting(engine, stub):
+    text = "I typed " + "[{" * 40 + ' and a quote " by accident.'
+    stub.chat.append(extraction_reply(memory_item('The user typed "' + "[" * 40 + '" by accident.', text)))
+    result = record(engine, "e1", text)
+    assert result.extraction_state == "complete" and len(result.memory_ids) == 1, result
+
+
 def test_a_rejected_api_key_leaves_the_event_pending_with_a_hint(engine, stub):
     stub.chat.append(Reply(status=401, body={"error": {"message": "invalid api key"}}))
     result = record(engine, "e1")

@@ -46,10 +46,19 @@ def test_sentences_keep_odd_whitespace_and_drop_word_less_pieces_and_repeats():
 
 def test_a_short_event_allows_only_its_own_sentences_as_quotes():
     schema = for_event(TURN)
-    assert schema["properties"]["memories"]["items"]["properties"]["quote"]["enum"] == sentences(TURN)
+    # Its sentences long enough to be a quote: not the greeting, not the thanks (see the test below).
+    expected = ["How are you?", "I saw Dr. Lee yesterday...", 'she said "rest more."']
+    assert schema["properties"]["memories"]["items"]["properties"]["quote"]["enum"] == expected
     assert valid(schema, item("I saw Dr. Lee yesterday..."))
     assert not valid(schema, item("I saw Dr. Lee"))  # a sentence, not any span
     assert not valid(schema, item("Which city do you live in?"))  # e.g. copied from a context block
+
+
+def test_a_greeting_is_no_quote_and_a_text_of_short_sentences_is_offered_whole():
+    quotes = for_event(TURN)["properties"]["memories"]["items"]["properties"]["quote"]["enum"]
+    assert "Hi Mel!" not in quotes and "Thanks!" not in quotes and "Hi Mel!" in sentences(TURN)
+    short = for_event("Yes!\nOk.")["properties"]["memories"]["items"]["properties"]["quote"]
+    assert short["enum"] == ["Yes!\nOk."]
 
 
 def test_a_long_event_keeps_a_free_form_quote():

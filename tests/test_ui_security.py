@@ -60,16 +60,37 @@ def test_a_wrong_token_in_the_url_or_the_cookie_is_refused(ui: UI) -> None:
     assert ui.request("GET", "/", headers={"Cookie": f"mlh_ui_{ui.port}={'A' * len(ui.token)}"}).status == 401
     # The right token under another port's cookie name does not count either.
     assert ui.request("GET", "/", headers={"Cookie": f"mlh_ui_1={ui.token}"}).status == 401
+    # Nor the token itself as the cookie: the cookie holds a session, never the token.
+    assert ui.request("GET", "/", headers={"Cookie": f"mlh_ui_{ui.port}={ui.token}"}).status == 401
 
 
-def test_the_token_moves_from_the_url_into_an_httponly_strict_cookie(ui: UI) -> None:
+def test_the_token_in_the_url_opens_a_session_whose_httponly_strict_cookie_never_holds_the_token(ui: UI) -> None:
     reply = ui.login()
     cookie = reply.header("set-cookie")
-    assert cookie.startswith(f"mlh_ui_{ui.port}={ui.token};")
-    assert "HttpOnly" in cookie and "SameSite=strict" in cookie
+    name, _, value = cookie.split(";")[0].partition("=")
+    assert name == f"mlh_ui_{ui.port}" and len(value) >= 40
+    assert ui.token not in cookie and value not in ui.token
+    assert "HttpOnly" in cookie and "SameSite=strict" in cookie and "Path=/" in cookie
     assert reply.header("location") == "/"  # the token leaves the address bar and the history
     home = ui.get("/")
     assert home.status == 200 and "alice" in home.text
+    # Each opening of the URL mints its own session; the first stays open.
+    first = ui.cookie
+    ui.login()
+    assert ui.cookie != first
+    assert ui.request("GET", "/", headers={"Cookie": first}).status == 200
+
+
+def test_a_session_cookie_opens_only_the_run_that_minted_it(archive: Path) -> None:
+    # What a browser holds for one UI is sent to every port of 127.0.0.1: to another UI it is worthless.
+    with spawned_ui(archive) as first, spawned_ui(archive) as second:
+        first.login()
+        assert first.cookie is not None
+        session = first.cookie.partition("=")[2]
+        assert second.request("GET", "/", headers={"Cookie": first.cookie}).status == 401
+        assert second.request("GET", "/", headers={"Cookie": f"mlh_ui_{second.port}={session}"}).status == 401
+        assert second.request("GET", f"/?token={session}").status == 401
+        assert first.request("GET", "/").status == 200
 
 
 def test_the_token_redirect_never_leaves_this_site(ui: UI) -> None:

@@ -7,7 +7,7 @@ check every item, then store the accepted ones and mark the event complete in on
 States it leaves (the event itself is never touched):
     complete  memories stored (possibly none)
     pending   no extractor configured, or it could not be reached in time (errors.Unavailable)
-    failed    an answer arrived but could not be used (not JSON, wrong shape)
+    failed    an answer arrived but could not be used (not JSON, nested too deep, wrong shape)
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import json
 import logging
 import os
 import re
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,7 +28,8 @@ from ..archive.sources import Shown
 from ..errors import Transient, Unavailable
 from ..providers.base import Extractor
 from ..records import BASES, Candidate, Event, Memory
-from ..text.quotes import collapsed
+from ..text import nesting
+from ..text.quotes import MIN_CHARS, MIN_WORDS, collapsed, too_short, words
 from . import extract_schema, shown_still
 from .fields import Rejected, gist, kind_of, subject_of, target_of, text_of, valid_from_of
 
@@ -73,7 +73,8 @@ Each memory:
 - content: one self-contained statement that names whom it is about ("The user ...", "Alice ...",
   "The assistant ...") and makes sense without the event. At most 4000 characters.
 - quote: a span copied exactly from the EVENT text that supports the memory (same words, spelling,
-  case and punctuation; whitespace may differ). Never quote the context blocks. No quote, no memory.
+  case and punctuation; whitespace may differ), at least 3 words or 12 characters long, or the whole
+  EVENT text. Never quote the context blocks. No quote, no memory.
 - kind: fact | preference | event (something that happened) | plan (intended or scheduled) |
   emotion (only the assistant's own expressed feelings) | persona (only in persona events) |
   reference (content of quoted or reference material).
@@ -308,11 +309,13 @@ def parse_answer(text: str) -> list[Any]:
     if not cleaned:
         raise Unusable("the extractor returned an empty answer")
     try:
-        data = json.loads(cleaned)
+        data = nesting.loads(cleaned)
     except json.JSONDecodeError as exc:
         where = f"{exc.msg} at character {exc.pos}"
         raise Unusable(f"the extractor's answer is not valid JSON ({where}){_size(text)}") from None
-    except (RecursionError, ValueError) as exc:  # nested too deep, an integer of over 4,300 digits
+    except nesting.TooDeep as exc:
+        raise Unusable(f"the extractor's answer is {exc} (a usable one is 3 deep){_size(text)}") from None
+    except ValueError as exc:  # an integer of over 4,300 digits
         raise Unusable(f"the extractor's answer cannot be read as JSON ({type(exc).__name__}){_size(text)}") from None
     if not isinstance(data, dict) or not isinstance(data.get("memories"), list):
         raise Unusable(f'the extractor\'s answer has the wrong shape (expected {{"memories": [...]}}){_size(text)}')
@@ -375,8 +378,11 @@ def _check_item(
     quote = text_of(raw, "quote")
     if collapsed(quote) not in source:
         raise Rejected("its quote does not occur in the event text (quotes must be verbatim)")
-    if sum(c.isalnum() or unicodedata.category(c).startswith("M") for c in quote) < 2 and collapsed(quote) != source:
-        raise Rejected("its quote is too short to support anything: quote the words that state the memory")
+    if too_short(quote, event.text):
+        raise Rejected(
+            f"quote too short: it has {words(quote)} word(s) and {len(collapsed(quote))} character(s); quote at"
+            f" least {MIN_WORDS} words or {MIN_CHARS} characters of the text that state the memory, or the whole text"
+        )
     kind = kind_of(raw, event, notes)
     basis = raw.get("basis")
     if basis not in BASES:

@@ -1,7 +1,8 @@
 """The answer schema of extraction, with each quote constrained to the sentences of its event.
 
 ``SCHEMA`` is the shape of tools.md's "Extraction response". ``for_events`` narrows the ``quote`` of
-an item to an ``enum`` of the event's sentences, each an exact slice of the event text: a server
+an item to an ``enum`` of the event's sentences long enough to be quotes (text/quotes.py: a greeting
+like "Thanks!" is not; the whole text always is), each an exact slice of the event text: a server
 that constrains its output by the schema (OpenAI's strict structured output; llama-cpp-python's
 server, which turns the schema into a grammar) can then only write quotes that pass the verbatim
 check, and cannot copy one from a context block. Nothing is relaxed: the check stays as it is and
@@ -19,6 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..records import BASES, MEMORY_KINDS
+from ..text.quotes import too_short
 from ..validate import MAX_DERIVED_CHARS
 
 # At most this many choices, and this many characters of them in all (OpenAI allows 1,000 enum
@@ -75,9 +77,19 @@ def sentences(text: str) -> list[str]:
     return list(dict.fromkeys(p for p in found if _WORD.search(p) and len(p) <= MAX_DERIVED_CHARS))
 
 
+def quotable(text: str) -> list[str]:
+    """The sentences of text the quote check accepts (long enough to place a memory); the whole text
+    (stripped) when none is but it is."""
+    found = [sentence for sentence in sentences(text) if not too_short(sentence, text)]
+    whole = text.strip()
+    if not found and whole and len(whole) <= MAX_DERIVED_CHARS and not too_short(whole, text):
+        return [whole]
+    return found
+
+
 def quote_choices(texts: Sequence[str]) -> list[list[str]] | None:
-    """The sentences of each text, or None when they are too many to list (quotes stay free-form)."""
-    choices = [sentences(text) for text in texts]
+    """The quotable sentences of each text, or None when they are too many to list (quotes stay free-form)."""
+    choices = [quotable(text) for text in texts]
     count = sum(len(c) for c in choices)
     size = sum(len(s) for c in choices for s in c)
     if any(not c for c in choices) or count > MAX_CHOICES or size > MAX_CHOICE_CHARS:

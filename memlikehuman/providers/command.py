@@ -27,7 +27,6 @@ worker retries a few times with a backoff); any other output is returned for the
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import shutil
@@ -38,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidArgument, Transient, Unavailable
+from ..text import nesting
 from . import run
 from .base import Extractor
 
@@ -265,7 +265,7 @@ def reply_text(stdout: str) -> str:
     """
     text = stdout.strip()
     try:
-        whole = json.loads(text)
+        whole = nesting.loads(text)
     except ValueError:
         return _codex_reply(text) if text.startswith("{") else text
     if not isinstance(whole, dict):
@@ -294,7 +294,7 @@ def _codex_reply(text: str) -> str:
     reply, errors = None, []
     for line in text.splitlines():
         try:
-            event = json.loads(line)
+            event = nesting.loads(line)
         except ValueError:
             continue
         if not isinstance(event, dict):

@@ -31,6 +31,7 @@ import httpx2
 import openai
 
 from ..errors import Transient, Unavailable
+from ..text import nesting
 from .base import Extractor
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
@@ -166,7 +167,7 @@ def _format_rejected(exc: openai.APIStatusError) -> bool:
 def answer_text(body: str) -> str:
     """The assistant message of a chat completion body; the body itself when it is not one."""
     try:
-        message = json.loads(body)["choices"][0]["message"]
+        message = nesting.loads(body)["choices"][0]["message"]
     except (ValueError, KeyError, IndexError, TypeError):
         return body
     if not isinstance(message, dict):

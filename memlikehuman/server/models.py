@@ -26,7 +26,10 @@ class CueInput(Strict):
 
 class MemoryInput(Strict):
     content: str = Field(description="one self-contained statement naming whom it is about ('The user prefers ...')")
-    quote: str = Field(description="the span of this event's text that supports it, copied exactly")
+    quote: str = Field(
+        description="the span of this event's text that supports it, copied exactly: at least 3 words or 12"
+        " characters, or the whole text"
+    )
     kind: Literal["fact", "preference", "event", "plan", "emotion", "persona", "reference"] | None = Field(
         default=None, description="default fact"
     )

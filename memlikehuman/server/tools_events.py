@@ -53,8 +53,8 @@ def register(server: MemoryMCPServer, holder: Holder) -> None:
         here", "we moved staging to port 8443"), pass `memories`: each one a self-contained statement
         with the exact span of text that supports it as `quote`, and a `subject` key for a single
         value that a later one replaces. They are stored at once (extraction complete, labelled
-        extractor "agent"); an item whose quote is not in text is rejected (see warnings) and
-        nothing of it is kept.
+        extractor "agent"); an item whose quote is not in text, or is shorter than 3 words and 12
+        characters without being the whole text, is rejected (see warnings) and nothing of it is kept.
         """
         if holder.sampling is not None:  # before the record: its wait may see the worker extract it
             holder.sampling.settle()

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 # Han (with CJK marks and compatibility ideographs), kana, Hangul: bigrams.
-_CJK_RANGES = (
+CJK_RANGES = (
     "\u2e80-\u2fdf\u3005-\u3007\u3021-\u3029\u3031-\u3035\u3038-\u303c\u3040-\u309f\u30a0-\u30ff"
     "\u3100-\u312f\u3130-\u318f\u31a0-\u31bf\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\ua960-\ua97f"
     "\uac00-\ud7ff\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003134f\u1100-\u11ff"
@@ -63,7 +63,7 @@ def _ranges() -> str:
 @functools.cache
 def _run_pattern() -> re.Pattern[str]:
     """Built on first use (about 10 ms): Latin-only text, most of what a hook records, never needs it."""
-    return re.compile(f"(?P<cjk>[{_CJK_RANGES}]+)|(?P<other>[{_ranges()}]+)")
+    return re.compile(f"(?P<cjk>[{CJK_RANGES}]+)|(?P<other>[{_ranges()}]+)")
 
 
 def normalize(text: str) -> str:

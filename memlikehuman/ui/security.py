@@ -2,10 +2,14 @@
 
 A request is served only when all of these hold (else a short plain-text refusal):
 1. its ``Host`` header is ``127.0.0.1:PORT`` or ``localhost:PORT`` (a DNS-rebinding page has another);
-2. it carries this run's random token: in the ``token`` query parameter of a GET (the URL that
-   ``memlikehuman ui`` prints), which is then moved into an HttpOnly SameSite=Strict cookie and
-   taken out of the address bar by a redirect, or in that cookie;
-3. a change (POST) comes from our own origin (``Origin``, and ``Sec-Fetch-Site`` when sent); its
+2. on Linux, the client's socket belongs to the user who started the UI (``peer.py``);
+3. it carries this run's random token in the ``token`` query parameter of a GET (the URL that
+   ``memlikehuman ui`` prints), which mints a session and redirects to the same page without the token,
+   or a session's cookie. The cookie holds a random session ID, never the token: browsers send the
+   cookies of 127.0.0.1 to every port there, so the cookie must open nothing but this run's UI. Its
+   name carries the port (two UIs keep theirs apart); the server keeps the SHA-256 of the IDs it minted,
+   in memory only, so none outlives the run;
+4. a change (POST) comes from our own origin (``Origin``, and ``Sec-Fetch-Site`` when sent); its
    form's CSRF token is checked by ``changes.read_form``.
 Every response carries a strict Content-Security-Policy (no script at all, our stylesheet only,
 forms post only to us, no framing), nosniff, no-store and a same-origin referrer policy.
@@ -13,15 +17,20 @@ forms post only to us, no framing), nosniff, no-store and a same-origin referrer
 
 from __future__ import annotations
 
+import hashlib
 import hmac
+import os
 import secrets
 import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
+
+from . import peer
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -41,6 +50,7 @@ HEADERS = (
     (b"cross-origin-resource-policy", b"same-origin"),
 )
 METHODS = frozenset({"GET", "HEAD", "POST"})
+MAX_SESSIONS = 64  # the newest sessions stay open: one per opening of the URL, so a handful in practice
 
 
 @dataclass(frozen=True)
@@ -65,8 +75,13 @@ class Secrets:
         return frozenset(f"http://{host}" for host in self.hosts)
 
     @property
+    def address(self) -> str:
+        """The UI's address without the token (what may be shown where others could read it)."""
+        return f"http://127.0.0.1:{self.port}/"
+
+    @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/?{urlencode({'token': self.token})}"
+        return f"{self.address}?{urlencode({'token': self.token})}"
 
 
 def same(given: str | None, expected: str) -> bool:
@@ -87,6 +102,29 @@ def _cookies(header: str) -> dict[str, str]:
     return jar
 
 
+class Sessions:
+    """The session IDs this run minted, kept as their SHA-256 in memory (the newest MAX_SESSIONS)."""
+
+    def __init__(self) -> None:
+        self._digests: OrderedDict[bytes, None] = OrderedDict()
+
+    def mint(self) -> str:
+        """A new random session ID, accepted from now on."""
+        session = secrets.token_urlsafe(32)
+        self._digests[_digest(session)] = None
+        while len(self._digests) > MAX_SESSIONS:
+            self._digests.popitem(last=False)
+        return session
+
+    def valid(self, session: str | None) -> bool:
+        """Whether this run minted the session ID (a lookup by digest: its timing tells nothing of an ID)."""
+        return session is not None and _digest(session) in self._digests
+
+
+def _digest(session: str) -> bytes:
+    return hashlib.sha256(session.encode()).digest()
+
+
 def refuse(status: int, message: str) -> Response:
     return PlainTextResponse(message + "\n", status_code=status)
 
@@ -97,6 +135,8 @@ class Guard:
     def __init__(self, app: ASGIApp, keys: Secrets) -> None:
         self.app = app
         self.keys = keys
+        self.sessions = Sessions()
+        self.uid = os.geteuid()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -130,6 +170,8 @@ class Guard:
                 "forbidden: this UI answers only to Host 127.0.0.1:PORT or localhost:PORT;"
                 " open the URL that `memlikehuman ui` printed",
             )
+        if peer.foreign(scope.get("client"), scope.get("server"), self.uid):
+            return refuse(403, "forbidden: this UI serves only the user who started it, on this machine")
         method = scope["method"]
         if method not in METHODS:
             return refuse(405, "invalid_argument: only GET and POST are served here")
@@ -137,7 +179,7 @@ class Guard:
         given = dict(query).get("token")
         if method == "GET" and given is not None and same(given, self.keys.token):
             return self._to_cookie(scope, query)
-        if not same(_cookies(headers.get("cookie", "")).get(self.keys.cookie), self.keys.token):
+        if not self.sessions.valid(_cookies(headers.get("cookie", "")).get(self.keys.cookie)):
             return refuse(
                 401,
                 "unauthorized: this page needs the token of this run of `memlikehuman ui`;"
@@ -154,7 +196,8 @@ class Guard:
         if not path.startswith("/") or path.startswith(("//", "/\\")):
             path = "/"
         response = RedirectResponse(path + (f"?{rest}" if rest else ""), status_code=303)
-        response.set_cookie(self.keys.cookie, self.keys.token, httponly=True, samesite="strict", path="/")
+        # Not `__Host-`: that prefix needs Secure, which plain http cannot carry, and binds a host, not a port.
+        response.set_cookie(self.keys.cookie, self.sessions.mint(), httponly=True, samesite="strict", path="/")
         return response
 
     def _check_origin(self, headers: dict[str, str]) -> Response | None:

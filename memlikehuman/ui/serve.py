@@ -71,8 +71,11 @@ def run(engine: Engine, sock: socket.socket, *, open_browser: bool) -> None:
     keys = Secrets(port=int(sock.getsockname()[1]))
     app = build_app(engine, keys)
     print(keys.url, flush=True)
+    # Standard error often ends in a log file; the token goes only to stdout, for the person who started it.
     print(
-        f"memlikehuman: the UI of {engine.settings.archive_label} is at {keys.url} (Ctrl-C stops it)", file=sys.stderr
+        f"memlikehuman: the UI of {engine.settings.archive_label} is at {keys.address}"
+        " (open the URL with its token, the first line of standard output; Ctrl-C stops it)",
+        file=sys.stderr,
     )
     page = launcher(keys.url, keys.port) if open_browser else None
     if open_browser and page is None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -16,11 +17,21 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import pytest
+from channel_support import OTHER, as_root
 from conftest import BASE_ENV, make_settings
-from ui_support import UI, URL_RE
+from ui_support import UI, URL_RE, spawned_ui
 
 from memlikehuman.engine import Engine
 
+# One GET to the UI with the given Cookie header, printed as its status: what a client of any user sends.
+CLIENT = """
+import http.client, sys
+port, path, cookie = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+conn.request("GET", path, headers={"Host": f"127.0.0.1:{port}", **({"Cookie": cookie} if cookie else {})})
+print(conn.getresponse().status)
+"""
 RECORDER = """#!{python}
 import json, sys
 with open({log!r}, "a") as log:
@@ -82,3 +93,63 @@ def test_the_browser_command_line_holds_no_token_and_nothing_in_it_opens_the_ui(
         process.terminate()
         process.communicate(timeout=30)
     assert not page.exists()  # removed when the UI stops
+
+
+def test_standard_error_names_the_address_but_never_the_token(tmp_path: Path):
+    db = tmp_path / "memory.sqlite3"
+    Engine(make_settings(db)).close()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "memlikehuman", "ui", "--db", str(db), "--no-browser"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **BASE_ENV},
+    )
+    try:
+        assert process.stdout is not None and process.stderr is not None
+        match = URL_RE.fullmatch(process.stdout.readline().strip())
+        assert match, "the first line of stdout is the URL with the token"
+        said = process.stderr.readline()  # written before the URL is served
+    finally:
+        process.terminate()
+        _, rest = process.communicate(timeout=30)
+    # Standard error often goes to a log file or a terminal multiplexer's scrollback: no token there.
+    assert f"http://127.0.0.1:{match.group(1)}/" in said
+    assert match.group(2) not in said + rest and "token=" not in said + rest
+
+
+# An interpreter another user may run (this one may live in root's home); the client needs only the stdlib.
+SYSTEM_PYTHON = shutil.which("python3", path="/usr/local/bin:/usr/bin:/bin")
+
+
+def _status_as(uid: int, ui: UI, path: str, cookie: str = "") -> int:
+    """The status another process, running as `uid`, gets for one GET of the UI."""
+    assert SYSTEM_PYTHON is not None
+    done = subprocess.run(
+        [SYSTEM_PYTHON, "-I", "-c", CLIENT, str(ui.port), path, cookie],
+        capture_output=True,
+        text=True,
+        user=uid,
+        cwd="/",
+        env={"PATH": os.environ.get("PATH", "")},
+        timeout=60,
+        check=True,
+    )
+    return int(done.stdout)
+
+
+@as_root
+@pytest.mark.skipif(SYSTEM_PYTHON is None, reason="no python3 outside the virtual environment")
+def test_another_user_holding_the_cookie_or_the_token_is_refused(tmp_path: Path):
+    # A listener of another user on another port of 127.0.0.1 receives the browser's cookie for this UI
+    # (cookies ignore ports); replayed to the UI from that user's socket, it opens nothing.
+    db = tmp_path / "memory.sqlite3"
+    Engine(make_settings(db)).close()
+    with spawned_ui(db) as ui:
+        ui.login()
+        assert ui.cookie is not None
+        assert _status_as(os.getuid(), ui, "/", ui.cookie) == 200  # the user's own client: served
+        assert _status_as(OTHER, ui, "/", ui.cookie) == 403
+        assert _status_as(OTHER, ui, f"/?token={ui.token}") == 403
+        assert _status_as(OTHER, ui, "/static/ui.css", ui.cookie) == 403
+        assert ui.get("/").status == 200
