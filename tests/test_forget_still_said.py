@@ -86,3 +86,25 @@ def test_the_forget_preview_lists_what_still_says_it_and_its_second_button_forge
     out = result_fields(reply.text)
     assert out["deleted_event_ids"] == "n1, r1" and out["deleted_memory_ids"].startswith("mem_")
     assert out["still_said_by"] == "none"
+
+
+def sister_and_turns_that_share_a_word(client: Any) -> None:
+    say(client, "a1", "My sister Anna moved to Berlin in March")
+    say(client, "a2", "We moved the standup to Thursday")
+    say(client, "a3", "I'm starting piano lessons in March")
+    say(client, "a4", "Noted.", "assistant")
+    say(client, "a5", "Noted: Anna lives in Berlin now", "assistant")
+
+
+def test_also_keeps_the_standup_and_piano_turns(client):
+    sister_and_turns_that_share_a_word(client)
+    out = client.ok("memory_forget", record_id="a1", also=True)
+    assert out["deleted_event_ids"] == ["a1", "a5"]  # the reply restates it: Anna, Berlin
+    for kept in ("a2", "a3", "a4"):
+        assert client.ok("memory_read", record_id=kept)["source_page"]["text"]
+
+
+def test_a_forgotten_reply_names_the_note_it_restated_and_not_the_replies_that_only_say_noted(client):
+    sister_and_turns_that_share_a_word(client)
+    say(client, "a6", "Noted, I'll remember that.", "assistant")
+    assert client.ok("memory_forget", record_id="a5")["still_said_by"] == ["a1"]

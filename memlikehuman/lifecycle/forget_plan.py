@@ -189,7 +189,7 @@ class _State:
         scope = Scope(row["persona_id"], row["project_id"])
         own = self.conn.execute("SELECT event_sequence FROM corrections WHERE original_id = ?", (memory,)).fetchall()
         going = set(self.events) | {r["event_sequence"] for r in own}
-        return (bool(still_said.holders(self.conn, scope, "event", word, going)) for word in words)
+        return (bool(still_said.holders(self.conn, scope, "event", word, going, 0)) for word in words)
 
     def _said(self) -> frozenset[str]:
         """The words of the events that go (their text, speaker and date), read once per event."""

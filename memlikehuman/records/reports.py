@@ -43,7 +43,7 @@ class ForgetResult:
     reembed_sequences: tuple[int, ...] = ()
     # Memories that stay because another event states them too: (memory ID, the event quoted now).
     requoted: tuple[tuple[str, str], ...] = ()
-    # Other records of the scope that still hold the forgotten text's distinctive words (still_said.py).
+    # Other records of the scope that state the forgotten text too (still_said.py).
     still_said_by: tuple[str, ...] = ()
     # False when another connection kept the WAL from being truncated within SCRUB_TIMEOUT_MS.
     scrubbed: bool = True

@@ -29,9 +29,9 @@ class ForgetOut(BaseModel):
     invalidated_checkpoints: int = Field(description="task checkpoints of this scope invalidated by the deletion")
     still_said_by: list[str] = Field(
         default_factory=list,
-        description="other events and memories of this scope that still hold the forgotten text's rare words or"
-        " numbers (a reply that restated it, a memory you gave): not deleted unless also was true; forget"
-        " them too when the user wants the fact gone",
+        description="other events and memories of this scope that state the forgotten text too (they hold two or"
+        " more of its uncommon words: a reply that restated it, a memory you gave; one shared word is not"
+        " enough): not deleted unless also was true; forget them too when the user wants the fact gone",
     )
     warnings: list[str] = Field(
         default_factory=list,
@@ -95,12 +95,12 @@ def register(server: MemoryMCPServer, holder: Holder) -> None:
         memory made from it that no other event states, every correction connected to those with
         what it made, and memories of other turns whose extraction was shown it and that hold a word
         only it said. A memory another event states too stays, quoted from that event (the warnings
-        name it). still_said_by names the other records that still hold its rare words (a reply that
-        restated it, a memory you gave); they stay unless also is true. Nothing readable of the
-        deleted text remains in the archive file afterwards, and the event is never stored again
-        (memory_record of its ID is a conflict). Every task checkpoint of this scope is invalidated
-        and its saved state erased. Copies and backups made earlier are not affected. Forgetting the
-        same record again is not_found.
+        name it), unless it holds a word only this event said. still_said_by names the other records
+        that state it too (a reply that restated it, a memory you gave; not one that shares a word);
+        they stay unless also is true. Nothing readable of the deleted text remains in the archive
+        file afterwards, and the event is never stored again (memory_record of its ID is a conflict).
+        Every task checkpoint of this scope is invalidated and its saved state erased. Copies and
+        backups made earlier are not affected. Forgetting the same record again is not_found.
         """
         scope = Scope(persona_id, project_id)
         engine = holder.engine

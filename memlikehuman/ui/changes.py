@@ -158,11 +158,11 @@ def _confirm(request: Request, scope: Scope, plan: Preview, wider: Preview | Non
 
 
 def _still_said(db: Connection, scope: Scope, plan: Preview) -> object:
-    """The records that still hold the forgotten text's rare words (kept unless the second button is used)."""
+    """The records that state the forgotten text too (kept unless the second button is used)."""
     events = _event_rows(db, scope, tuple(i for i in plan.still_said_by if not i.startswith(MEMORY_PREFIX)))
     found = _memory_rows(db, scope, tuple(i for i in plan.still_said_by if i.startswith(MEMORY_PREFIX)))
     return join(
-        el("h2", f"Still said by ({len(events) + len(found)}): other records holding its rare words or numbers"),
+        el("h2", f"Still said by ({len(events) + len(found)}): other records that state it too"),
         el("p", "They stay unless you forget them too (the second button below).", class_="muted"),
         table(["event", "kind", "from", "characters", "text"], events, id="still-said-events") if events else "",
         table(["memory", "kind", "basis", "content"], found, id="still-said-memories") if found else "",
