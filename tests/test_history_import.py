@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,38 @@ FIXTURES = Path(__file__).parent / "history_fixtures"
 CHATGPT = FIXTURES / "chatgpt" / "conversations.json"
 CLAUDE_AI = FIXTURES / "claude-ai" / "conversations.json"
 CLAUDE_CODE = FIXTURES / "claude-code"
+
+
+def chatgpt_export(path: Path, texts: list[str], per_conversation: int = 20) -> Path:
+    """A ChatGPT conversations.json of `texts` in turn (user, assistant, ...), `per_conversation` to a conversation."""
+    conversations = []
+    for first in range(0, len(texts), per_conversation):
+        root = f"root-{first}"
+        mapping: dict[str, Any] = {root: {"id": root, "message": None, "parent": None, "children": []}}
+        parent = root
+        for number, text in enumerate(texts[first : first + per_conversation], start=first):
+            role = "user" if number % 2 == 0 else "assistant"
+            message = {"id": f"m-{number}", "author": {"role": role}, "create_time": 1764500000.0 + number}
+            message["content"] = {"content_type": "text", "parts": [text]}
+            mapping[f"m-{number}"] = {"id": f"m-{number}", "message": message, "parent": parent, "children": []}
+            mapping[parent]["children"].append(f"m-{number}")
+            parent = f"m-{number}"
+        conversations.append({"id": f"conv-{first}", "mapping": mapping, "current_node": parent})
+    path.write_text(json.dumps(conversations, indent=1), encoding="utf-8")
+    return path
+
+
+def claude_ai_export(path: Path, texts: list[str], per_conversation: int = 20) -> Path:
+    """A Claude.ai conversations.json of `texts` (human, assistant, ...), `per_conversation` to a conversation."""
+    conversations = []
+    for first in range(0, len(texts), per_conversation):
+        chat = [
+            {"uuid": f"m-{n}", "text": text, "sender": "human" if n % 2 == 0 else "assistant"}
+            for n, text in enumerate(texts[first : first + per_conversation], start=first)
+        ]
+        conversations.append({"uuid": f"conv-{first}", "created_at": "2026-10-01T09:00:00Z", "chat_messages": chat})
+    path.write_text(json.dumps(conversations, indent=1), encoding="utf-8")
+    return path
 
 
 def run(db: Path, *args: str) -> Result:
@@ -162,3 +195,25 @@ def test_embed_computes_the_vectors_of_an_imported_history(tmp_path: Path) -> No
         assert "vectors: 7 events and memories embedded" in result.stderr
         stats = CliRunner().invoke(main, ["--db", str(db), "stats", "--json"], env=env)
     assert json.loads(stats.stdout)["totals"]["vectors_missing"] == 0
+
+
+@pytest.mark.parametrize("write", [chatgpt_export, claude_ai_export])
+def test_reading_an_export_goes_over_its_whole_text_a_fixed_number_of_times_not_once_per_message(
+    tmp_path: Path, write: Any
+) -> None:
+    export = write(tmp_path / "conversations.json", [f"message number {n}" for n in range(400)])
+    whole = len(export.read_text(encoding="utf-8"))
+    scans = 0
+
+    def count(frame: Any, event: str, arg: Any) -> None:
+        nonlocal scans
+        held = getattr(arg, "__self__", None) if event == "c_call" else None
+        scans += isinstance(held, str) and len(held) >= whole  # a str method called on the whole file's text
+
+    sys.setprofile(count)
+    try:
+        found = report(tmp_path / "m.sqlite3", str(export), "--dry-run")
+    finally:
+        sys.setprofile(None)
+    assert found["added"] == 400
+    assert scans <= 4

@@ -55,7 +55,7 @@ def detect(path: Path) -> str:
     )
 
 
-def _iso(value: Any, where: str) -> str | None:
+def _iso(value: Any, where: Where) -> str | None:
     if value is None or value == "":
         return None
     try:
@@ -66,10 +66,22 @@ def _iso(value: Any, where: str) -> str | None:
         raise InvalidArgument(f"{where}: the time {value!r} is not a timestamp") from None
 
 
-def _line_of(raw: str, needle: str) -> int:
-    """The line of the raw file where an ID first appears (1 when it cannot be found)."""
-    at = raw.find(json.dumps(needle)) if needle else -1
-    return raw.count("\n", 0, at) + 1 if at >= 0 else 1
+class _At:
+    """`FILE, line N`: the line where an ID first appears in the raw file (1 when it cannot be found).
+
+    Worked out only when an error names it: a search of the whole file for every message would make
+    reading an export quadratic in its size."""
+
+    def __init__(self, path: Path, raw: str, needle: str) -> None:
+        self.path, self.raw, self.needle = path, raw, needle
+
+    def __str__(self) -> str:
+        at = self.raw.find(json.dumps(self.needle)) if self.needle else -1
+        line = self.raw.count("\n", 0, at) + 1 if at >= 0 else 1
+        return f"{self.path}, line {line}"
+
+
+Where = str | _At  # a place in a file, for error messages
 
 
 def _load_json(path: Path) -> tuple[Any, str]:
@@ -91,12 +103,12 @@ def chatgpt(path: Path, report: HistoryReport) -> Iterator[HistoryMessage]:
     if not isinstance(data, list):
         raise InvalidArgument(f"{path}, line 1: expected a list of conversations (ChatGPT's conversations.json)")
     for index, conv in enumerate(data):
-        where = f"{path}, line {_line_of(raw, str(conv.get('id', '')) if isinstance(conv, dict) else '')}"
+        where = _At(path, raw, str(conv.get("id", "")) if isinstance(conv, dict) else "")
         if not isinstance(conv, dict) or not isinstance(conv.get("mapping"), dict):
             raise InvalidArgument(f"{where}: conversation {index} has no `mapping` of messages")
         session = str(conv.get("conversation_id") or conv.get("id") or f"chatgpt-{index}")
         mapping: dict[str, Any] = conv["mapping"]
-        branch = _current_branch(mapping, conv.get("current_node"), f"{path}, line {_line_of(raw, session)}")
+        branch = _current_branch(mapping, conv.get("current_node"), _At(path, raw, session))
         report.conversations += 1
         on_branch = set(branch)
         report.skipped["messages on other branches (edits, regenerations)"] += sum(
@@ -108,12 +120,12 @@ def chatgpt(path: Path, report: HistoryReport) -> Iterator[HistoryMessage]:
             message = mapping[key].get("message")
             if not isinstance(message, dict):
                 continue
-            found = _chatgpt_message(message, session, conv, report, f"{path}, line {_line_of(raw, key)}")
+            found = _chatgpt_message(message, session, conv, report, _At(path, raw, key))
             if found:
                 yield found
 
 
-def _current_branch(mapping: dict[str, Any], leaf: Any, where: str) -> list[str]:
+def _current_branch(mapping: dict[str, Any], leaf: Any, where: Where) -> list[str]:
     if not isinstance(leaf, str) or leaf not in mapping:
         # No current_node: follow the last child from the root down.
         roots = [k for k, n in mapping.items() if isinstance(n, dict) and not n.get("parent")]
@@ -133,7 +145,7 @@ def _current_branch(mapping: dict[str, Any], leaf: Any, where: str) -> list[str]
 
 
 def _chatgpt_message(
-    message: dict[str, Any], session: str, conv: dict[str, Any], report: HistoryReport, where: str
+    message: dict[str, Any], session: str, conv: dict[str, Any], report: HistoryReport, where: Where
 ) -> HistoryMessage | None:
     role = (message.get("author") or {}).get("role")
     if role not in ("user", "assistant"):
@@ -166,13 +178,13 @@ def claude_ai(path: Path, report: HistoryReport) -> Iterator[HistoryMessage]:
         raise InvalidArgument(f"{path}, line 1: expected a list of conversations (Claude.ai's conversations.json)")
     for index, conv in enumerate(data):
         session = str(conv.get("uuid") or f"claude-ai-{index}") if isinstance(conv, dict) else ""
-        where = f"{path}, line {_line_of(raw, session)}"
+        where = _At(path, raw, session)
         if not isinstance(conv, dict) or not isinstance(conv.get("chat_messages"), list):
             raise InvalidArgument(f"{where}: conversation {index} has no `chat_messages`")
         report.conversations += 1
         for number, message in enumerate(conv["chat_messages"]):
             mid = str(message.get("uuid") or number) if isinstance(message, dict) else ""
-            here = f"{path}, line {_line_of(raw, mid)}"
+            here = _At(path, raw, mid)
             if not isinstance(message, dict) or message.get("sender") not in ("human", "assistant"):
                 raise InvalidArgument(f"{here}: a message's sender is not human or assistant")
             report.skipped["attachments (images, files)"] += len(message.get("attachments") or [])
