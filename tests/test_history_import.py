@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import sys
@@ -11,7 +12,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 from conftest import BASE_ENV
-from hook_support import run_hook, stored
+from hook_support import run_hook, stored, write_transcript
 
 from memlikehuman.cli import main
 from memlikehuman.text.projects import project_name
@@ -22,7 +23,7 @@ CLAUDE_AI = FIXTURES / "claude-ai" / "conversations.json"
 CLAUDE_CODE = FIXTURES / "claude-code"
 
 
-def chatgpt_export(path: Path, texts: list[str], per_conversation: int = 20) -> Path:
+def chatgpt_export(path: Path, texts: list[str], per_conversation: int = 20, name: str = "conv") -> Path:
     """A ChatGPT conversations.json of `texts` in turn (user, assistant, ...), `per_conversation` to a conversation."""
     conversations = []
     for first in range(0, len(texts), per_conversation):
@@ -36,12 +37,12 @@ def chatgpt_export(path: Path, texts: list[str], per_conversation: int = 20) -> 
             mapping[f"m-{number}"] = {"id": f"m-{number}", "message": message, "parent": parent, "children": []}
             mapping[parent]["children"].append(f"m-{number}")
             parent = f"m-{number}"
-        conversations.append({"id": f"conv-{first}", "mapping": mapping, "current_node": parent})
+        conversations.append({"id": f"{name}-{first}", "mapping": mapping, "current_node": parent})
     path.write_text(json.dumps(conversations, indent=1), encoding="utf-8")
     return path
 
 
-def claude_ai_export(path: Path, texts: list[str], per_conversation: int = 20) -> Path:
+def claude_ai_export(path: Path, texts: list[str], per_conversation: int = 20, name: str = "conv") -> Path:
     """A Claude.ai conversations.json of `texts` (human, assistant, ...), `per_conversation` to a conversation."""
     conversations = []
     for first in range(0, len(texts), per_conversation):
@@ -49,7 +50,7 @@ def claude_ai_export(path: Path, texts: list[str], per_conversation: int = 20) -
             {"uuid": f"m-{n}", "text": text, "sender": "human" if n % 2 == 0 else "assistant"}
             for n, text in enumerate(texts[first : first + per_conversation], start=first)
         ]
-        conversations.append({"uuid": f"conv-{first}", "created_at": "2026-10-01T09:00:00Z", "chat_messages": chat})
+        conversations.append({"uuid": f"{name}-{first}", "created_at": "2026-10-01T09:00:00Z", "chat_messages": chat})
     path.write_text(json.dumps(conversations, indent=1), encoding="utf-8")
     return path
 
@@ -217,3 +218,65 @@ def test_reading_an_export_goes_over_its_whole_text_a_fixed_number_of_times_not_
         sys.setprofile(None)
     assert found["added"] == 400
     assert scans <= 4
+
+
+HUGE = " ".join(f"word{n:06d}" for n in range(25_000))  # 274,999 characters: stored in two parts
+HEADER = "[part {} of 2 of one 274,999-character message]\n"
+
+
+def test_one_250000_character_message_does_not_keep_the_rest_of_a_claude_code_history_out(tmp_path: Path) -> None:
+    folder = tmp_path / "projects" / "-work-app"
+    folder.mkdir(parents=True)
+    write_transcript(folder / "s-1.jsonl", "s-1", [("user", "Before it"), ("assistant", HUGE), ("user", "After it")])
+    write_transcript(folder / "s-2.jsonl", "s-2", [("user", "Another session"), ("assistant", "Its reply")])
+    db = tmp_path / "m.sqlite3"
+    found = report(db, str(tmp_path / "projects"))
+    assert (found["conversations"], found["added"]) == (2, 6)
+    texts = [e["text"] for e in stored(db)]
+    assert texts[0] == "Before it" and texts[3:] == ["After it", "Another session", "Its reply"]
+    assert texts[1].startswith(HEADER.format(1)) and texts[2].startswith(HEADER.format(2))
+    assert "".join(t.split("\n", 1)[1] for t in texts[1:3]) == HUGE
+
+
+def test_a_claude_code_import_stores_odd_turns_under_the_ids_the_hooks_stored_them(tmp_path: Path) -> None:
+    session = "s" * 300
+    hook = {"session_id": session, "cwd": str(tmp_path), "hook_event_name": "UserPromptSubmit"}
+    db = tmp_path / "m.sqlite3"
+    for prompt in ("I like \ud83d tea", HUGE):
+        run_hook("claude-code", {**hook, "prompt": prompt}, db, tmp_path)
+    by_hooks = stored(db)
+    transcript = write_transcript(tmp_path / "t.jsonl", session, [("user", "I like \ud83d tea"), ("user", HUGE)])
+    found = report(db, str(transcript))
+    assert (found["added"], found["unchanged"]) == (0, 3)
+    assert by_hooks[0]["text"] == "I like \ufffd tea"
+    assert by_hooks[1]["text"].startswith(HEADER.format(1)) and by_hooks[2]["text"].startswith(HEADER.format(2))
+    assert {e["session_id"] for e in by_hooks} == {
+        f"{session[:80]}~{hashlib.sha256(session.encode()).hexdigest()[:16]}"
+    }
+
+
+@pytest.mark.parametrize("write", [chatgpt_export, claude_ai_export])
+def test_an_export_stores_a_huge_message_in_parts_a_lone_surrogate_as_ufffd_and_a_long_id_as_its_key(
+    tmp_path: Path, write: Any
+) -> None:
+    export = write(
+        tmp_path / "conversations.json", ["Before it", HUGE, "a lone \ud800 surrogate", "After it"], name="c" * 300
+    )
+    db = tmp_path / "m.sqlite3"
+    found = report(db, str(export))
+    assert found["added"] == 5
+    events = stored(db)
+    texts = [e["text"] for e in events]
+    assert texts[0] == "Before it" and texts[3:] == ["a lone \ufffd surrogate", "After it"]
+    assert texts[1].startswith(HEADER.format(1)) and texts[2].startswith(HEADER.format(2))
+    key = "c" * 80 + "~" + hashlib.sha256(("c" * 300 + "-0").encode()).hexdigest()[:16]
+    assert {e["session_id"] for e in events} == {key}
+    assert report(db, str(export))["unchanged"] == 5
+
+
+def test_a_transcript_byte_that_is_no_utf_8_is_imported_as_ufffd_as_the_hooks_read_it(tmp_path: Path) -> None:
+    transcript = write_transcript(tmp_path / "t.jsonl", "s-1", [("user", "cafe MARK"), ("assistant", "Noted")])
+    transcript.write_bytes(transcript.read_bytes().replace(b"MARK", b"\xe9"))
+    db = tmp_path / "m.sqlite3"
+    assert report(db, str(transcript))["added"] == 2
+    assert [e["text"] for e in stored(db)] == ["cafe \ufffd", "Noted"]
