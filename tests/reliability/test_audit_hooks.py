@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import make_settings
-from hook_support import run_hook
+from hook_support import run_hook, stored, write_transcript
 
 from memlikehuman.engine import Engine
 from memlikehuman.hosts.install import HOOK_TIMEOUT_SECONDS
@@ -59,6 +59,18 @@ def test_a_transcript_that_is_no_regular_file_never_holds_the_hook(
         payload = {"session_id": "s1", "conversation_id": "s1", "hook_event_name": event, "cwd": str(project),
                    "transcript_path": path, "agent_transcript_path": path, "agent_id": "a1"}  # fmt: skip
         assert _run(host, payload, db, project) == expected, (host, event)
+
+
+def test_a_20_mb_transcript_of_tiny_lines_gets_the_hooks_answer_in_time_and_its_last_reply_recorded(
+    tmp_path: Path, project: Path
+):
+    path = write_transcript(tmp_path / "t.jsonl", "s1", [("user", "Pick a colour"), ("assistant", "Teal, say I")])
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(lines[:-2]) + "{}\n" * 6_600_000 + "".join(lines[-2:]))  # 20 MB, the turn at its end
+    db = tmp_path / "data" / "memory.sqlite3"
+    payload = {"session_id": "s1", "hook_event_name": "Stop", "cwd": str(project), "transcript_path": str(path)}
+    assert _run("claude-code", payload, db, project) == ""
+    assert [e["text"] for e in stored(db)] == ["Teal, say I"]
 
 
 @pytest.mark.parametrize(
