@@ -127,3 +127,14 @@ def test_a_prompt_in_a_session_with_an_odd_id_is_stored_under_a_readable_key(
     stored = hits[0].event.session_id
     assert stored.startswith(session.replace("\t", "?").replace("\x00", "?")[:80]) and "~" in stored
     assert len(stored) <= 128
+
+
+@pytest.mark.parametrize("cwd", ["/work/" + "a" * 300 + "/app", "/work/nul\x00here"], ids=["long-name", "nul"])
+def test_a_prompt_from_a_directory_no_file_system_can_hold_is_recorded_in_a_project_of_that_name(
+    cwd: str, tmp_path: Path, project: Path
+):
+    db = tmp_path / "memory.sqlite3"
+    _run("claude-code", {**_prompt("s1", "the quince orchard opens at nine"), "cwd": cwd}, db, project)
+    (event,) = stored(db)
+    assert event["text"] == "the quince orchard opens at nine"
+    assert event["project_id"].startswith("app-" if "app" in cwd else "nul-here-")
