@@ -57,7 +57,13 @@ def session_key(raw: str) -> str:
     cut of it (control characters as "?") with a digest of the whole: the same raw ID, the same key."""
     if 0 < len(raw) <= MAX_SESSION_CHARS and not CONTROL.search(raw):
         return raw
-    return f"{CONTROL.sub('?', raw)[:SHOWN_SESSION_CHARS]}~{_digest(raw)[:16]}"
+    return readable_key(raw, raw)
+
+
+def readable_key(shown: str, whole: str) -> str:
+    """A valid identifier that names `whole`: the first 80 characters of `shown` (control characters as
+    "?"), "~" and 16 hex digits of the SHA-256 of `whole`."""
+    return f"{CONTROL.sub('?', shown)[:SHOWN_SESSION_CHARS]}~{_digest(whole)[:16]}"
 
 
 def event_id(host: str, middle: str, text_digest: str) -> str:

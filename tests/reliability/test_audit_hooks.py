@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import make_settings
-from hook_support import run_hook, stored, write_transcript
+from hook_support import run_hook, spawn_hook_from_new_parent, stored, write_transcript
 
 from memlikehuman.engine import Engine
 from memlikehuman.hosts.install import HOOK_TIMEOUT_SECONDS
@@ -138,3 +138,36 @@ def test_a_prompt_from_a_directory_no_file_system_can_hold_is_recorded_in_a_proj
     (event,) = stored(db)
     assert event["text"] == "the quince orchard opens at nine"
     assert event["project_id"].startswith("app-" if "app" in cwd else "nul-here-")
+
+
+def _sessions(db: Path) -> dict[str, str]:
+    return {e["text"]: e["session_id"] for e in stored(db)}
+
+
+def test_a_numeric_session_id_is_kept_as_its_digits_and_two_numbers_stay_two_sessions(tmp_path: Path, project: Path):
+    db = tmp_path / "memory.sqlite3"
+    _run("claude-code", {**_prompt("s", "the first plum"), "session_id": 12345}, db, project)
+    _run("claude-code", {**_prompt("s", "the second plum"), "session_id": 67890}, db, project)
+    assert _sessions(db) == {"the first plum": "12345", "the second plum": "67890"}
+
+
+def test_prompts_without_a_session_id_stay_one_session_per_transcript(tmp_path: Path, project: Path):
+    db = tmp_path / "memory.sqlite3"
+    for text, transcript in (("a pear", "one.jsonl"), ("a fig", "two.jsonl"), ("a lime", "one.jsonl")):
+        payload = {"hook_event_name": "UserPromptSubmit", "prompt": text, "transcript_path": str(tmp_path / transcript)}
+        _run("claude-code", payload, db, project)
+    found = _sessions(db)
+    assert found["a pear"] == found["a lime"] != found["a fig"]
+    assert found["a pear"].startswith("one~") and found["a fig"].startswith("two~")
+
+
+def test_prompts_without_a_session_id_or_transcript_from_two_host_processes_stay_two_sessions(
+    tmp_path: Path, project: Path
+):
+    db = tmp_path / "memory.sqlite3"
+    for text in ("a quince", "a medlar"):
+        payload = {"hook_event_name": "UserPromptSubmit", "prompt": text}
+        assert spawn_hook_from_new_parent("claude-code", payload, db, project).returncode == 0
+    found = _sessions(db)
+    assert found["a quince"] != found["a medlar"]
+    assert "default" not in found.values()
