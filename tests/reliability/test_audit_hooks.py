@@ -108,6 +108,18 @@ def test_a_prompt_over_the_limit_is_stored_in_parts_each_findable(tmp_path: Path
     assert last[0].startswith("[part 2 of 2 of one 270,026-character message]")
 
 
+def test_a_prompt_too_long_to_store_in_time_keeps_its_first_2_million_characters_and_each_part_says_so(
+    tmp_path: Path, project: Path
+):
+    db = tmp_path / "memory.sqlite3"
+    text = "zucchinifirst " + "filler words here " * 150_000 + "kohlrabilast"  # 2,700,026 characters
+    _run("claude-code", _prompt("s1", text), db, project)
+    texts = [e["text"] for e in stored(db)]
+    header = "[part {} of 11 of the first 2,000,000 characters of one 2,700,026-character message]\n"
+    assert [t.startswith(header.format(n)) for n, t in enumerate(texts, 1)] == [True] * 11
+    assert "".join(t.split("\n", 1)[1] for t in texts) == text[:2_000_000]
+
+
 def test_a_prompt_with_a_lone_surrogate_is_stored_with_a_replacement_character(tmp_path: Path, project: Path):
     db = tmp_path / "memory.sqlite3"
     raw = '{"session_id": "s1", "hook_event_name": "UserPromptSubmit", "prompt": "broken emoji \\ud83d in marzipan"}'
