@@ -15,7 +15,7 @@ under the user's cache directory; never /tmp), one socket file per listener, `<a
 hidden name and renamed into place once listening, so a visible socket file that refuses connections
 is stale; a server starts listening only once it can answer at once (server/app.py warms it first),
 so a hook never waits on a server that is still loading its embedder. A listener removes the socket
-files of servers that no longer run when it starts.
+files and rest marks of servers that no longer run when it starts, and its own when it closes.
 
 A hook asks every ready server of its archive at once and takes the first answer (`ask`); a server
 that lets the time run out is marked resting and skipped for REST_SECONDS. A server answers at most
@@ -148,6 +148,8 @@ class Listener:
         with contextlib.suppress(OSError):
             if _identity(os.lstat(path)) == inode:
                 os.unlink(path)
+        with contextlib.suppress(OSError):
+            os.unlink(_rest_marker(path))  # a hook's mark of this server: gone with it
 
     def _serve(self, sock: socket.socket) -> None:
         import threading
@@ -357,20 +359,28 @@ def _candidates(directory: Path, key: str) -> list[tuple[Path, os.stat_result]]:
 
 
 def _sweep(directory: Path) -> None:
-    """Remove the socket files (and rest marks) of servers that no longer run: a server killed with
-    SIGKILL cannot remove its own. The process ID is in the name; only socket files of ours are touched."""
+    """Remove the socket files and rest marks of servers that no longer run (a server killed with SIGKILL
+    cannot remove its own), and rest marks whose socket is gone. Only files of ours are touched."""
     with contextlib.suppress(OSError), os.scandir(directory) as entries:
         for entry in list(entries):
-            name = entry.name.removesuffix(".resting")
-            if not name.endswith(".sock") or name.startswith("."):
-                continue
-            pid = name.removesuffix(".sock").split("-")[1:2]
-            if not pid or not pid[0].isdigit() or _alive(int(pid[0])):
+            if not _stale(directory, entry.name):
                 continue
             with contextlib.suppress(OSError):
                 info = entry.stat(follow_symlinks=False)
                 if _ours(info) and (stat.S_ISSOCK(info.st_mode) or stat.S_ISREG(info.st_mode)):
                     os.unlink(entry.path)
+
+
+def _stale(directory: Path, name: str) -> bool:
+    """Whether `name` is the socket file or rest mark of a server that no longer runs (the process ID is
+    in the name), or a rest mark without its socket file."""
+    sock = name.removesuffix(".resting")
+    if not sock.endswith(".sock") or sock.startswith("."):
+        return False
+    if sock != name and not os.path.lexists(directory / sock):
+        return True
+    pid = sock.removesuffix(".sock").split("-")[1:2]
+    return bool(pid) and pid[0].isdigit() and not _alive(int(pid[0]))
 
 
 def _alive(pid: int) -> bool:
