@@ -122,6 +122,22 @@ def test_a_new_listener_removes_the_socket_files_and_rest_marks_of_servers_that_
     assert path_of(live).exists()
 
 
+def test_hooks_reach_a_server_whose_socket_path_is_longer_than_a_unix_socket_address_holds(
+    dirs: Dirs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    deep = dirs.xdg / ("a-long-home-directory-name-" * 4)
+    deep.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(deep))
+    listener = Listener("a", lambda request: {"ok": True})
+    try:
+        path = path_of_started(listener)
+        assert len(os.fsencode(path)) > 108 and stat.S_ISSOCK(path.lstat().st_mode)
+        assert ask("a", {}, timeout=2) == {"ok": True}
+    finally:
+        listener.close()
+    assert os.listdir(deep / "memlikehuman") == []
+
+
 @as_root
 def test_a_directory_another_user_made_in_tmp_first_does_not_turn_the_channel_off(dirs: Dirs) -> None:
     os.chmod(dirs.xdg, 0o755)  # no usable XDG_RUNTIME_DIR: the fallback is chosen
