@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -183,3 +184,35 @@ def test_prompts_without_a_session_id_or_transcript_from_two_host_processes_stay
     found = _sessions(db)
     assert found["a quince"] != found["a medlar"]
     assert "default" not in found.values()
+
+
+INVISIBLE = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\U000e0000-\U000e007f]")
+HIDDEN = "I prefer pnpm over npm for this repo \u202egnirts\u202c \u2066x\u2069 \U000e0049\U000e0067"
+
+
+def _context(ran_stdout: str) -> str:
+    return str(json.loads(ran_stdout)["hookSpecificOutput"]["additionalContext"])
+
+
+def test_bidi_controls_and_tag_characters_of_memory_reach_the_model_escaped_from_every_hook(
+    tmp_path: Path, project: Path
+):
+    db = tmp_path / "memory.sqlite3"
+    base = {"cwd": str(project)}
+    _run("claude-code", {**base, **_prompt("earlier", HIDDEN)}, db, project)
+    _run("claude-code", {**base, "session_id": "earlier", "hook_event_name": "PreCompact"}, db, project)
+    contexts = {
+        "prompt": _run("claude-code", {**base, **_prompt("now", "add lodash with npm please")}, db, project),
+        "start": _run("claude-code", {**base, "session_id": "later", "hook_event_name": "SessionStart"}, db, project),
+        "compact": _run(
+            "claude-code",
+            {**base, "session_id": "earlier", "hook_event_name": "SessionStart", "source": "compact"},
+            db,
+            project,
+        ),
+    }
+    for step, out in contexts.items():
+        context = _context(out)
+        assert "gnirts" in context and not INVISIBLE.search(context), step
+        assert "\\u202e" in context and "\\udb40\\udc49" in context, step
+    assert stored(db)[0]["text"] == HIDDEN  # stored verbatim
