@@ -13,15 +13,28 @@ from . import clock
 from .records import Memory, MemoryHit, RawHit, RecallResult
 from .retrieval import gist
 
-__all__ = ["data_line", "memory_shape", "recall_shape"]
+__all__ = ["data_line", "memory_shape", "recall_shape", "visible"]
 
-_ESCAPES = {"«": "\\u00ab", "»": "\\u00bb", "\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"}
-_ESCAPE_TABLE = str.maketrans(_ESCAPES)
+# What stored text must not carry raw into anything a model reads, escaped as JSON escapes it: the
+# characters hosts and models may break lines at (json.dumps with ensure_ascii=False leaves them), and
+# those that change how the text around them reads while no screen shows them: the bidirectional
+# controls and the Unicode tag characters (U+E0000-U+E007F, a tag as its surrogate pair \udb40\udcXX).
+_UNSEEN = [0x2028, 0x2029, 0x85, 0x61C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
+_VISIBLE = {code: json.dumps(chr(code))[1:-1] for code in [*_UNSEEN, *range(0xE0000, 0xE0080)]}
+_VISIBLE_TABLE = str.maketrans(_VISIBLE)
+_ESCAPE_TABLE = str.maketrans({**_VISIBLE, ord("«"): "\\u00ab", ord("»"): "\\u00bb"})
+
+
+def visible(text: str) -> str:
+    """`text` with every line-breaking, bidirectional-control and tag character escaped (`\\u202e`): the
+    tools' text blocks and the hooks' checkpoint text. JSON reads the escapes back as the characters."""
+    return text.translate(_VISIBLE_TABLE)
 
 
 def data_line(record: dict[str, Any]) -> str:
-    """One JSON object on one line, with nothing inside that can pass for a marker or a line break
-    (the data blocks of session_resume and of the persona resource)."""
+    """One JSON object on one line, with nothing inside that can pass for a marker or a line break or
+    hide as a bidirectional control or tag (`visible`, and "«", "»"): the data blocks of session_resume,
+    of the prompt hook's injection and of the persona resource."""
     return json.dumps(record, ensure_ascii=False, separators=(",", ":")).translate(_ESCAPE_TABLE)
 
 

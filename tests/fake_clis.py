@@ -17,7 +17,7 @@ prompt = sys.stdin.read()
 with open(os.path.join(os.path.dirname(__file__), "runs.jsonl"), "a") as log:
     names = ("MEMLIKEHUMAN_EXTRACTING", "OPENAI_API_KEY", "MEMLIKEHUMAN_EXTRACTOR_API_KEY", "MEMLIKEHUMAN_DB",
              "PGPASSWORD", "CLAUDECODE", "KEPT_VARIABLE", "GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "DATABASE_URL",
-             "ANTHROPIC_API_KEY", "AWS_REGION")
+             "ANTHROPIC_API_KEY", "AWS_REGION", "LC_ALL", "LC_TIME", "LC_SECRET_TOKEN")
     seen = {k: os.environ.get(k) for k in names}
     record = {"argv": sys.argv[1:], "env": seen, "prompt_chars": len(prompt), "pid": os.getpid(), "cwd": os.getcwd()}
     log.write(json.dumps(record) + "\n")

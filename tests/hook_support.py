@@ -95,6 +95,14 @@ def spawn_hook(
     return _ran(subprocess.run(**call, capture_output=True, timeout=timeout, check=False))
 
 
+def spawn_hook_from_new_parent(host: str, payload: dict[str, Any] | str, db: Path | str, cwd: Path, **env: str) -> Ran:
+    """`spawn_hook` started by a process of its own, as another host process would start it."""
+    call = _call(host, payload, db, cwd, (), env)
+    relay = "import subprocess, sys; sys.exit(subprocess.run(sys.argv[1:]).returncode)"
+    call["args"] = [sys.executable, "-c", relay, *call["args"]]
+    return _ran(subprocess.run(**call, capture_output=True, timeout=60, check=False))
+
+
 def _call(
     host: str, payload: dict[str, Any] | str, db: Path | str, cwd: Path, args: tuple[str, ...], env: dict[str, str]
 ) -> dict[str, Any]:

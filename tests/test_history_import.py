@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
 from conftest import BASE_ENV
-from hook_support import run_hook, stored
+from hook_support import run_hook, stored, write_transcript
 
 from memlikehuman.cli import main
 from memlikehuman.text.projects import project_name
@@ -19,6 +21,38 @@ FIXTURES = Path(__file__).parent / "history_fixtures"
 CHATGPT = FIXTURES / "chatgpt" / "conversations.json"
 CLAUDE_AI = FIXTURES / "claude-ai" / "conversations.json"
 CLAUDE_CODE = FIXTURES / "claude-code"
+
+
+def chatgpt_export(path: Path, texts: list[str], per_conversation: int = 20, name: str = "conv") -> Path:
+    """A ChatGPT conversations.json of `texts` in turn (user, assistant, ...), `per_conversation` to a conversation."""
+    conversations = []
+    for first in range(0, len(texts), per_conversation):
+        root = f"root-{first}"
+        mapping: dict[str, Any] = {root: {"id": root, "message": None, "parent": None, "children": []}}
+        parent = root
+        for number, text in enumerate(texts[first : first + per_conversation], start=first):
+            role = "user" if number % 2 == 0 else "assistant"
+            message = {"id": f"m-{number}", "author": {"role": role}, "create_time": 1764500000.0 + number}
+            message["content"] = {"content_type": "text", "parts": [text]}
+            mapping[f"m-{number}"] = {"id": f"m-{number}", "message": message, "parent": parent, "children": []}
+            mapping[parent]["children"].append(f"m-{number}")
+            parent = f"m-{number}"
+        conversations.append({"id": f"{name}-{first}", "mapping": mapping, "current_node": parent})
+    path.write_text(json.dumps(conversations, indent=1), encoding="utf-8")
+    return path
+
+
+def claude_ai_export(path: Path, texts: list[str], per_conversation: int = 20, name: str = "conv") -> Path:
+    """A Claude.ai conversations.json of `texts` (human, assistant, ...), `per_conversation` to a conversation."""
+    conversations = []
+    for first in range(0, len(texts), per_conversation):
+        chat = [
+            {"uuid": f"m-{n}", "text": text, "sender": "human" if n % 2 == 0 else "assistant"}
+            for n, text in enumerate(texts[first : first + per_conversation], start=first)
+        ]
+        conversations.append({"uuid": f"{name}-{first}", "created_at": "2026-10-01T09:00:00Z", "chat_messages": chat})
+    path.write_text(json.dumps(conversations, indent=1), encoding="utf-8")
+    return path
 
 
 def run(db: Path, *args: str) -> Result:
@@ -162,3 +196,87 @@ def test_embed_computes_the_vectors_of_an_imported_history(tmp_path: Path) -> No
         assert "vectors: 7 events and memories embedded" in result.stderr
         stats = CliRunner().invoke(main, ["--db", str(db), "stats", "--json"], env=env)
     assert json.loads(stats.stdout)["totals"]["vectors_missing"] == 0
+
+
+@pytest.mark.parametrize("write", [chatgpt_export, claude_ai_export])
+def test_reading_an_export_goes_over_its_whole_text_a_fixed_number_of_times_not_once_per_message(
+    tmp_path: Path, write: Any
+) -> None:
+    export = write(tmp_path / "conversations.json", [f"message number {n}" for n in range(400)])
+    whole = len(export.read_text(encoding="utf-8"))
+    scans = 0
+
+    def count(frame: Any, event: str, arg: Any) -> None:
+        nonlocal scans
+        held = getattr(arg, "__self__", None) if event == "c_call" else None
+        scans += isinstance(held, str) and len(held) >= whole  # a str method called on the whole file's text
+
+    sys.setprofile(count)
+    try:
+        found = report(tmp_path / "m.sqlite3", str(export), "--dry-run")
+    finally:
+        sys.setprofile(None)
+    assert found["added"] == 400
+    assert scans <= 4
+
+
+HUGE = " ".join(f"word{n:06d}" for n in range(25_000))  # 274,999 characters: stored in two parts
+HEADER = "[part {} of 2 of one 274,999-character message]\n"
+
+
+def test_one_250000_character_message_does_not_keep_the_rest_of_a_claude_code_history_out(tmp_path: Path) -> None:
+    folder = tmp_path / "projects" / "-work-app"
+    folder.mkdir(parents=True)
+    write_transcript(folder / "s-1.jsonl", "s-1", [("user", "Before it"), ("assistant", HUGE), ("user", "After it")])
+    write_transcript(folder / "s-2.jsonl", "s-2", [("user", "Another session"), ("assistant", "Its reply")])
+    db = tmp_path / "m.sqlite3"
+    found = report(db, str(tmp_path / "projects"))
+    assert (found["conversations"], found["added"]) == (2, 6)
+    texts = [e["text"] for e in stored(db)]
+    assert texts[0] == "Before it" and texts[3:] == ["After it", "Another session", "Its reply"]
+    assert texts[1].startswith(HEADER.format(1)) and texts[2].startswith(HEADER.format(2))
+    assert "".join(t.split("\n", 1)[1] for t in texts[1:3]) == HUGE
+
+
+def test_a_claude_code_import_stores_odd_turns_under_the_ids_the_hooks_stored_them(tmp_path: Path) -> None:
+    session = "s" * 300
+    hook = {"session_id": session, "cwd": str(tmp_path), "hook_event_name": "UserPromptSubmit"}
+    db = tmp_path / "m.sqlite3"
+    for prompt in ("I like \ud83d tea", HUGE):
+        run_hook("claude-code", {**hook, "prompt": prompt}, db, tmp_path)
+    by_hooks = stored(db)
+    transcript = write_transcript(tmp_path / "t.jsonl", session, [("user", "I like \ud83d tea"), ("user", HUGE)])
+    found = report(db, str(transcript))
+    assert (found["added"], found["unchanged"]) == (0, 3)
+    assert by_hooks[0]["text"] == "I like \ufffd tea"
+    assert by_hooks[1]["text"].startswith(HEADER.format(1)) and by_hooks[2]["text"].startswith(HEADER.format(2))
+    assert {e["session_id"] for e in by_hooks} == {
+        f"{session[:80]}~{hashlib.sha256(session.encode()).hexdigest()[:16]}"
+    }
+
+
+@pytest.mark.parametrize("write", [chatgpt_export, claude_ai_export])
+def test_an_export_stores_a_huge_message_in_parts_a_lone_surrogate_as_ufffd_and_a_long_id_as_its_key(
+    tmp_path: Path, write: Any
+) -> None:
+    export = write(
+        tmp_path / "conversations.json", ["Before it", HUGE, "a lone \ud800 surrogate", "After it"], name="c" * 300
+    )
+    db = tmp_path / "m.sqlite3"
+    found = report(db, str(export))
+    assert found["added"] == 5
+    events = stored(db)
+    texts = [e["text"] for e in events]
+    assert texts[0] == "Before it" and texts[3:] == ["a lone \ufffd surrogate", "After it"]
+    assert texts[1].startswith(HEADER.format(1)) and texts[2].startswith(HEADER.format(2))
+    key = "c" * 80 + "~" + hashlib.sha256(("c" * 300 + "-0").encode()).hexdigest()[:16]
+    assert {e["session_id"] for e in events} == {key}
+    assert report(db, str(export))["unchanged"] == 5
+
+
+def test_a_transcript_byte_that_is_no_utf_8_is_imported_as_ufffd_as_the_hooks_read_it(tmp_path: Path) -> None:
+    transcript = write_transcript(tmp_path / "t.jsonl", "s-1", [("user", "cafe MARK"), ("assistant", "Noted")])
+    transcript.write_bytes(transcript.read_bytes().replace(b"MARK", b"\xe9"))
+    db = tmp_path / "m.sqlite3"
+    assert report(db, str(transcript))["added"] == 2
+    assert [e["text"] for e in stored(db)] == ["cafe \ufffd", "Noted"]

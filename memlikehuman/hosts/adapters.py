@@ -9,9 +9,10 @@ Field names per host are in docs/hosts.md with the sources they were checked aga
 from __future__ import annotations
 
 import json
+import os
 from typing import Any, NamedTuple
 
-from .storable import session_key
+from .storable import readable_key, session_key
 
 HOSTS = ("claude-code", "codex", "cursor", "gemini")
 
@@ -77,6 +78,35 @@ def _str(payload: dict[str, Any], *keys: str) -> str | None:
     return None
 
 
+def session_of(payload: dict[str, Any]) -> str:
+    """The session a hook call belongs to (docs/hosts.md, "Sessions"): the host's session ID (a number as
+    its digits), else a key of the transcript's path, else one of the process that started the hook;
+    made storable (storable.session_key)."""
+    for key in ("session_id", "conversation_id", "sessionId"):
+        value = payload.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            value = str(value)
+        if isinstance(value, str) and value:
+            return session_key(value)
+    transcript = _str(payload, "transcript_path")
+    if transcript:
+        name = transcript.rsplit("/", 1)[-1].removesuffix(".jsonl")
+        return readable_key(name or "transcript", transcript)
+    return _host_process()
+
+
+def _host_process() -> str:
+    """`process-PID-START`: the process that started this hook (the host, or a shell it started for the
+    call) and its start time (so a later process with the same ID is another)."""
+    parent = os.getppid()
+    try:
+        with open(f"/proc/{parent}/stat", "rb") as stat:
+            started = stat.read().rsplit(b")", 1)[1].split()[19].decode()  # field 22, starttime
+    except (OSError, IndexError, UnicodeDecodeError):
+        started = "0"
+    return f"process-{parent}-{started}"
+
+
 def parse(host: str, payload: dict[str, Any], event: str | None) -> HookInput:
     """Normalize a payload; `event` (the --event option) wins over the payload's hook_event_name."""
     name = event or _str(payload, "hook_event_name", "hookEventName") or ""
@@ -87,7 +117,7 @@ def parse(host: str, payload: dict[str, Any], event: str | None) -> HookInput:
         host=host,
         event=name,
         step=_EVENTS[host].get(name, ""),
-        session_id=session_key(_str(payload, "session_id", "conversation_id", "sessionId") or "default"),
+        session_id=session_of(payload),
         turn_id=_str(payload, "prompt_id", "turn_id", "generation_id"),
         cwd=cwd,
         transcript_path=_str(payload, "transcript_path"),

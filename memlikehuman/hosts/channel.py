@@ -9,13 +9,15 @@ Protocol: one Unix-socket connection per request. The client sends one line of J
 no JSON of at most MAX_LINE bytes; logged to stderr). A request line past MAX_LINE, or not complete
 within CONNECTION_SECONDS: closed unanswered.
 
-Where: in `runtime_dir()` (files.runtime_dir: $XDG_RUNTIME_DIR/memlikehuman, else a 0700 directory
-under the user's cache directory; never /tmp), one socket file per listener, `<archive_key>-<pid>.sock`
-(further listeners of one process: `<archive_key>-<pid>-<n>.sock`). A socket is bound 0600 under a
-hidden name and renamed into place once listening, so a visible socket file that refuses connections
-is stale; a server starts listening only once it can answer at once (server/app.py warms it first),
-so a hook never waits on a server that is still loading its embedder. A listener removes the socket
-files of servers that no longer run when it starts.
+Where: in `runtime_dir()` (files.runtime_dir: $XDG_RUNTIME_DIR/memlikehuman, else a 0700 directory under
+the user's cache directory; never /tmp), one socket file per listener, `<archive_key>-<pid>.sock`
+(further listeners of one process: `<archive_key>-<pid>-<n>.sock`); a path longer than a socket address
+holds (a long home directory) is bound and reached through /proc/self/fd/N of its directory
+(`_address`), so such a home does not turn the channel off. A socket is bound 0600 under a hidden name
+and renamed into place once listening, so a visible socket file that refuses connections is stale; a
+server starts listening only once it can answer at once (server/app.py warms it first), so a hook never
+waits on a server that is still loading its embedder. A listener removes the socket files and rest marks
+of servers that no longer run when it starts, and its own when it closes.
 
 A hook asks every ready server of its archive at once and takes the first answer (`ask`); a server
 that lets the time run out is marked resting and skipped for REST_SECONDS. A server answers at most
@@ -38,7 +40,7 @@ import os
 import stat
 import struct
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -54,6 +56,7 @@ MAX_LINE = 256 * 1024  # bytes of one request or answer line, without its newlin
 CONNECTION_SECONDS = 5.0  # the server's whole budget for one connection: read, answer, send
 MAX_CONNECTIONS = 16  # requests answered at once; more connections are closed unanswered
 REST_SECONDS = 60.0  # a server that let a hook's time run out is not asked again for this long
+MAX_ADDRESS = 107  # bytes of a socket path that a Unix socket address holds (sun_path: 108 with its NUL)
 LONGEST_WAIT = 60.0  # seconds of one socket operation at most (a hook host gives up by then; settimeout has a ceiling)
 _UCRED = struct.Struct("i2I")  # struct ucred: pid_t pid, uid_t uid, gid_t gid
 _SEQUENCE = itertools.count()  # tells apart the listeners of one process
@@ -148,6 +151,8 @@ class Listener:
         with contextlib.suppress(OSError):
             if _identity(os.lstat(path)) == inode:
                 os.unlink(path)
+        with contextlib.suppress(OSError):
+            os.unlink(_rest_marker(path))  # a hook's mark of this server: gone with it
 
     def _serve(self, sock: socket.socket) -> None:
         import threading
@@ -257,7 +262,8 @@ class _Exchange:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             sock.setblocking(False)
-            sock.connect(str(path))
+            with _address(path) as address:
+                sock.connect(address)
             if _peer_uid(sock) != os.getuid():
                 sock.close()
                 return None
@@ -357,20 +363,28 @@ def _candidates(directory: Path, key: str) -> list[tuple[Path, os.stat_result]]:
 
 
 def _sweep(directory: Path) -> None:
-    """Remove the socket files (and rest marks) of servers that no longer run: a server killed with
-    SIGKILL cannot remove its own. The process ID is in the name; only socket files of ours are touched."""
+    """Remove the socket files and rest marks of servers that no longer run (a server killed with SIGKILL
+    cannot remove its own), and rest marks whose socket is gone. Only files of ours are touched."""
     with contextlib.suppress(OSError), os.scandir(directory) as entries:
         for entry in list(entries):
-            name = entry.name.removesuffix(".resting")
-            if not name.endswith(".sock") or name.startswith("."):
-                continue
-            pid = name.removesuffix(".sock").split("-")[1:2]
-            if not pid or not pid[0].isdigit() or _alive(int(pid[0])):
+            if not _stale(directory, entry.name):
                 continue
             with contextlib.suppress(OSError):
                 info = entry.stat(follow_symlinks=False)
                 if _ours(info) and (stat.S_ISSOCK(info.st_mode) or stat.S_ISREG(info.st_mode)):
                     os.unlink(entry.path)
+
+
+def _stale(directory: Path, name: str) -> bool:
+    """Whether `name` is the socket file or rest mark of a server that no longer runs (the process ID is
+    in the name), or a rest mark without its socket file."""
+    sock = name.removesuffix(".resting")
+    if not sock.endswith(".sock") or sock.startswith("."):
+        return False
+    if sock != name and not os.path.lexists(directory / sock):
+        return True
+    pid = sock.removesuffix(".sock").split("-")[1:2]
+    return bool(pid) and pid[0].isdigit() and not _alive(int(pid[0]))
 
 
 def _alive(pid: int) -> bool:
@@ -395,7 +409,8 @@ def _bind(path: Path) -> tuple[socket.socket, tuple[int, int]]:
     try:
         # No umask change: it is process-wide, and the server's other threads may be creating files. The
         # directory is the user's alone (0700), so nobody else can reach the file before the chmod.
-        sock.bind(str(hidden))
+        with _address(hidden) as address:
+            sock.bind(address)
         os.chmod(hidden, 0o600)
         identity = _identity(os.lstat(hidden))
         sock.listen(socket.SOMAXCONN)
@@ -406,6 +421,21 @@ def _bind(path: Path) -> tuple[socket.socket, tuple[int, int]]:
             os.unlink(hidden)
         raise
     return sock, identity
+
+
+@contextlib.contextmanager
+def _address(path: Path) -> Iterator[str]:
+    """What bind and connect take for `path`: the path when it fits a socket address, else the same file
+    reached through a descriptor of its directory (/proc/self/fd/N/NAME), which fits whatever the home
+    directory's length. Raises OSError (the directory is gone, or there is no /proc)."""
+    if len(os.fsencode(path)) <= MAX_ADDRESS:
+        yield str(path)
+        return
+    directory = os.open(path.parent, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        yield f"/proc/self/fd/{directory}/{path.name}"
+    finally:
+        os.close(directory)
 
 
 def _identity(info: os.stat_result) -> tuple[int, int]:

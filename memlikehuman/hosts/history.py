@@ -1,9 +1,11 @@
 """History import: Claude Code transcripts, a ChatGPT export and a Claude.ai export, as events.
 
 Every message becomes one event with its original time, its role (user/assistant) and its
-conversation as the session. Event IDs are stable (the export's message IDs; for Claude Code the
-same content-derived IDs the hooks use), so a second import adds nothing and an import after the
-hooks recorded a session adds only what they missed. The whole file is read and checked first and
+conversation as the session, made storable as the hooks make what they get (`as_stored`): a lone
+surrogate as U+FFFD, over 200,000 characters in parts, an odd session ID as its readable key.
+Event IDs are stable (the export's message IDs; for Claude Code the same content-derived IDs the
+hooks use), so a second import adds nothing and an import after the hooks recorded a session adds
+only what they missed. The whole file is read and checked first and
 then written in one transaction: a file with a problem names the file and line and imports nothing.
 
 ChatGPT (`conversations.json`): a list of conversations, each a `mapping` tree of message nodes
@@ -26,7 +28,7 @@ from .. import clock
 from ..errors import InvalidArgument, MemLikeHumanError
 from ..records import HistoryMessage, HistoryReport
 from ..text.projects import project_name
-from . import markers
+from . import markers, storable
 from . import transcript as transcripts
 from .hook import event_id as hook_event_id
 
@@ -55,7 +57,7 @@ def detect(path: Path) -> str:
     )
 
 
-def _iso(value: Any, where: str) -> str | None:
+def _iso(value: Any, where: Where) -> str | None:
     if value is None or value == "":
         return None
     try:
@@ -66,10 +68,22 @@ def _iso(value: Any, where: str) -> str | None:
         raise InvalidArgument(f"{where}: the time {value!r} is not a timestamp") from None
 
 
-def _line_of(raw: str, needle: str) -> int:
-    """The line of the raw file where an ID first appears (1 when it cannot be found)."""
-    at = raw.find(json.dumps(needle)) if needle else -1
-    return raw.count("\n", 0, at) + 1 if at >= 0 else 1
+class _At:
+    """`FILE, line N`: the line where an ID first appears in the raw file (1 when it cannot be found).
+
+    Worked out only when an error names it: a search of the whole file for every message would make
+    reading an export quadratic in its size."""
+
+    def __init__(self, path: Path, raw: str, needle: str) -> None:
+        self.path, self.raw, self.needle = path, raw, needle
+
+    def __str__(self) -> str:
+        at = self.raw.find(json.dumps(self.needle)) if self.needle else -1
+        line = self.raw.count("\n", 0, at) + 1 if at >= 0 else 1
+        return f"{self.path}, line {line}"
+
+
+Where = str | _At  # a place in a file, for error messages
 
 
 def _load_json(path: Path) -> tuple[Any, str]:
@@ -83,6 +97,27 @@ def _load_json(path: Path) -> tuple[Any, str]:
         raise InvalidArgument(f"{path}, line {exc.lineno}: not valid JSON ({exc.msg})") from None
 
 
+def as_stored(
+    source: str, ids: tuple[str, str | None], role: str, text: str, when: str | None, project: str | None = None
+) -> list[HistoryMessage]:
+    """One message as the hooks store it (hosts/storable.py): a lone surrogate as U+FFFD, over 200,000
+    characters in parts, a session ID that is no valid identifier as its readable key.
+
+    `ids`: the session's and the message's own ID in the export; a message without one (Claude Code)
+    gets the hooks' content-derived event ID, so an import after the hooks finds what they stored."""
+    session, message = storable.session_key(ids[0]), ids[1]
+    pieces = storable.parts(text)
+    found = []
+    for number, part in enumerate(pieces, start=1):
+        if message is None:
+            eid = hook_event_id(source, session, role, part)
+        else:
+            own = storable.session_key(message) + (f":part-{number}" if len(pieces) > 1 else "")
+            eid = storable.event_id(source, session, own)
+        found.append(HistoryMessage(eid, session, role, part, when, source, project))
+    return found
+
+
 # -- ChatGPT -----------------------------------------------------------------------------------------
 
 
@@ -91,12 +126,12 @@ def chatgpt(path: Path, report: HistoryReport) -> Iterator[HistoryMessage]:
     if not isinstance(data, list):
         raise InvalidArgument(f"{path}, line 1: expected a list of conversations (ChatGPT's conversations.json)")
     for index, conv in enumerate(data):
-        where = f"{path}, line {_line_of(raw, str(conv.get('id', '')) if isinstance(conv, dict) else '')}"
+        where = _At(path, raw, str(conv.get("id", "")) if isinstance(conv, dict) else "")
         if not isinstance(conv, dict) or not isinstance(conv.get("mapping"), dict):
             raise InvalidArgument(f"{where}: conversation {index} has no `mapping` of messages")
         session = str(conv.get("conversation_id") or conv.get("id") or f"chatgpt-{index}")
         mapping: dict[str, Any] = conv["mapping"]
-        branch = _current_branch(mapping, conv.get("current_node"), f"{path}, line {_line_of(raw, session)}")
+        branch = _current_branch(mapping, conv.get("current_node"), _At(path, raw, session))
         report.conversations += 1
         on_branch = set(branch)
         report.skipped["messages on other branches (edits, regenerations)"] += sum(
@@ -108,12 +143,10 @@ def chatgpt(path: Path, report: HistoryReport) -> Iterator[HistoryMessage]:
             message = mapping[key].get("message")
             if not isinstance(message, dict):
                 continue
-            found = _chatgpt_message(message, session, conv, report, f"{path}, line {_line_of(raw, key)}")
-            if found:
-                yield found
+            yield from _chatgpt_message(message, session, conv, report, _At(path, raw, key))
 
 
-def _current_branch(mapping: dict[str, Any], leaf: Any, where: str) -> list[str]:
+def _current_branch(mapping: dict[str, Any], leaf: Any, where: Where) -> list[str]:
     if not isinstance(leaf, str) or leaf not in mapping:
         # No current_node: follow the last child from the root down.
         roots = [k for k, n in mapping.items() if isinstance(n, dict) and not n.get("parent")]
@@ -133,28 +166,28 @@ def _current_branch(mapping: dict[str, Any], leaf: Any, where: str) -> list[str]
 
 
 def _chatgpt_message(
-    message: dict[str, Any], session: str, conv: dict[str, Any], report: HistoryReport, where: str
-) -> HistoryMessage | None:
+    message: dict[str, Any], session: str, conv: dict[str, Any], report: HistoryReport, where: Where
+) -> list[HistoryMessage]:
     role = (message.get("author") or {}).get("role")
     if role not in ("user", "assistant"):
         if role not in ("system", "tool"):
             raise InvalidArgument(f"{where}: a message has no author role (user, assistant, system or tool)")
         report.skipped[f"{role} messages"] += 1
-        return None
+        return []
     content = message.get("content") or {}
     parts = content.get("parts") if isinstance(content, dict) else None
     if content.get("content_type") not in ("text", "multimodal_text") or not isinstance(parts, list):
         report.skipped[f"{content.get('content_type', 'unknown')} content"] += 1
-        return None
+        return []
     attachments = [p for p in parts if not isinstance(p, str)]
     report.skipped["attachments (images, files)"] += len(attachments)
     report.skipped["attachments (images, files)"] += len((message.get("metadata") or {}).get("attachments") or [])
     text = markers.strip("\n".join(p for p in parts if isinstance(p, str)))
     if not text:
         report.skipped["empty messages"] += 1
-        return None
+        return []
     when = _iso(message.get("create_time"), where) or _iso(conv.get("create_time"), where)
-    return HistoryMessage(f"chatgpt:{session}:{message.get('id')}", session, role, text, when, "chatgpt")
+    return as_stored("chatgpt", (session, str(message.get("id"))), role, text, when)
 
 
 # -- Claude.ai ----------------------------------------------------------------------------------------
@@ -166,13 +199,13 @@ def claude_ai(path: Path, report: HistoryReport) -> Iterator[HistoryMessage]:
         raise InvalidArgument(f"{path}, line 1: expected a list of conversations (Claude.ai's conversations.json)")
     for index, conv in enumerate(data):
         session = str(conv.get("uuid") or f"claude-ai-{index}") if isinstance(conv, dict) else ""
-        where = f"{path}, line {_line_of(raw, session)}"
+        where = _At(path, raw, session)
         if not isinstance(conv, dict) or not isinstance(conv.get("chat_messages"), list):
             raise InvalidArgument(f"{where}: conversation {index} has no `chat_messages`")
         report.conversations += 1
         for number, message in enumerate(conv["chat_messages"]):
             mid = str(message.get("uuid") or number) if isinstance(message, dict) else ""
-            here = f"{path}, line {_line_of(raw, mid)}"
+            here = _At(path, raw, mid)
             if not isinstance(message, dict) or message.get("sender") not in ("human", "assistant"):
                 raise InvalidArgument(f"{here}: a message's sender is not human or assistant")
             report.skipped["attachments (images, files)"] += len(message.get("attachments") or [])
@@ -184,7 +217,7 @@ def claude_ai(path: Path, report: HistoryReport) -> Iterator[HistoryMessage]:
                 continue
             role = "user" if message["sender"] == "human" else "assistant"
             when = _iso(message.get("created_at"), here) or _iso(conv.get("created_at"), here)
-            yield HistoryMessage(f"claude-ai:{session}:{mid}", session, role, text, when, "claude-ai")
+            yield from as_stored("claude-ai", (session, mid), role, text, when)
 
 
 # -- Claude Code ------------------------------------------------------------------------------------------
@@ -196,17 +229,16 @@ def claude_code(path: Path, report: HistoryReport) -> Iterator[HistoryMessage]:
         raise InvalidArgument(f"{path}: no Claude Code transcripts (*.jsonl) in this folder")
     for file in files:
         try:
-            with file.open(encoding="utf-8") as stream:
+            with file.open(encoding="utf-8", errors="replace") as stream:  # as the hooks read it (transcript.py)
                 lines = list(stream)
-        except (OSError, UnicodeDecodeError) as exc:
+        except OSError as exc:
             raise InvalidArgument(f"cannot read {file} ({exc}): check the file") from None
         project = _transcript_project(lines)
         report.conversations += 1
         for message in transcripts.parse_lines(lines, str(file), strict=True):
-            session = message.session_id or file.stem
             when = _iso(message.timestamp, f"{file}, line {message.line}")
-            eid = hook_event_id("claude-code", session, message.role, message.text)
-            yield HistoryMessage(eid, session, message.role, message.text, when, "claude-code", project)
+            session = (message.session_id or file.stem, None)
+            yield from as_stored("claude-code", session, message.role, message.text, when, project)
 
 
 def _transcript_project(lines: list[str]) -> str | None:

@@ -227,9 +227,10 @@ def _instructions(scope: Scope, host: str) -> str:
 
 
 def _checkpoint_text(state_dict: dict[str, Any], created_at: str) -> str:
-    return f"The conversation was compacted. Latest checkpoint of this session ({created_at}):\n" + json.dumps(
-        state_dict, ensure_ascii=False, indent=1
-    )
+    from ..shapes import visible  # as session_resume escapes stored text
+
+    state_json = visible(json.dumps(state_dict, ensure_ascii=False, indent=1))
+    return f"The conversation was compacted. Latest checkpoint of this session ({created_at}):\n{state_json}"
 
 
 def _prompt(engine: Engine, scope: Scope, hook: adapters.HookInput) -> str | None:

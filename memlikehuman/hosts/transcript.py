@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -22,7 +23,12 @@ from typing import Any
 from ..errors import InvalidArgument
 from . import markers
 
-LIMIT_BYTES = 20_000_000  # the tail of a transcript a hook reads: far more than one turn, never a whole disk
+# A hook reads a transcript backwards from its end to the last prompt, and no further than these: far
+# more than one turn, never a whole disk, and never millions of lines to parse within the host's 10 s.
+LIMIT_BYTES = 20_000_000
+MAX_LINES = 10_000
+CHUNK_BYTES = 1 << 16  # what one read takes, going backwards
+_USER = re.compile(rb'"(?:type|role)"\s*:\s*"user"')  # a line that may be a prompt: parsed to tell
 
 
 @dataclass(frozen=True)
@@ -124,9 +130,12 @@ def _keep(message: Message) -> tuple[str | None, str | None, str | None, int]:
     return message.uuid, message.timestamp, message.session_id, message.line
 
 
-def lines(path: str | Path | None, *, limit_bytes: int = LIMIT_BYTES) -> list[str]:
-    """The lines of a transcript file (its last `limit_bytes`); [] when it is missing, unreadable or not a
-    regular file.
+def lines(
+    path: str | Path | None, *, limit_bytes: int = LIMIT_BYTES, max_lines: int = MAX_LINES, sidechain: bool = False
+) -> list[str]:
+    """The lines of a transcript's last turn: from its last user prompt to its end, read backwards from
+    the end, at most `max_lines` lines and `limit_bytes` bytes (of a longer turn, its end); [] when the
+    file is missing, unreadable or not a regular file. `sidechain`: a subagent's prompts count too.
 
     A host names the path; whatever it names must not hold the hook: the file is opened without
     blocking (a FIFO would wait for a writer), and anything but a regular file (a FIFO, /dev/zero,
@@ -142,30 +151,57 @@ def lines(path: str | Path | None, *, limit_bytes: int = LIMIT_BYTES) -> list[st
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             return []
-        start = max(0, info.st_size - limit_bytes)
-        os.lseek(fd, start, os.SEEK_SET)
-        data = _read_at_most(fd, limit_bytes)
+        found = _last_turn(fd, info.st_size, limit_bytes, max_lines, sidechain)
     except OSError:
         return []
     finally:
         os.close(fd)
     # As a text file reads (universal newlines): not str.splitlines, which also splits at U+2028 inside JSON.
-    found = io.StringIO(data.decode("utf-8", errors="replace"), newline=None).readlines()
-    return found[1:] if start and found else found  # a partial first line after seeking
+    return io.StringIO(b"\n".join(reversed(found)).decode("utf-8", errors="replace"), newline=None).readlines()
 
 
-def _read_at_most(fd: int, limit: int) -> bytes:
-    """What the file holds from here, at most `limit` bytes (a file that grows meanwhile is cut there)."""
-    chunks, left = [], limit
-    while left > 0 and (chunk := os.read(fd, min(left, 1 << 20))):
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
+def _last_turn(fd: int, size: int, limit_bytes: int, max_lines: int, sidechain: bool) -> list[bytes]:
+    """The lines (without their "\\n") of the file's first `size` bytes from the last prompt on, last first;
+    read backwards a chunk at a time, so a huge transcript costs what its last turn costs."""
+    floor, at = max(0, size - limit_bytes), size
+    found: list[bytes] = []
+    partial: list[bytes] = []  # the pieces of the line whose start is not read yet, last piece first
+    while at > floor:
+        step = min(CHUNK_BYTES, at - floor)
+        at -= step
+        pieces = os.pread(fd, step, at).split(b"\n")
+        partial.append(pieces.pop())
+        if not pieces:
+            continue
+        pieces.append(b"".join(reversed(partial)))
+        partial = [pieces.pop(0)]
+        for line in reversed(pieces):
+            found.append(line)
+            if len(found) >= max_lines or _opens_turn(line, sidechain):
+                return found
+    if at == 0:  # the first line of the file is whole; after a cut at `limit_bytes` it is not
+        found.append(b"".join(reversed(partial)))
+    return found[:max_lines]
+
+
+def _opens_turn(line: bytes, sidechain: bool) -> bool:
+    """Whether a transcript line is a user prompt (a message of the conversation, not a tool result)."""
+    if not _USER.search(line):
+        return False
+    try:
+        entry = json.loads(line.decode("utf-8", errors="replace"))
+    except (ValueError, RecursionError):  # a line being written, or nested past the parser's depth
+        return False
+    if not isinstance(entry, dict):
+        return False
+    found = _claude(entry, 0, sidechain)
+    message = found[0] if found else _codex(entry, 0)
+    return message is not None and message.role == "user"
 
 
 def read(path: str | Path | None, *, sidechain: bool = False) -> list[Message]:
-    """The messages of a transcript file, leniently; [] when it is missing or unreadable."""
-    return list(parse_lines(lines(path), str(path), strict=False, sidechain=sidechain))
+    """The messages of a transcript's last turn (`lines`), leniently; [] when it is missing or unreadable."""
+    return list(parse_lines(lines(path, sidechain=sidechain), str(path), strict=False, sidechain=sidechain))
 
 
 def last_assistant(messages: list[Message]) -> Message | None:

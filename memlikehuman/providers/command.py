@@ -129,8 +129,13 @@ PRESETS: dict[str, Preset] = {
 EXTRACTING = "MEMLIKEHUMAN_EXTRACTING"
 # What every run gets (a name ending in "_" is a prefix): where programs and home are, the locale, the
 # terminal, the user's directories, proxies and certificates; no key, token or URL with a password.
+# The locale variables by exact name: any other LC_ name could carry anything into the CLI.
+LOCALE = (
+    "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "LC_COLLATE", "LC_NUMERIC", "LC_TIME", "LC_MONETARY",
+    "LC_PAPER", "LC_NAME", "LC_ADDRESS", "LC_TELEPHONE", "LC_MEASUREMENT", "LC_IDENTIFICATION",
+)  # fmt: skip
 PASSED = (
-    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "LC_", "TZ", "TMPDIR", "TERM",
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", *LOCALE, "TZ", "TMPDIR", "TERM",
     "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR",
     "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "no_proxy", "all_proxy",
     "SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_EXTRA_CA_CERTS",

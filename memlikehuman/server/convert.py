@@ -9,12 +9,8 @@ from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel
 
 from ..records import Event, Memory, Page, SpeakerAlias
-from ..shapes import memory_shape
+from ..shapes import memory_shape, visible
 from .models import AliasOut, CueOut, EventOut, MemoryOut, PageOut
-
-# json.dumps(ensure_ascii=False) leaves these raw, and hosts and models may break lines at them:
-# escaped, stored text cannot start a line of its own in the text block.
-_LINE_BREAKS = str.maketrans({"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"})
 
 
 def counted(number: int, noun: str, plural: str | None = None) -> str:
@@ -28,7 +24,8 @@ def tool_result(summary: str, model: BaseModel) -> CallToolResult:
     The JSON copy serves hosts that show only text content to the model.
     """
     data: dict[str, Any] = model.model_dump(mode="json")
-    text = (summary + "\n" + json.dumps(data, ensure_ascii=False)).translate(_LINE_BREAKS)
+    # Escaped (shapes.visible): stored text cannot start a line of its own or hide in the text block.
+    text = visible(summary + "\n" + json.dumps(data, ensure_ascii=False))
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
 
 

@@ -9,8 +9,9 @@ even for tokenizers whose counts are not additive.
 
 Stored text cannot break out of its data block: a block opens and closes with a marker line that
 starts with "«" and carries a random value made for this call, every line inside is one JSON object,
-and JSON encoding here escapes "«", "»" and every line-breaking character, so no line inside a block
-can look like a marker, a new line or a "SYSTEM:" turn.
+and JSON encoding here escapes "«", "»", every line-breaking character, the bidirectional controls and
+the tag characters (shapes.data_line), so no line inside a block can look like a marker, a new line or
+a "SYSTEM:" turn, or hide words from the user that the model reads.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ from the hook payload's working directory (hooks) or the process's working direc
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -19,12 +20,25 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 def project_root(directory: Path) -> Path:
-    """The top folder of the git work tree holding `directory`, else `directory` itself."""
-    start = directory.expanduser().resolve()
+    """The top folder of the git work tree holding `directory`, else `directory` itself (made absolute).
+
+    Never raises for the path's form: a host may name a directory no file system can hold (a NUL, a
+    name over 255 bytes); it holds no work tree, and its name still names the project."""
+    try:
+        start = directory.expanduser().resolve()
+    except (OSError, ValueError, RuntimeError):  # RuntimeError: a symlink loop, or no home for "~"
+        start = Path(os.path.abspath(directory))
     for candidate in (start, *start.parents):
-        if (candidate / ".git").exists():
+        if _exists(candidate / ".git"):
             return candidate
     return start
+
+
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except (OSError, ValueError):
+        return False
 
 
 def project_name(directory: Path) -> str:

@@ -105,7 +105,7 @@ def test_a_listener_answers_a_bounded_number_of_connections_at_once(serve: Calla
             sock.close()
 
 
-def test_a_new_listener_removes_the_socket_files_of_servers_that_no_longer_run(
+def test_a_new_listener_removes_the_socket_files_and_rest_marks_of_servers_that_no_longer_run(
     dirs: Dirs, serve: Callable[..., Listener]
 ) -> None:
     directory = runtime_dir()
@@ -114,9 +114,28 @@ def test_a_new_listener_removes_the_socket_files_of_servers_that_no_longer_run(
     dead_mark = directory / f"{dead.name}.resting"
     dead_mark.write_text("")
     dead_mark.chmod(0o600)
+    orphan_mark = directory / f"{archive_key('x')}-1.sock.resting"  # of a live process, its socket gone
+    orphan_mark.write_text("")
+    orphan_mark.chmod(0o600)
     live = serve("a")
-    assert not dead.exists() and not dead_mark.exists()
+    assert not dead.exists() and not dead_mark.exists() and not orphan_mark.exists()
     assert path_of(live).exists()
+
+
+def test_hooks_reach_a_server_whose_socket_path_is_longer_than_a_unix_socket_address_holds(
+    dirs: Dirs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    deep = dirs.xdg / ("a-long-home-directory-name-" * 4)
+    deep.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(deep))
+    listener = Listener("a", lambda request: {"ok": True})
+    try:
+        path = path_of_started(listener)
+        assert len(os.fsencode(path)) > 108 and stat.S_ISSOCK(path.lstat().st_mode)
+        assert ask("a", {}, timeout=2) == {"ok": True}
+    finally:
+        listener.close()
+    assert os.listdir(deep / "memlikehuman") == []
 
 
 @as_root
@@ -134,8 +153,10 @@ def test_a_directory_another_user_made_in_tmp_first_does_not_turn_the_channel_of
         listener.close()
 
 
-@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-def test_serve_stops_on_the_hosts_signal_and_removes_its_socket(dirs: Dirs, tmp_path: Path, stop: int) -> None:
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM, None], ids=["SIGINT", "SIGTERM", "end-of-stdin"])
+def test_serve_stops_on_the_hosts_signal_and_removes_its_socket_and_rest_mark(
+    dirs: Dirs, tmp_path: Path, stop: int | None
+) -> None:
     # Claude Code ends its MCP servers with SIGINT, then SIGTERM 100 ms later, with stdin still open.
     env = {**os.environ, **BASE_ENV, "MEMLIKEHUMAN_EMBEDDER": "local", "XDG_RUNTIME_DIR": str(dirs.xdg)}
     command = [sys.executable, "-m", "memlikehuman", "serve", "--db", str(tmp_path / "m.sqlite3")]
@@ -144,10 +165,16 @@ def test_serve_stops_on_the_hosts_signal_and_removes_its_socket(dirs: Dirs, tmp_
     ) as served:
         try:
             deadline = time.monotonic() + 60
-            while not list((dirs.xdg / "memlikehuman").glob("*.sock")):  # listening once warm
+            while not (found := list((dirs.xdg / "memlikehuman").glob("*.sock"))):  # listening once warm
                 assert served.poll() is None and time.monotonic() < deadline, "no socket appeared"
                 time.sleep(0.05)
-            served.send_signal(stop)
+            mark = found[0].with_name(found[0].name + ".resting")  # as a hook marks a server that was slow
+            mark.touch(mode=0o600)
+            if stop is None:
+                assert served.stdin is not None
+                served.stdin.close()
+            else:
+                served.send_signal(stop)
             assert served.wait(timeout=10) == 0
         finally:
             served.kill()

@@ -56,13 +56,23 @@ def test_the_cli_sees_no_secret_of_the_servers_environment_only_what_it_needs_an
         out = client.ok("memory_record", event_id="c-1", text=TEXT, role="user", source="user")
     assert out["extraction_state"] == "complete", out
     (run,) = runs(tmp_path / "bin")
-    seen = {k: v for k, v in run["env"].items() if v is not None}
+    seen = {k: v for k, v in run["env"].items() if v is not None and not k.startswith("LC_")}  # locale: below
     assert seen == {
         "MEMLIKEHUMAN_EXTRACTING": "1",
         "ANTHROPIC_API_KEY": "sk-ant-its-own",  # the preset's CLI reads its own key
         "AWS_REGION": "eu-west-1",  # named by the user
         "KEPT_VARIABLE": "kept",
     }
+
+
+def test_only_the_standard_locale_variables_reach_the_cli_not_any_name_that_starts_with_lc(tmp_path):
+    install(tmp_path / "bin", "claude", ENVELOPES["claude"], sys.executable)
+    env = {"LC_ALL": "C.UTF-8", "LC_TIME": "C", "LC_SECRET_TOKEN": "stolen", "MEMLIKEHUMAN_EXTRACTION_WAIT": "20"}
+    with connected(_params(tmp_path, **env)) as client:
+        out = client.ok("memory_record", event_id="c-1", text=TEXT, role="user", source="user")
+    assert out["extraction_state"] == "complete", out
+    (run,) = runs(tmp_path / "bin")
+    assert (run["env"]["LC_ALL"], run["env"]["LC_TIME"], run["env"]["LC_SECRET_TOKEN"]) == ("C.UTF-8", "C", None)
 
 
 @pytest.mark.parametrize("flood", ["flood", "flood-stderr"])
