@@ -2,9 +2,10 @@
 
 tests/test_sdk_pins.py pins the SDK behaviour each part works around: when an SDK release changes
 it, a pin fails, and the workaround can go (or must change). The parts:
-- `MemoryMCPServer.tool`: the agent reads the docstring dedented, every optional argument's schema
-  says null is accepted (`nullable_optionals`: hosts send null for "not given"), and each tool gets
-  its MCP annotations. Reads the SDK's private `_tool_manager`.
+- `MemoryMCPServer.tool`: the agent reads the docstring on one line, the input schema is the lean one
+  (`lean_schema`: a host sends it with every model request, and pydantic's titles, `$defs` and
+  `anyOf` with null only cost tokens), and each tool gets its MCP annotations. Reads the SDK's
+  private `_tool_manager`.
 - `MemoryMCPServer.call_tool`: an unknown tool or argument, and arguments that fail validation, get a
   tools.md code (the SDK's own messages have none); nulls mean "the default" (`without_nulls`); a
   tool that crashes is `internal`, never a traceback. Reads `_tool_manager`.
@@ -21,7 +22,6 @@ it, a pin fails, and the workaround can go (or must change). The parts:
 
 from __future__ import annotations
 
-import inspect
 import json
 import logging
 from collections.abc import Callable
@@ -185,16 +185,49 @@ def without_nulls(arguments: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def nullable_optionals(schema: dict[str, Any]) -> None:
-    """Let the input schema say that null is accepted for every optional argument (it means the default)."""
-    for part in [schema, *schema.get("$defs", {}).values()]:
-        required = set(part.get("required", ()))
-        for key, prop in part.get("properties", {}).items():
-            if key in required or "anyOf" in prop and {"type": "null"} in prop["anyOf"]:
-                continue
-            inner = {k: prop.pop(k) for k in list(prop) if k not in ("default", "description", "title")}
-            prop["anyOf"] = [inner, {"type": "null"}]
-            prop["description"] = prop.get("description", key.replace("_", " ")) + " (null: the default)"
+def lean_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """The input schema as the agent reads it: `$defs` inlined, no titles, each optional argument as its type.
+
+    Null stays accepted for every optional argument (`without_nulls`); the schema just does not spell
+    it out, nor the null default of an argument whose default is "not given". Unknown fields stay
+    refused, inside objects too, without `additionalProperties: false` saying so. Validation is the
+    tool function's own (pydantic), whatever the schema says.
+    """
+    defs = schema.get("$defs", {})
+    return {
+        key: _lean(value, defs) if key == "properties" else value
+        for key, value in schema.items()
+        if key not in ("$defs", "title")
+    }
+
+
+def _lean(properties: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    return {name: _lean_property(prop, defs) for name, prop in properties.items()}
+
+
+def _lean_property(prop: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    prop = _inlined(prop, defs)
+    options = [option for option in prop.pop("anyOf", []) if option != {"type": "null"}]
+    if len(options) == 1:
+        prop = {**_inlined(options[0], defs), **prop}
+    elif options:
+        prop["anyOf"] = options
+    if "default" in prop and prop["default"] is None:
+        del prop["default"]
+    if "items" in prop:
+        prop["items"] = _lean_property(prop["items"], defs)
+    if "properties" in prop:
+        prop["properties"] = _lean(prop["properties"], defs)
+    return {key: value for key, value in prop.items() if key not in ("title", "additionalProperties")}
+
+
+def _inlined(prop: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    """The property with a `$ref` to `$defs` replaced by what it names (our models hold no cycles)."""
+    ref = prop.get("$ref", "")
+    if not ref.startswith("#/$defs/"):
+        return dict(prop)
+    rest = {key: value for key, value in prop.items() if key != "$ref"}
+    return {**defs[ref.removeprefix("#/$defs/")], **rest}
 
 
 class MemoryMCPServer(MCPServer[Any]):
@@ -210,15 +243,15 @@ class MemoryMCPServer(MCPServer[Any]):
     def tool(  # type: ignore[override]
         self, name: str | None = None, title: str | None = None, description: str | None = None, **kwargs: Any
     ) -> Any:
-        """Like MCPServer.tool, with the docstring dedented into the description the agent reads."""
+        """Like MCPServer.tool, with the docstring on one line as the description the agent reads."""
 
         def decorate(fn: Callable[..., Any]) -> Any:
-            text = description or inspect.cleandoc(fn.__doc__ or "")
+            text = description or " ".join((fn.__doc__ or "").split())
             kwargs.setdefault("annotations", self.annotations.get(name or fn.__name__))
             registered = MCPServer.tool(self, name=name, title=title, description=text, **kwargs)(fn)
             tool = self._tool_manager.get_tool(name or fn.__name__)
             if tool is not None:
-                nullable_optionals(tool.parameters)
+                tool.parameters = lean_schema(tool.parameters)
             return registered
 
         return decorate
