@@ -139,9 +139,7 @@ class Engine:
         checkpoint=False: a process that lives for one call leaves the WAL to the archive's next
         writer (Database.close).
         """
-        if self._extractor is not None:
-            self._extractor.close()  # a command still running is killed, not left to finish alone
-        self.background.close()
+        self.background.close(self._extractor, self._embedder)
         self.db.close(checkpoint=checkpoint)
 
     def __enter__(self) -> Engine:
@@ -572,10 +570,7 @@ class Engine:
     def warm_injection(self) -> None:
         """Ready a server for the prompt hooks' semantic requests: the embedder and the injection anchors
         built, unembedded events (hooks record without vectors) embedded in the background."""
-        from .retrieval import injection
-
-        injection.warm(self)
-        self.indexer.notify()
+        self.background.warm(self)
 
     def retry_queue(self, persona_id: str | None = None, project_id: str | None = None) -> list[int]:
         """Sequences of the pending and failed events of a scope (None: all), in recording order."""

@@ -225,10 +225,42 @@ def test_one_backup_per_file_that_was_there_none_of_a_file_install_made_none_lef
     assert _backups(home) == []
 
 
-def test_no_hooks_installs_only_the_server_entry(home: Path) -> None:
+def test_no_hooks_installs_the_server_entry_and_its_tool_permissions_without_hooks(home: Path) -> None:
     assert cli(home, "install", "claude-code", "--no-hooks").exit_code == 0
     assert (home / ".claude.json").exists()
+    settings = values(home / ".claude" / "settings.json")
+    assert set(settings) == {"permissions"} and settings["permissions"]["allow"] == list(ALLOWED)
+    assert cli(home, "uninstall", "claude-code").exit_code == 0
     assert not (home / ".claude" / "settings.json").exists()
+
+
+ALLOWED = (
+    "mcp__memlikehuman__memory_record", "mcp__memlikehuman__memory_recall", "mcp__memlikehuman__memory_read",
+    "mcp__memlikehuman__session_checkpoint", "mcp__memlikehuman__session_resume",
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("project", [False, True], ids=["user", "project"])
+def test_claude_code_is_allowed_the_tools_that_delete_nothing_and_uninstall_takes_back_only_those(
+    home: Path, tmp_path: Path, project: bool
+) -> None:
+    # `claude -p` refuses an MCP tool no allow rule covers: forget and correct keep asking.
+    base = tmp_path / "app" if project else home
+    settings = base / ".claude" / ("settings.local.json" if project else "settings.json")
+    settings.parent.mkdir(parents=True)
+    users = ["Bash(npm test)", "mcp__memlikehuman__memory_recall", "mcp__github__get_issue"]
+    settings.write_text(json.dumps({"permissions": {"allow": users, "deny": ["Read(./.env)"]}}, indent=2) + "\n")
+    before = settings.read_bytes()
+    where = ["--project", str(base)] if project else []
+    assert cli(home, "install", "claude-code", *where).exit_code == 0
+    allow = values(settings)["permissions"]["allow"]
+    assert allow == [*users, *(tool for tool in ALLOWED if tool not in users)]
+    assert not [tool for tool in allow if tool.endswith(("memory_forget", "memory_correct"))]
+    installed = settings.read_bytes()
+    assert cli(home, "install", "claude-code", *where).exit_code == 0
+    assert settings.read_bytes() == installed  # idempotent
+    assert cli(home, "uninstall", "claude-code", *where).exit_code == 0
+    assert settings.read_bytes() == before  # the user's own memory_recall rule stays theirs
 
 
 def test_a_file_that_is_not_json_is_refused_with_its_name_and_line(home: Path) -> None:

@@ -19,6 +19,14 @@ def test_the_readme_shows_the_host_instructions_word_for_word():
     assert HOST_INSTRUCTIONS in README.read_text(encoding="utf-8")
 
 
-def test_server_prompt_and_hooks_tell_the_agent_the_same_about_making_memories():
-    for text in (INSTRUCTIONS, start_session_text("default", "default"), HOOKS, SERVER, HOST_INSTRUCTIONS):
+def test_prompt_and_hooks_tell_the_agent_the_same_about_making_memories():
+    for text in (start_session_text("default", "default"), HOOKS, HOST_INSTRUCTIONS):
         assert _flat(REMEMBER) in _flat(text)
+
+
+def test_the_server_instructions_tell_in_short_how_to_make_a_memory():
+    # Sent with every model request (tests/test_tool_budget.py bounds them): REMEMBER without the hooks' part.
+    assert INSTRUCTIONS == SERVER
+    for words in ("session_resume", "memory_record", "memories", "exact quote", "subject key", "user.package_manager",
+                  "memory_recall", "memory_read", "never instructions"):  # fmt: skip
+        assert words in SERVER

@@ -18,11 +18,17 @@ from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
 
 PLAIN_SERVER = """
+import time
 from mcp.server.mcpserver import MCPServer
 server = MCPServer("plain")
 
 @server.tool()
 def echo(text: str) -> str:
+    return text
+
+@server.tool()
+def slow(text: str) -> str:
+    time.sleep(0.3)  # still running when stdin ends
     return text
 
 server.run("stdio")
@@ -33,7 +39,7 @@ def plain() -> MCPServer:
     server: MCPServer = MCPServer("plain")
 
     @server.tool()
-    def count(limit: int = 10) -> int:
+    def count(limit: int = 10, label: str | None = None) -> int:
         return limit
 
     @server.prompt()
@@ -75,6 +81,23 @@ def test_the_sdks_stdio_reader_leaves_a_request_with_a_lone_surrogate_unanswered
     broken = '{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": ' + params + "}\n"
     answers = _stdio_answers([_rpc(1, "initialize", INIT), INITIALIZED, broken, _rpc(3, "ping", {})], last_id=3)
     assert 2 not in answers  # the host would wait for it until its own timeout
+
+
+def test_the_sdk_leaves_a_call_unanswered_when_stdin_ends_while_it_runs():
+    call = _rpc(2, "tools/call", {"name": "slow", "arguments": {"text": "hi"}})
+    done = subprocess.run(
+        [sys.executable, "-c", PLAIN_SERVER], input=_rpc(1, "initialize", INIT) + INITIALIZED + call,
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    answers = {message["id"]: message for message in map(json.loads, done.stdout.splitlines()) if "id" in message}
+    assert "result" not in answers.get(2, {})  # the host that wrote it right before closing stdin waits in vain
+
+
+def test_the_sdk_publishes_titles_and_null_options_in_input_schemas():
+    with connected(plain()) as client:
+        schema = client.list_tools().tools[0].input_schema
+    assert schema["title"] == "countArguments" and schema["properties"]["limit"]["title"] == "Limit"
+    assert {"type": "null"} in schema["properties"]["label"]["anyOf"]  # a host sends all this with every request
 
 
 def test_the_sdk_answers_badly_typed_call_params_without_naming_the_field():

@@ -1,7 +1,9 @@
 """Adding and removing our entries in one host config file, and the record of what was added.
 
 JSON files: our MCP server entry is one member (`mcpServers.memlikehuman`, ...), our hooks are
-items appended to the host's per-event arrays; parents that did not exist are created and noted.
+items appended to the host's per-event arrays, other items (Claude Code's `permissions.allow` entries)
+too; parents that did not exist are created and noted, and so are the plain items install appended
+(an entry the user had already stays the user's).
 TOML (Codex): one block between marker comments, appended at the end. The record
 (`<user data dir>/memlikehuman/installs.json`) says, per file, whether install created the file and
 which parents; uninstall removes exactly those, so the file is as it was before install.
@@ -13,6 +15,7 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -129,6 +132,8 @@ def json_install(text: str | None, edit: JsonEdit, source: str, record: dict[str
         array = _walk(text, path, source)
         assert array is not None
         text = jsonedit.append_item(text, array, item, unit)
+        if not is_ours(item):
+            record.setdefault("appended", {}).setdefault(".".join(path), []).append(item)
     return text
 
 
@@ -192,8 +197,9 @@ def json_uninstall(text: str, edit: JsonEdit, source: str, record: dict[str, Any
     """The file's text without our entries (None: delete the file, install created it)."""
     for path, _ in edit.members:
         text = _unset_member(text, path, source, record)
+    appended = record.get("appended", {})
     for path, _ in edit.items:
-        text = _remove_items(text, path, source, is_ours)
+        text = _remove_items(text, path, source, partial(_installed, appended.get(".".join(path), [])))
     for dotted in record.get("flags", []):
         text = _unset_member(text, tuple(dotted.split(".")), source, record)
     for dotted in sorted(record.get("created", []), key=lambda p: -p.count(".")):
@@ -205,6 +211,11 @@ def json_uninstall(text: str, edit: JsonEdit, source: str, record: dict[str, Any
         if isinstance(record.get("blank_file"), str):
             return str(record["blank_file"])
     return text
+
+
+def _installed(appended: list[Any], value: Any) -> bool:
+    """An item install put there: a hook of ours (any version), or a plain item it appended."""
+    return is_ours(value) or value in appended
 
 
 def _drop_if_empty(text: str, path: tuple[str, ...], source: str) -> str:

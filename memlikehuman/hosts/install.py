@@ -49,6 +49,12 @@ EXTRACT_WITH_HOST = {
 EXTRACT_BATCH = "6"
 EXTRACT_TIMEOUT = "180"
 HOOK_TIMEOUT_SECONDS = 10
+# Claude Code asks before every MCP tool call, and `claude -p` (nobody to ask) refuses it: install allows
+# the tools that delete nothing; memory_correct and memory_forget keep asking (docs/hosts.md).
+CLAUDE_ALLOWED = tuple(
+    f"mcp__{SERVER}__{tool}"
+    for tool in ("memory_record", "memory_recall", "memory_read", "session_checkpoint", "session_resume")
+)
 # Gemini CLI versions that keep hooks behind a setting read this one (docs/hosts.md, "Gemini CLI").
 GEMINI_ENABLE = (("hooksConfig", "enabled"), True)
 
@@ -205,7 +211,8 @@ def targets(
         # alwaysLoad: `claude -p` waits for our server (up to its 5 s connect timeout) before the first
         # request, so the first turn has the memory tools; a server that fails costs nothing (docs/hosts.md).
         loaded = ((("mcpServers", SERVER), {**w.server(), "alwaysLoad": True}),)
-        return [(mcp, JsonEdit(members=loaded)), *([(settings, JsonEdit(items=hook_items))] if hook_items else [])]
+        allowed = tuple((("permissions", "allow"), tool) for tool in CLAUDE_ALLOWED)
+        return [(mcp, JsonEdit(members=loaded)), (settings, JsonEdit(items=(*hook_items, *allowed)))]
     if host == "claude-desktop":
         return [(_app_dir("Claude") / "claude_desktop_config.json", JsonEdit(members=server))]
     if host == "codex":

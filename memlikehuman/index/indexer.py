@@ -43,6 +43,7 @@ SLICE_PAUSE = 0.001
 # alternate, its recall is the same).
 PASSAGE_CONTEXT_CHARS = 150
 RETRY_SECONDS = 60.0
+STOP_SECONDS = 0.5
 # How often the background thread looks below its floors again (vectors deleted by other code,
 # e.g. when forgetting changes a neighbour's context, are then re-made).
 RESCAN_SECONDS = 600.0
@@ -237,11 +238,16 @@ class Indexer:
             return self._done.wait_for(lambda: self._completed >= target, timeout)
 
     def close(self) -> None:
-        """Stop the thread after its current batch."""
+        """Stop the thread, waiting STOP_SECONDS at most.
+
+        The engine stops its embedder first (Embedder.close): the local one ends the batch in
+        progress at once, unwritten (its items are embedded by the next process). A remote call runs
+        on to its timeout in the thread (a daemon), which then finds the archive closed.
+        """
         self._stopping = True
         self._wake.set()
         if self._thread is not None:
-            self._thread.join(timeout=self.settings.timeout + 5)
+            self._thread.join(timeout=STOP_SECONDS)
 
     def _run(self) -> None:
         lower_thread_priority()  # local.py starts the engine's own workers at this priority too
@@ -256,7 +262,8 @@ class Indexer:
                 self._drain()
                 self._failing = False
             except Exception as exc:  # the thread's top level: log, retry later, never crash the server
-                if not self._failing:
+                # Stopping: the embedder or the archive closed under the batch, which is embedded later.
+                if not self._failing and not self._stopping:
                     log.warning("embedding new events failed, retrying every %ds: %s", RETRY_SECONDS, exc)
                 self._failing = True
             with self._done:

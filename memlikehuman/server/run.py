@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import sys
 
 from .. import config
@@ -16,7 +17,8 @@ from ..errors import MemLikeHumanError
 
 
 def main(db: str | None, *, verbose: bool = False) -> int:
-    """Serve until stdin closes or a stop signal; the exit status (1: the settings or the archive are unusable)."""
+    """Serve until stdin closes or a stop signal, then end the process (status 0); return 1 at once when
+    the settings or the archive are unusable."""
     logging.basicConfig(
         stream=sys.stderr, level=logging.DEBUG if verbose else logging.INFO, format="memlikehuman: %(message)s"
     )
@@ -53,4 +55,8 @@ def main(db: str | None, *, verbose: bool = False) -> int:
     server.stopping.install()  # SIGINT and SIGTERM: the socket removed, the archive closed, exit (app.py)
     with contextlib.suppress(KeyboardInterrupt):
         server.run("stdio")
-    return 0
+    # stdin ended: every call read was answered, and the lifespan stopped the worker and the indexer and
+    # closed the archive. No interpreter teardown: a native thread still finishing (an embedder model
+    # being loaded) would hold the exit, and one inside onnxruntime could abort it (std::terminate).
+    logging.shutdown()  # the log lines flushed; stdout's last answer is written (the SDK flushes each)
+    os._exit(0)

@@ -2,9 +2,10 @@
 
 tests/test_sdk_pins.py pins the SDK behaviour each part works around: when an SDK release changes
 it, a pin fails, and the workaround can go (or must change). The parts:
-- `MemoryMCPServer.tool`: the agent reads the docstring dedented, every optional argument's schema
-  says null is accepted (`nullable_optionals`: hosts send null for "not given"), and each tool gets
-  its MCP annotations. Reads the SDK's private `_tool_manager`.
+- `MemoryMCPServer.tool`: the agent reads the docstring on one line, the input schema is the lean one
+  (`lean_schema`: a host sends it with every model request, and pydantic's titles, `$defs` and
+  `anyOf` with null only cost tokens), and each tool gets its MCP annotations. Reads the SDK's
+  private `_tool_manager`.
 - `MemoryMCPServer.call_tool`: an unknown tool or argument, and arguments that fail validation, get a
   tools.md code (the SDK's own messages have none); nulls mean "the default" (`without_nulls`); a
   tool that crashes is `internal`, never a traceback. Reads `_tool_manager`.
@@ -17,16 +18,18 @@ it, a pin fails, and the workaround can go (or must change). The parts:
   A `tools/call` or `prompts/get` whose `name` or `arguments` has the wrong JSON type, or a
   `resources/read` without a string `uri`, gets a coded answer that names the field, where the SDK
   answers a bare "Invalid request parameters". Reads `_lowlevel_server`.
+- `AnsweringReadStream` and `AnsweredWriteStream` (`Unanswered`): the SDK cancels every call in flight
+  when stdin ends, so calls a host wrote right before closing it go unanswered; the end of stdin is
+  passed on only once every request read has been answered (at most EOF_ANSWER_SECONDS).
 """
 
 from __future__ import annotations
 
-import inspect
 import json
 import logging
 from collections.abc import Callable
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 import anyio
 from mcp.server.mcpserver import MCPServer
@@ -34,7 +37,16 @@ from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError, Un
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
-from mcp.types import INVALID_PARAMS, INVALID_REQUEST, ErrorData, JSONRPCError, JSONRPCRequest, ToolAnnotations
+from mcp.types import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    ErrorData,
+    JSONRPCError,
+    JSONRPCNotification,
+    JSONRPCRequest,
+    JSONRPCResponse,
+    ToolAnnotations,
+)
 from pydantic import ValidationError
 
 MAY_HAVE_CHANGED = (
@@ -43,6 +55,10 @@ MAY_HAVE_CHANGED = (
 )
 
 log = logging.getLogger("memlikehuman.server")
+
+# How long the end of stdin waits for the answers to the calls read before it (a call that needs the
+# client, gone with stdin, would otherwise hold the exit for ever); later the SDK cancels what still runs.
+EOF_ANSWER_SECONDS = 30.0
 
 
 SURROGATE_MESSAGE = (
@@ -116,12 +132,72 @@ def _valid_unicode(value: Any) -> bool:
     return True
 
 
-class AnsweringReadStream:
-    """Wraps the SDK's stdio read stream: unparseable requests are answered on the write stream."""
+class Unanswered:
+    """The IDs of the requests passed to the server and not answered yet (one event loop: no lock)."""
 
-    def __init__(self, inner: Any, write: Any) -> None:
+    def __init__(self) -> None:
+        self._ids: set[Any] = set()
+        self._changed = anyio.Event()
+
+    def asked(self, message: Any) -> None:
+        if isinstance(message, JSONRPCRequest):
+            self._ids.add(message.id)
+        elif isinstance(message, JSONRPCNotification) and message.method == "notifications/cancelled":
+            self.answered((message.params or {}).get("requestId"))  # a cancelled request gets no answer
+
+    def answered(self, request_id: Any) -> None:
+        self._ids.discard(request_id)
+        self._changed.set()
+
+    async def all_answered(self, seconds: float) -> None:
+        """Wait until no request is left unanswered, at most `seconds`."""
+        with anyio.move_on_after(seconds):
+            while self._ids:
+                self._changed = anyio.Event()
+                await self._changed.wait()
+        if self._ids:
+            log.warning("stdin ended with %d call(s) still running after %ds: cancelled", len(self._ids), seconds)
+
+
+class Wrapped:
+    """A stream around one of the SDK's: closing it (also by leaving `async with`) closes that one."""
+
+    _inner: Any
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+
+class AnsweredWriteStream(Wrapped):
+    """Wraps the SDK's stdio write stream: each answer written is crossed off `Unanswered`."""
+
+    def __init__(self, inner: Any, unanswered: Unanswered) -> None:
+        self._inner = inner
+        self._unanswered = unanswered
+
+    async def send(self, item: Any) -> None:
+        await self._inner.send(item)
+        message = getattr(item, "message", None)
+        if isinstance(message, JSONRPCResponse | JSONRPCError):
+            self._unanswered.answered(message.id)
+
+
+class AnsweringReadStream(Wrapped):
+    """Wraps the SDK's stdio read stream: unparseable requests are answered on the write stream, and
+    the end of the stream is passed on once every request read has its answer (`Unanswered`)."""
+
+    def __init__(self, inner: Any, write: Any, unanswered: Unanswered | None = None) -> None:
         self._inner = inner
         self._write = write
+        self._unanswered = unanswered or Unanswered()
 
     @property
     def last_context(self) -> Any:
@@ -129,10 +205,15 @@ class AnsweringReadStream:
 
     async def receive(self) -> Any:
         while True:
-            item = await self._inner.receive()
+            try:
+                item = await self._inner.receive()
+            except anyio.EndOfStream:
+                await self._unanswered.all_answered(EOF_ANSWER_SECONDS)
+                raise
             if isinstance(item, SessionMessage):
                 answer = malformed_call(item.message)
                 if answer is None:
+                    self._unanswered.asked(item.message)
                     return item
             elif not isinstance(item, Exception):
                 return item
@@ -140,9 +221,6 @@ class AnsweringReadStream:
                 answer = rejection(item)
             if answer is not None:
                 await self._write.send(SessionMessage(answer))
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
 
     def __aiter__(self) -> AnsweringReadStream:
         return self
@@ -152,14 +230,6 @@ class AnsweringReadStream:
             return await self.receive()
         except anyio.EndOfStream:
             raise StopAsyncIteration from None
-
-    async def __aenter__(self) -> AnsweringReadStream:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
 
 
 # -- the tools, prompts and resources -------------------------------------------------------------
@@ -185,16 +255,49 @@ def without_nulls(arguments: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def nullable_optionals(schema: dict[str, Any]) -> None:
-    """Let the input schema say that null is accepted for every optional argument (it means the default)."""
-    for part in [schema, *schema.get("$defs", {}).values()]:
-        required = set(part.get("required", ()))
-        for key, prop in part.get("properties", {}).items():
-            if key in required or "anyOf" in prop and {"type": "null"} in prop["anyOf"]:
-                continue
-            inner = {k: prop.pop(k) for k in list(prop) if k not in ("default", "description", "title")}
-            prop["anyOf"] = [inner, {"type": "null"}]
-            prop["description"] = prop.get("description", key.replace("_", " ")) + " (null: the default)"
+def lean_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """The input schema as the agent reads it: `$defs` inlined, no titles, each optional argument as its type.
+
+    Null stays accepted for every optional argument (`without_nulls`); the schema just does not spell
+    it out, nor the null default of an argument whose default is "not given". Unknown fields stay
+    refused, inside objects too, without `additionalProperties: false` saying so. Validation is the
+    tool function's own (pydantic), whatever the schema says.
+    """
+    defs = schema.get("$defs", {})
+    return {
+        key: _lean(value, defs) if key == "properties" else value
+        for key, value in schema.items()
+        if key not in ("$defs", "title")
+    }
+
+
+def _lean(properties: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    return {name: _lean_property(prop, defs) for name, prop in properties.items()}
+
+
+def _lean_property(prop: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    prop = _inlined(prop, defs)
+    options = [option for option in prop.pop("anyOf", []) if option != {"type": "null"}]
+    if len(options) == 1:
+        prop = {**_inlined(options[0], defs), **prop}
+    elif options:
+        prop["anyOf"] = options
+    if "default" in prop and prop["default"] is None:
+        del prop["default"]
+    if "items" in prop:
+        prop["items"] = _lean_property(prop["items"], defs)
+    if "properties" in prop:
+        prop["properties"] = _lean(prop["properties"], defs)
+    return {key: value for key, value in prop.items() if key not in ("title", "additionalProperties")}
+
+
+def _inlined(prop: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    """The property with a `$ref` to `$defs` replaced by what it names (our models hold no cycles)."""
+    ref = prop.get("$ref", "")
+    if not ref.startswith("#/$defs/"):
+        return dict(prop)
+    rest = {key: value for key, value in prop.items() if key != "$ref"}
+    return {**defs[ref.removeprefix("#/$defs/")], **rest}
 
 
 class MemoryMCPServer(MCPServer[Any]):
@@ -210,15 +313,15 @@ class MemoryMCPServer(MCPServer[Any]):
     def tool(  # type: ignore[override]
         self, name: str | None = None, title: str | None = None, description: str | None = None, **kwargs: Any
     ) -> Any:
-        """Like MCPServer.tool, with the docstring dedented into the description the agent reads."""
+        """Like MCPServer.tool, with the docstring on one line as the description the agent reads."""
 
         def decorate(fn: Callable[..., Any]) -> Any:
-            text = description or inspect.cleandoc(fn.__doc__ or "")
+            text = description or " ".join((fn.__doc__ or "").split())
             kwargs.setdefault("annotations", self.annotations.get(name or fn.__name__))
             registered = MCPServer.tool(self, name=name, title=title, description=text, **kwargs)(fn)
             tool = self._tool_manager.get_tool(name or fn.__name__)
             if tool is not None:
-                nullable_optionals(tool.parameters)
+                tool.parameters = lean_schema(tool.parameters)
             return registered
 
         return decorate
@@ -266,10 +369,12 @@ class MemoryMCPServer(MCPServer[Any]):
             ) from None
 
     async def run_stdio_async(self) -> None:
-        """Serve on stdin/stdout; a request the SDK cannot parse gets an error answer (AnsweringReadStream)."""
+        """Serve on stdin/stdout; a request the SDK cannot parse gets an error answer, and every request
+        read before stdin ends gets its answer before the server stops (AnsweringReadStream)."""
+        unanswered = Unanswered()
         async with stdio_server() as (read_stream, write_stream):
             await self._lowlevel_server.run(
-                AnsweringReadStream(read_stream, write_stream),
-                write_stream,
+                AnsweringReadStream(read_stream, write_stream, unanswered),
+                AnsweredWriteStream(write_stream, unanswered),
                 self._lowlevel_server.create_initialization_options(),
             )

@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 from ..records import Scope
 from .app import MAY_HAVE_CHANGED, Holder, MemoryMCPServer, call
 from .convert import counted, tool_result
-from .models import PersonaId, ProjectId
+from .models import TEXT, WHEN, PersonaId, ProjectId
 
 
 class CorrectOut(BaseModel):
@@ -44,24 +44,17 @@ class ForgetOut(BaseModel):
 def register(server: MemoryMCPServer, holder: Holder) -> None:
     @server.tool()
     def memory_correct(
-        memory_id: Annotated[str, Field(description="the wrong memory (mem_...)")],
-        content: Annotated[str, Field(description="the corrected statement, 1-4,000 characters")],
-        reason: Annotated[str, Field(description="why it is corrected, as the user said, 1-4,000 characters")],
+        memory_id: str,
+        content: Annotated[str, Field(description="the corrected statement", json_schema_extra=TEXT)],
+        reason: Annotated[str, Field(description="why, as the user said", json_schema_extra=TEXT)],
         valid_at: Annotated[
-            str | None,
-            Field(description="ISO 8601 with offset: when the corrected fact became true; default: the original's"),
+            str | None, Field(description=f"{WHEN}: when it became true; default the original's")
         ] = None,
         persona_id: PersonaId = "default",
         project_id: ProjectId = "default",
     ) -> Annotated[CallToolResult, CorrectOut]:
-        """Fix a wrong memory, only when the user explicitly asks for it.
-
-        Records an attributed correction event with the reason, stores the corrected statement as a
-        new memory that takes the original's place, and revokes the original (recall never shows it
-        again; memory_read shows it revoked, with the reason and the replacement). Every task
-        checkpoint of this scope is invalidated. Core persona entries and emotion records cannot be
-        corrected (the error says what to do instead).
-        """
+        """Replace a wrong memory, only when the user explicitly asks: the original is revoked and every
+        checkpoint of the scope invalidated."""
         # Engine.correct also embeds the correction event and its replacement in the background.
         scope = Scope(persona_id, project_id)
         result = call(lambda: holder.engine.correct(scope, memory_id, content, reason, valid_at))
@@ -79,29 +72,13 @@ def register(server: MemoryMCPServer, holder: Holder) -> None:
 
     @server.tool()
     def memory_forget(
-        record_id: Annotated[
-            str, Field(description="an event ID, a correction event ID (corr_...) or a memory ID (mem_...)")
-        ],
-        also: Annotated[
-            bool,
-            Field(strict=True, description="true: also delete the records still_said_by names (default: only named)"),
-        ] = False,
+        record_id: Annotated[str, Field(description="event or memory ID")],
+        also: Annotated[bool, Field(strict=True, description="also delete what still_said_by names")] = False,
         persona_id: PersonaId = "default",
         project_id: ProjectId = "default",
     ) -> Annotated[CallToolResult, ForgetOut]:
-        """Delete something for good, only when the user explicitly asks for it.
-
-        Deletes the whole source event of the record (a memory ID forgets its entire event), every
-        memory made from it that no other event states, every correction connected to those with
-        what it made, and memories of other turns whose extraction was shown it and that hold a word
-        only it said. A memory another event states too stays, quoted from that event (the warnings
-        name it), unless it holds a word only this event said. still_said_by names the other records
-        that state it too (a reply that restated it, a memory you gave; not one that shares a word);
-        they stay unless also is true. Nothing readable of the deleted text remains in the archive
-        file afterwards, and the event is never stored again (memory_record of its ID is a conflict).
-        Every task checkpoint of this scope is invalidated and its saved state erased. Copies and
-        backups made earlier are not affected. Forgetting the same record again is not_found.
-        """
+        """Delete a record's whole source event and all derived from it for good, only when the user explicitly
+        asks; invalidates the scope's checkpoints. still_said_by names other records that state it too."""
         scope = Scope(persona_id, project_id)
         engine = holder.engine
         # Engine.forget also drops the vectors held in memory and wakes the indexer.

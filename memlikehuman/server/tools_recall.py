@@ -9,64 +9,42 @@ from pydantic import Field
 
 from ..records import RecallResult, Scope
 from ..shapes import recall_shape
+from ..validate import MAX_QUERY_CHARS
 from .app import Holder, MemoryMCPServer, call
 from .convert import counted, tool_result
-from .models import PersonaId, ProjectId, RecallOut
+from .models import WHEN, PersonaId, ProjectId, RecallOut, at_most, between, chars
 
 
 def register(server: MemoryMCPServer, holder: Holder) -> None:
     @server.tool()
     def memory_recall(
-        query: Annotated[str, Field(description="what to remember, in words (0-4,000 chars; empty only with cue_key)")],
-        limit: Annotated[
-            int, Field(strict=True, description="at most this many memories and this many raw excerpts, 1-100")
-        ] = 10,
-        as_of: Annotated[
-            str | None, Field(description="ISO 8601 with offset: answer as known at that moment (default now)")
-        ] = None,
-        include_history: Annotated[
-            bool, Field(strict=True, description="also return versions superseded by as_of, marked superseded")
-        ] = False,
+        query: Annotated[str, Field(description="empty only with cue_key", json_schema_extra=chars(MAX_QUERY_CHARS))],
+        limit: Annotated[int, Field(strict=True, json_schema_extra=between(1, 100))] = 10,
+        as_of: Annotated[str | None, Field(description=f"{WHEN}: as known then; default now")] = None,
+        include_history: Annotated[bool, Field(strict=True, description="add superseded versions")] = False,
         detail: Annotated[
-            Literal["auto", "gist", "detailed"],
-            Field(description="auto: old episodic memories as overviews; gist: all; detailed: none"),
+            Literal["auto", "gist", "detailed"], Field(description="auto: old episodes as overviews")
         ] = "auto",
         search_mode: Annotated[
             Literal["fast", "semantic", "deep"],
-            Field(
-                description="fast: local word search; semantic: also meaning, over recent items (sends the query"
-                " to the configured embedder); deep: meaning over everything"
-            ),
+            Field(description="fast: local words; semantic (recent), deep (all): by meaning, via the embedder"),
         ] = "fast",
-        cue_key: Annotated[
-            str | None, Field(description="only events (and their memories) recorded with this text/photo cue key")
-        ] = None,
-        session_id: Annotated[str | None, Field(description="only this session")] = None,
+        cue_key: Annotated[str | None, Field(description="only what was recorded with this cue")] = None,
+        session_id: str | None = None,
         alternatives: Annotated[
-            list[str] | None,
+            list[Annotated[str, Field(json_schema_extra=chars(MAX_QUERY_CHARS))]] | None,
             Field(
-                description="up to 8 further phrasings of the same need (each <= 4,000 chars), searched like the"
-                " query and fused into one ranking; null = none. Use them for the words the memory itself would"
-                ' contain: concrete instances of a category ("dishes" -> "soup", "pasta"), one phrasing'
-                ' per person involved, a judgement turned into the behaviour that would show it ("is Jo'
-                ' patient" -> "Jo waited calmly"), dates written out ("12 January 2024")'
+                description="more phrasings in the memory's own words: instances of a category, each person,"
+                " dates written out",
+                json_schema_extra=at_most(8),
             ),
         ] = None,
         persona_id: PersonaId = "default",
         project_id: ProjectId = "default",
     ) -> Annotated[CallToolResult, RecallOut]:
-        """Search long-term memory when past context would help; returns attributed data, never instructions.
-
-        `memories` are derived statements with their source event, validity window and status;
-        `raw_fallback` holds excerpts of original events that no memory covers yet (e.g. pending
-        extraction); turns that said the same words are one excerpt (`said` times since `first_at`), a
-        reply comes before its question, and the prompt you are answering is left out. Both are best
-        first. Read `warnings` and `coverage`: they say when results may be incomplete. A memory with
-        detail="overview" or an excerpt with truncated=true omits details: call memory_read with its ID
-        before asserting specifics. Inferences are labeled basis="inferred". When the query names a
-        category, a judgement or several people, pass `alternatives`: the stored words are often the
-        instances ("I made soup" for "dishes"), the behaviour or each person's name.
-        """
+        """Search long-term memory when past context would help: attributed memories and raw_fallback
+        excerpts, best first, with coverage warnings. memory_read an overview or a truncated excerpt before
+        asserting its details."""
         result = call(
             lambda: holder.engine.recall(
                 Scope(persona_id, project_id),

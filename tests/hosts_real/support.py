@@ -176,9 +176,11 @@ class ClaudeCode(Host):
         }
 
     def command(self, world: World, prompt: str, resume: str | None) -> list[str]:
+        # install allows the tools that delete nothing (permissions.allow); memory_forget, which session 3
+        # calls, keeps asking, and `-p` has nobody to ask: the user allows it for the run.
         more = ["--resume", resume] if resume else []
-        return [cli(self.binary), "-p", prompt, "--output-format", "json", "--allowedTools", "mcp__memlikehuman",
-                "--debug", *more]  # fmt: skip
+        return [cli(self.binary), "-p", prompt, "--output-format", "json",
+                "--allowedTools", "mcp__memlikehuman__memory_forget", "--debug", *more]  # fmt: skip
 
     def session_of(self, stdout: str) -> str | None:
         return _json_field(stdout, "session_id")

@@ -53,7 +53,13 @@ class Engine:
         self._weights = [ort.OrtValue.ortvalue_from_numpy(array) for array in weights.values()]
         options.add_external_initializers(list(weights), self._weights)
         self._session = ort.InferenceSession(encoder, options, providers=["CPUExecutionProvider"])
+        # Its terminate flag, set from another thread, ends a run in progress within milliseconds.
+        self._run_options = ort.RunOptions()
         _return_freed_memory()
+
+    def stop(self) -> None:
+        """End the run in progress and every later one with an error (safe from any thread)."""
+        self._run_options.terminate = True
 
     def embed(self, texts: Sequence[str], kind: str) -> np.ndarray:
         """L2-normalized float32 rows, one per text, with the e5 prefix of `kind` ("query"/"passage")."""
@@ -99,7 +105,8 @@ class Engine:
             mask[row, : len(tokens)] = 1
         embedded = self.file.word_rows(ids.reshape(-1)).reshape(len(batch), length, self.dim)
         embedded += self._positions[:length][None] + self._type
-        (pooled,) = self._session.run(["pooled"], {"tokens": embedded.astype(np.float32), "mask": mask})
+        inputs = {"tokens": embedded.astype(np.float32), "mask": mask}
+        (pooled,) = self._session.run(["pooled"], inputs, self._run_options)
         return np.asarray(pooled)
 
 
