@@ -412,16 +412,9 @@ class Engine:
         from .sessions import tokens
         from .sessions.context import resume
 
-        return resume(
-            self,
-            scope,
-            query=query,
-            token_budget=token_budget,
-            target_model=target_model,
-            session_id=session_id,
-            upkeep=self._upkeep,
-            counter=tokens.BYTES if count_bytes else None,
-        )
+        counter = tokens.BYTES if count_bytes else None
+        return resume(self, scope, query=query, token_budget=token_budget, target_model=target_model,
+                      session_id=session_id, upkeep=self._upkeep, counter=counter)  # fmt: skip
 
     def forget_preview(self, scope: Scope, record_id: str, *, also: bool = False) -> Preview:
         """What forget would delete, without deleting anything (forget.preview)."""
@@ -477,6 +470,12 @@ class Engine:
 
         with self.db.read():
             return personas.current(self.db, persona_id), personas.persona_memories(self.db, persona_id)
+
+    def current_memories(self, scope: Scope) -> list[Memory]:
+        """Every current memory of the scope (neither revoked nor superseded), newest first."""
+        scope = Scope(*validate.scope(scope.persona_id, scope.project_id))
+        with self.db.read():  # a LIMIT that takes every row, on SQLite and PostgreSQL alike
+            return memories.current(self.db, scope, limit=2**31 - 1)
 
     # -- administration: stats, export/import, reindex, extraction ---------------------------------
 

@@ -95,6 +95,15 @@ def spawn_hook(
     return _ran(subprocess.run(**call, capture_output=True, timeout=timeout, check=False))
 
 
+def run_command(command: str, payload: dict[str, Any], cwd: Path, home: Path) -> subprocess.CompletedProcess[str]:
+    """Run a hook command as written in a host's config, through a shell as the host runs it."""
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(home), **BASE_ENV}
+    data = json.dumps(payload)
+    return subprocess.run(
+        command, shell=True, input=data, capture_output=True, text=True, cwd=cwd, env=env, check=False
+    )
+
+
 def spawn_hook_from_new_parent(host: str, payload: dict[str, Any] | str, db: Path | str, cwd: Path, **env: str) -> Ran:
     """`spawn_hook` started by a process of its own, as another host process would start it."""
     call = _call(host, payload, db, cwd, (), env)

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
 import shlex
-import subprocess
 import tomllib
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
 from conftest import BASE_ENV
-from hook_support import stored
+from hook_support import run_command, stored
 
 from memlikehuman.cli import main
 from memlikehuman.hosts import jsonedit
@@ -162,17 +160,7 @@ def test_the_installed_hook_command_runs_as_claude_code_runs_it(home: Path, tmp_
     command = group["hooks"][0]["command"]
     payload = {"session_id": "s1", "transcript_path": "", "cwd": str(project), "hook_event_name": "UserPromptSubmit"}
     payload["prompt"] = "Remember that the release is on Monday"
-    env = {"PATH": os.environ["PATH"], "HOME": str(home), **BASE_ENV}
-    done = subprocess.run(
-        command,
-        shell=True,
-        input=json.dumps(payload),
-        capture_output=True,
-        text=True,
-        cwd=project,
-        env=env,
-        check=False,
-    )
+    done = run_command(command, payload, project, home)
     assert (done.returncode, done.stderr) == (0, "")
     [event] = stored(home / "m.db")
     assert event["text"] == "Remember that the release is on Monday"
@@ -295,10 +283,7 @@ def test_each_hosts_installed_prompt_hook_runs_from_its_config(home: Path, tmp_p
     fixture = Path(__file__).parent / "hook_payloads" / host / f"{PROMPT_EVENT[host]}.json"
     payload = json.loads(fixture.read_text())
     payload.update({"workspace_roots": [str(project)]} if host == "cursor" else {"cwd": str(project)})
-    env = {"PATH": os.environ["PATH"], "HOME": str(home), **BASE_ENV}
-    done = subprocess.run(
-        entry["command"], shell=True, input=json.dumps(payload), capture_output=True, text=True, cwd=project, env=env
-    )
+    done = run_command(entry["command"], payload, project, home)
     assert (done.returncode, done.stderr) == (0, "")
     if host == "cursor":
         assert done.stdout == '{"continue": true}\n'  # Cursor has no prompt-time context channel

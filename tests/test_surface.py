@@ -46,7 +46,8 @@ PINNED = {
 
 # The facade's operations, as the edges call them: a rename or removal is an interface change.
 ENGINE_METHODS = [
-    "checkpoint", "client_seen", "close", "correct", "count_records", "drain", "drop_tombstones", "embed_missing",
+    "checkpoint", "client_seen", "close", "correct", "count_records", "current_memories", "drain", "drop_tombstones",
+    "embed_missing",
     "export_lines",
     "extract_answer", "extraction_prompt", "forget",
     "forget_preview", "import_history", "import_lines", "inject", "latest_checkpoint", "persona", "persona_history",

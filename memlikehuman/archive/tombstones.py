@@ -53,6 +53,16 @@ def bury(conn: Transaction, record_ids: Sequence[str]) -> None:
     )
 
 
+def lift(conn: Transaction, record_ids: Sequence[str]) -> None:
+    """Remove the tombstones of ``record_ids`` (inside the caller's write transaction): records their own
+    source took back (an item gone from its memory file: admin/history_store.py), which it may state again."""
+    key = _key(conn)
+    if key is None or not record_ids:
+        return
+    keyed = _Keyed(key)
+    conn.executemany("DELETE FROM tombstones WHERE digest = ?", [(keyed(record_id),) for record_id in record_ids])
+
+
 def digest(key: bytes, record_id: str) -> str:
     """The tombstone of one ID: its HMAC-SHA256 (RFC 2104) under the archive's key, hex."""
     return _Keyed(key)(record_id)

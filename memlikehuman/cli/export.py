@@ -13,6 +13,7 @@ import click
 from .. import files
 from ..engine import Engine
 from ..errors import InvalidArgument, MemLikeHumanError
+from . import memory_file_io
 from .common import EXIT_ERROR, db_option, fail, progress_bar, project_value, require_archive, settings_from
 
 
@@ -33,9 +34,21 @@ from .common import EXIT_ERROR, db_option, fail, progress_bar, project_value, re
     default=None,
     help="Write to FILE instead of standard output (written to FILE.partial, renamed when complete).",
 )
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(memory_file_io.EXPORT_FORMATS),
+    default=None,
+    help="Write the scope's current memories into a marked block of a host's memory file (-o FILE) instead.",
+)
 @click.pass_context
 def export(
-    ctx: click.Context, db: str | None, persona_id: str | None, project_id: str | None, output: Path | None
+    ctx: click.Context,
+    db: str | None,
+    persona_id: str | None,
+    project_id: str | None,
+    output: Path | None,
+    fmt: str | None,
 ) -> None:
     """Write the archive as JSON Lines: events with cues, memories, corrections, checkpoints, personas.
 
@@ -43,13 +56,22 @@ def export(
     truncated file is refused by `import`. Every record has a `type` field. Vectors are not
     exported (`reindex` computes them again). Memory use stays flat however large the archive is.
 
+    With --format claude-md|agents-md|gemini-md, the current memories of one scope (--persona and
+    --project, default: the configured one), one line each, newest first, go into a marked block of FILE
+    instead; the lines outside it stay byte for byte, the file stays within the host's limit, and an
+    export that changes nothing writes nothing (docs/hosts.md).
+
     \b
     Examples:
       memlikehuman export -o backup.jsonl
       memlikehuman export --persona alice --project garden > garden.jsonl
+      memlikehuman export --format claude-md --project auto -o CLAUDE.md
     """
     settings = settings_from(ctx, db)
     require_archive(settings)
+    if fmt is not None:
+        memory_file_io.export_file(settings, fmt, output, memory_file_io.scope_of(settings, persona_id, project_id))
+        return
     try:
         with Engine(settings) as engine:
             total = sum(engine.count_records(persona_id, project_id).values())

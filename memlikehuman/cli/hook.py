@@ -26,6 +26,11 @@ from ..hosts import hook as hooks
     help="What to record besides prompts: assistant,tools,subagents or none (default: $MEMLIKEHUMAN_HOOK_RECORD,"
     " else assistant).",
 )
+@click.option(
+    "--memory-file",
+    default=None,
+    help="The host's memory file whose marked block session start and end keep current (install --memory-file).",
+)
 @click.pass_context
 def hook(
     ctx: click.Context,
@@ -35,6 +40,7 @@ def hook(
     persona: str | None,
     project: str | None,
     record: str | None,
+    memory_file: str | None,
 ) -> None:
     """Handle one hook call of HOST (claude-code, codex, cursor, gemini): JSON on stdin, the host's answer on stdout.
 
@@ -44,7 +50,7 @@ def hook(
     """
     group_db = (ctx.obj or {}).get("db")
     chosen = db if db is not None else (None if group_db is None else str(group_db))
-    options = hooks.Options(host=host, event=event, db=chosen, persona=persona, project=project, record=record)
+    options = hooks.Options(host, event, chosen, persona, project, record, memory_file)
     sys.exit(hooks.run(options, sys.stdin, sys.stdout, sys.stderr))
 
 

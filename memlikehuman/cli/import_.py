@@ -15,6 +15,7 @@ from ..engine import Engine
 from ..errors import ImportConflicts, InvalidArgument, MemLikeHumanError
 from ..records import ImportReport
 from . import history_import as history_cli
+from . import memory_file_io
 from .common import EXIT_ERROR, db_option, echo_json, echo_table, fail, progress_bar, settings_from
 
 
@@ -31,9 +32,9 @@ from .common import EXIT_ERROR, db_option, echo_json, echo_table, fail, progress
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["export", *history_cli.FORMATS]),
+    type=click.Choice(["export", *history_cli.FORMATS, *memory_file_io.IMPORT_FORMATS]),
     default=None,
-    help="The kind of file, when it does not say (default: detected).",
+    help="The kind of file, when it does not say (default: detected; a host's memory file by its name).",
 )
 @click.option("--persona", default=None, help="History imports: the persona (default: $MEMLIKEHUMAN_PERSONA).")
 @click.option("--project", default=None, help="History imports: the project (default: the transcript's, else default).")
@@ -59,6 +60,17 @@ def import_(
     Each message becomes an event with its original time and role, its conversation as the session;
     importing again adds nothing. Skipped parts (attachments, other branches, tool messages) are counted.
 
+    \b
+    And a host's memory file (--format when its name is not the host's own):
+      claude-md     CLAUDE.md, or Claude Code's auto memory MEMORY.md
+      agents-md     AGENTS.md (Codex)
+      gemini-md     GEMINI.md (Gemini CLI)
+      cursor-rules  a Cursor rule (.mdc) or a folder of them (.cursor/rules)
+    Each list item or paragraph becomes a reference event (role user) under its headings, its file and
+    lines as source, in the scope of --persona and --project (default: the configured one); importing
+    again adds nothing, a changed item is a new event, and the items no longer in the file are withdrawn
+    (forgotten; docs/hosts.md, "The hosts' own memory files").
+
     Records already in the archive with identical content are skipped, so importing a file twice
     changes nothing. Records forgotten with memory_forget (and what belongs to them) are skipped and
     counted: an older export does not bring them back. If any record conflicts with the archive (the
@@ -73,11 +85,17 @@ def import_(
     """
     settings = settings_from(ctx, db)
     try:
-        chosen = fmt or ("export" if str(source) == "-" else history_cli.detect(source))
+        chosen = fmt or (
+            "export" if str(source) == "-" else memory_file_io.detect(source) or history_cli.detect(source)
+        )
     except (MemLikeHumanError, OSError) as exc:
         fail(exc if isinstance(exc, MemLikeHumanError) else InvalidArgument(f"cannot read {source}: {exc}"))
     if chosen != "export":
-        history_cli.run(settings, source, chosen, dry_run, as_json, persona, project)
+        if chosen in memory_file_io.IMPORT_FORMATS:
+            scope = memory_file_io.scope_of(settings, persona, project)
+            memory_file_io.import_file(settings, source, chosen, dry_run, as_json, scope)
+        else:
+            history_cli.run(settings, source, chosen, dry_run, as_json, persona, project)
         if embed and not dry_run:  # the history is stored without an embedder: vectors now, as asked
             try:
                 with Engine(settings) as engine:

@@ -20,7 +20,8 @@ def uninstall(ctx: click.Context, host: str, project: Path | None, dry_run: bool
     """Remove memlikehuman's MCP server entry and hooks from HOST's config files.
 
     Only what `install` added goes: other settings stay byte for byte, and files or sections that
-    install created are removed again. Each changed file is backed up beside itself first.
+    install created are removed again. Each changed file is backed up beside itself first. The block of
+    a memory file the hooks kept (install --memory-file) is taken out; the file's other lines stay.
     """
     run(ctx, host, project, dry_run, remove=True, db=db)
 

@@ -20,7 +20,7 @@ from .. import instructions
 from ..text.digest import sha256_hex
 from ..text.lines import one_line
 from ..text.projects import resolve_project
-from . import adapters, markers, state, storable, tools
+from . import adapters, markers, memory_files, state, storable, tools
 
 if TYPE_CHECKING:
     from ..config import Settings
@@ -44,6 +44,7 @@ class Options(NamedTuple):
     persona: str | None = None
     project: str | None = None
     record: str | None = None  # what is recorded besides prompts (tools.parts); None: the setting
+    memory_file: str | None = None  # the host's memory file that session start and end keep current
 
 
 def run(options: Options, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
@@ -107,6 +108,7 @@ def _dispatch(hook: adapters.HookInput, settings: Settings, options: Options) ->
     scope = Scope(persona, resolve_project(configured, hook.cwd))
     engine = Engine(settings, backfill_seconds=BACKFILL_SECONDS)
     try:
+        memory_files.keep(engine, scope, hook, options.memory_file)  # start and end: the host's memory file
         return _step(engine, scope, hook, parts)
     finally:
         # A hook process lives for one call: copying the WAL into the file on every prompt (when no
@@ -347,15 +349,16 @@ def extractive_state(
 
 
 def main(argv: list[str]) -> int:
-    """The fast entry point: `memlikehuman hook HOST [--event E] [--db P] [--persona X] [--project Y] [--record R]`."""
-    values: dict[str, str | None] = {"event": None, "db": None, "persona": None, "project": None, "record": None}
+    """The fast entry point: `memlikehuman hook HOST [--event E] [--db P] [--persona X] [--project Y] [--record R]
+    [--memory-file F]`."""
+    values: dict[str, str | None] = dict.fromkeys(("event", "db", "persona", "project", "record", "memory_file"))
     host = ""
     args = list(argv)
     while args:
         arg = args.pop(0)
         key, equals, inline = arg.partition("=")
-        if key.startswith("--") and key[2:] in values:
-            values[key[2:]] = inline if equals else (args.pop(0) if args else None)
+        if key.startswith("--") and key[2:].replace("-", "_") in values:
+            values[key[2:].replace("-", "_")] = inline if equals else (args.pop(0) if args else None)
         elif not host and not arg.startswith("-"):
             host = arg
     options = Options(host=host, **values)

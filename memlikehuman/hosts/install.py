@@ -69,6 +69,7 @@ class Wiring:
     project: str  # a project ID, or `auto`
     record: str | None = None  # `--record` of the hook commands (tools.parts); None: the default
     extraction: tuple[tuple[str, str], ...] = ()  # `--extract-with`: the server entry's extractor settings
+    memory_file: Path | None = None  # `--memory-file`: the host's memory file the start and end hooks keep current
 
     def events(self, host: str, every: bool = False) -> tuple[str, ...]:
         """The host's hook events; with `every`, also those of parts not recorded (uninstall)."""
@@ -85,6 +86,7 @@ class Wiring:
     def hook(self, host: str) -> str:
         options = ["--db", str(self.db), "--persona", self.persona, "--project", self.project]
         options += ["--record", self.record] if self.record is not None else []
+        options += ["--memory-file", str(self.memory_file)] if self.memory_file is not None else []
         return shlex.join([*self.program, "hook", host, *options])
 
 
@@ -157,6 +159,7 @@ def wiring(
     project_dir: Path | None,
     record: str | None = None,
     extraction: tuple[tuple[str, str], ...] = (),
+    memory_file: Path | None = None,
 ) -> Wiring:
     """The entries' contents: persona as given, project = the directory's stable name or `auto`.
 
@@ -169,7 +172,7 @@ def wiring(
         except ValueError as exc:
             raise InvalidArgument(f"--record: {exc}") from None
     archive = db if isinstance(db, str) else db.expanduser().absolute()
-    return Wiring(program(), archive, persona, project, record, extraction)
+    return Wiring(program(), archive, persona, project, record, extraction, memory_file)
 
 
 def _app_dir(name: str) -> Path:

@@ -105,6 +105,7 @@ class HistoryMessage:
     occurred_at: str | None
     source: str
     project: str | None = None  # Claude Code: the transcript's own project directory
+    category: str = "conversation"  # reference: an item of a host's memory file (CLAUDE.md, ...)
 
 
 @dataclass
@@ -114,6 +115,10 @@ class HistoryReport:
     conversations: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
     dry_run: bool = False
+    # Given by the caller: session -> event ID prefix of a memory file's items; the stored events of that
+    # session with that prefix that are not among the messages are withdrawn (admin/history_store.py).
+    replacing: dict[str, str] = field(default_factory=dict)
+    withdrawn: int = 0
 
 
 @dataclass(frozen=True)
