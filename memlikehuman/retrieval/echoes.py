@@ -10,6 +10,9 @@ Three rules, each a plain comparison a user can check:
 - **Questions are asked, not told.** The prompt hook never hands back a user's own earlier question
   (a turn that is one sentence ending with a question mark): it holds no fact. The reply after it
   borrows its words when the gate weighs it (injection.py), so the answer is found instead.
+- **The newest first.** Turns of one speaker that hold the same words of the query are about the same
+  matter (a deadline set, then moved): they keep the places the ranking gave them, newest first, and
+  each older one names the newest (`newest_first`).
 - **Answers first.** When the assistant's reply to a user's question (a turn that ends with a question
   mark; the reply is the next turn of its session) is ranked right after it, the two swap places: the
   reply comes first (`answers_first`). A reply ranked further down stays there (the ranking found it
@@ -26,6 +29,7 @@ from typing import Generic, TypeVar
 
 from ..archive.connection import Connection
 from ..records import Scope
+from ..text import asking
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 # The event IDs the host hooks give the prompts they record (hosts/hook.py, event_id): HOST:SESSION:user:DIGEST.
@@ -34,19 +38,7 @@ _HOOK_PROMPT = re.compile(r"^(?:claude-code|codex|cursor|gemini):.+:user:[0-9a-f
 T = TypeVar("T")
 
 
-_ASKS = re.compile(r"[?？؟]\W*$")
-_SENTENCE_END = re.compile(r"[.!?。！？؟]\s|\n")
-
-
-def only_asks(text: str) -> bool:
-    """Whether a turn is one question and nothing else: a single sentence that ends with a question mark
-    (Latin, CJK full-width or Arabic). A turn that states something first keeps what it states."""
-    return asks(text) and _SENTENCE_END.search(text.strip()) is None
-
-
-def asks(text: str) -> bool:
-    """Whether a turn ends with a question mark (Latin, CJK full-width or Arabic)."""
-    return _ASKS.search(text.strip()) is not None
+only_asks, asks = asking.only_asks, asking.asks
 
 
 def same_words(text: str) -> str:
@@ -90,6 +82,30 @@ def answers_first(chosen: Sequence[T], answer_of: Callable[[T], T | None], same:
         answer = answer_of(out[at])
         if answer is not None and same(out[at + 1], answer):
             out[at], out[at + 1] = out[at + 1], out[at]
+    return out
+
+
+def newest_first(
+    hits: Sequence[T],
+    matter_of: Callable[[T], str],
+    when_of: Callable[[T], str],
+    labelled: Callable[[T, T], T],
+) -> list[T]:
+    """The hits (best first) with those of one matter given their places again, newest first; each older one
+    labelled with the newest (`labelled(older, newest)`). An empty matter groups nothing."""
+    places: dict[str, list[int]] = {}
+    for at, hit in enumerate(hits):
+        key = matter_of(hit)
+        if key:
+            places.setdefault(key, []).append(at)
+    out = list(hits)
+    for group in places.values():
+        if len(group) < 2:
+            continue
+        members = sorted((hits[at] for at in group), key=when_of, reverse=True)
+        out[group[0]] = members[0]
+        for at, older in zip(group[1:], members[1:], strict=True):
+            out[at] = labelled(older, members[0])
     return out
 
 

@@ -1,11 +1,13 @@
 """What of an event its memories do not cover: the gaps raw fallback may still show.
 
-A memory's quote is a verbatim span of its event (whitespace may differ). The spans of every memory
-of an event, revoked and superseded ones included, are covered: a corrected-away statement never
-resurfaces through its event, and history stays reachable through `include_history`. What lies
-between them is a gap. Recall shows a covered event as a raw excerpt only where a query word falls
-in a gap, and then only the gaps (e.g. an extractor kept "I live in Lisbon." of "I live in Lisbon.
-My locker code is 4411." and missed the locker: a query about the locker gets the second sentence).
+A memory's quote is a verbatim span of its event (whitespace may differ). The sentences that hold the
+quote of any memory of an event, revoked and superseded ones included, are covered: a corrected-away
+statement never resurfaces through its event, and history stays reachable through `include_history`;
+what is left of a quoted sentence ("Bad news:", ", that's the hard deadline.") is no gap, a fragment
+that holds the fact's words but not the fact. Whole sentences between them are the gaps. Recall shows
+a covered event as a raw excerpt only where a query word falls in a gap, and then only the gaps (e.g.
+an extractor kept "I live in Lisbon." of "I live in Lisbon. My locker code is 4411." and missed the
+locker: a query about the locker gets the second sentence).
 
 Pure functions over plain strings; no database.
 """
@@ -21,6 +23,7 @@ from ..text import quotes
 GAP_JOINER = " \u2026 "
 # Fragments left between quotes with no word in them (", and", ".") are no gap worth showing.
 _WORD = re.compile(r"\w", re.UNICODE)
+_SENTENCE_END = re.compile(r"[.!?。！？؟]+(?=\s)|\n")
 
 
 def quote_span(text: str, quote: str) -> tuple[int, int] | None:
@@ -35,11 +38,12 @@ def gaps(text: str, quotes: Iterable[str]) -> list[tuple[int, int]] | None:
     showing the whole text could resurface what that memory stands for.
     """
     spans = []
+    ends = [0, *(m.end() for m in _SENTENCE_END.finditer(text)), len(text)]
     for quote in quotes:
         span = quote_span(text, quote)
         if span is None:
             return None
-        spans.append(span)
+        spans.append(_sentences_of(span, ends))
     uncovered, position = [], 0
     for start, end in sorted(spans):
         if start > position:
@@ -48,6 +52,13 @@ def gaps(text: str, quotes: Iterable[str]) -> list[tuple[int, int]] | None:
     if position < len(text):
         uncovered.append((position, len(text)))
     return [(a, b) for a, b in uncovered if _WORD.search(text[a:b])]
+
+
+def _sentences_of(span: tuple[int, int], ends: Sequence[int]) -> tuple[int, int]:
+    """The span widened to the sentences it touches (`ends`: where sentences end, 0 and len(text) included)."""
+    start = max(end for end in ends if end <= span[0])
+    stop = min((end for end in ends if end >= span[1]), default=span[1])
+    return start, stop
 
 
 def folded(text: str) -> str:

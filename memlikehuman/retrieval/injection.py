@@ -31,11 +31,11 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ..archive import events, fulltext
-from ..records import Event, InjectedItem, Kind, Memory, RecallResult, Scope
+from ..records import Event, InjectedItem, Kind, Memory, RawHit, RecallResult, Scope
 from ..shapes import data_line
-from ..text import dates, function_words, ngrams, overlap
-from ..text.lines import one_line
-from . import echoes, search
+from ..text import asking, dates, function_words, ngrams, overlap
+from ..text.lines import LINE_CHARS, one_line
+from . import echoes, excerpts, search
 from .recall import Dense, recall
 from .sources import Sources, Upkeep
 
@@ -122,13 +122,14 @@ def choose(
     weigh = _coverage(sources, query, found, 1 if query_stored else 0, dated=bool(windows))
     floor = _anchor_floor(sources, dense)
     asked = echoes.same_words(query)
-    fresh = [c for c in _candidates(sources, found, session_id, exclude) if c.words != asked or c.role != "user"]
+    words = search.terms(query)
+    fresh = [c for c in _candidates(sources, found, session_id, exclude, words) if c.words != asked or c.role != "user"]
     on_date = {c.key for c in fresh if windows and dates.in_windows(c.occurred_at, windows)}
     groups = echoes.fold(fresh, lambda c: f"{c.speaker}\n{c.words}" if c.words else "", lambda c: c.occurred_at)
     measured = []
     for group in groups:
         best = max(group.members, key=lambda c: dense.cosines.get(c.key, -2.0))
-        cosine = dense.cosines.get(best.key)
+        cosine = dense.cosines.get(best.key) if group.item.by_meaning else None
         margin = None if cosine is None or floor is None else round(cosine - floor, 4)
         keys = [f"{c.key[0]}:{c.key[1]}" for c in group.members]
         said = sum(c.said for c in group.members)
@@ -208,12 +209,19 @@ class Candidate:
     occurred_at: str
     said: int = 1  # how many turns it stands for (recall folds those that say the same)
     first_at: str = ""  # when the first of them occurred
+    by_meaning: bool = True  # whether it may pass by meaning alone (not a user's turn that asks)
 
 
 def _candidates(
-    sources: Sources, found: RecallResult, session_id: str | None, exclude: Collection[str]
+    sources: Sources, found: RecallResult, session_id: str | None, exclude: Collection[str], words: Sequence[str]
 ) -> list[Candidate]:
-    """Current memories, then raw events outside this session, with the text their coverage is read from."""
+    """Current memories, then raw events outside this session, with the text their coverage is read from.
+
+    Echoes are left out (retrieval/echoes.py): a user's own short question is never handed back (it holds
+    no fact, and its answer carries its words); a user's turn that ends with one counts only the words of
+    what it tells, and never passes by meaning alone ("Morning. How do I add date-fns?" tells nothing); a
+    reply borrows the words of the turn before only when that turn asks, being its answer; and a reply to
+    a statement found with it goes (the statement holds the fact, the reply acknowledges it)."""
     out: list[Candidate] = []
     excluded = set(exclude)
     for hit in found.memories:
@@ -227,23 +235,49 @@ def _candidates(
         # ("user.package_manager" is about package managers).
         text = f"{m.content} {m.source} {_words_of(m.subject)}"
         out.append(Candidate(("memory", m.rowid), m.memory_id, record, text, *said))
-    # A user's own question (one sentence, asking) is never handed back: it holds no fact, and its answer
-    # carries its words.
     raws = [
         r
         for r in found.raw_fallback
         if r.event.session_id != session_id
         and f"event:{r.event.sequence}" not in excluded
-        and not (r.event.role == "user" and echoes.only_asks(r.event.text))
+        and not (r.event.role == "user" and asking.only_asks(r.event.text))
     ]
     before = _previous(sources, [r.event for r in raws])
+    acknowledged = _acknowledgements(raws, before)
     for raw in raws:
         e = raw.event
-        record = {"event_id": e.event_id, "from": _via(e), "on": e.occurred_at[:10], "text": one_line(raw.excerpt)}
-        text = f"{e.text} {e.source} {before.get(e.sequence, '')}"
+        if e.sequence in acknowledged:
+            continue
+        line = one_line(
+            excerpts.around(raw.excerpt, words, LINE_CHARS) if len(raw.excerpt) > LINE_CHARS else raw.excerpt
+        )
+        record = {"event_id": e.event_id, "from": _via(e), "on": e.occurred_at[:10], "text": line}
+        if raw.newer:
+            record["newer"] = raw.newer
+        asked = e.role == "user" and asking.asks(e.text)
+        told = asking.statements(e.text) if asked else e.text
+        prev = before.get(e.sequence)
+        answered = prev.text if prev is not None and prev.role != e.role and asking.asks(prev.text) else ""
         said = (echoes.same_words(e.text), e.role, f"{e.role}/{e.source}", e.occurred_at)
-        out.append(Candidate(("event", e.sequence), e.event_id, record, text, *said, raw.said, raw.first_at or ""))
+        text = f"{told} {e.source} {answered}"
+        out.append(
+            Candidate(("event", e.sequence), e.event_id, record, text, *said, raw.said, raw.first_at or "", not asked)
+        )
     return out
+
+
+def _acknowledgements(raws: Sequence[RawHit], before: Mapping[int, Event]) -> set[int]:
+    """The replies found with the statement they answer (a user's turn that does not ask): they go."""
+    found = {r.event.sequence for r in raws}
+    return {
+        r.event.sequence
+        for r in raws
+        if r.event.role == "assistant"
+        and (prev := before.get(r.event.sequence)) is not None
+        and prev.sequence in found
+        and prev.role == "user"
+        and not asking.asks(prev.text)
+    }
 
 
 def _words_of(subject: str | None) -> str:
@@ -256,10 +290,10 @@ def _via(said: Memory | Event) -> str:
     return f"{said.role} via {said.source}" + ("" if said.category == "conversation" else f", {said.category}")
 
 
-def _previous(sources: Sources, found: list[Event]) -> dict[int, str]:
-    """The text of the turn before each event in its session: what a reply answers."""
+def _previous(sources: Sources, found: list[Event]) -> dict[int, Event]:
+    """The turn before each event in its session: what a reply answers."""
     links = search.neighbours(sources.db, [e.sequence for e in found])
-    return {seq: events.load(sources.db, prev).text for seq, (prev, _) in links.items() if prev is not None}
+    return {seq: events.load(sources.db, prev) for seq, (prev, _) in links.items() if prev is not None}
 
 
 def _coverage(

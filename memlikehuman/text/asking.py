@@ -1,0 +1,39 @@
+"""Questions: a turn that asks, and one that only asks (a question holds no fact; its answer does).
+
+Pure rules a user can check: a turn asks when it ends with a question mark (Latin, CJK full-width or
+Arabic); it only asks when it is one sentence of at most QUESTION_WORDS words that asks. A longer
+sentence tells while it asks ("I'm moving the sprint deadline to April 5 because of the accessibility
+work, can you help me re-plan the board?"): of LoCoMo's one-sentence questions 99% have fewer than 20
+words, of BEAM's user turns that are one question 88% have more, and they state the project's facts.
+`statements` is a turn without its short questions: what it tells.
+"""
+
+from __future__ import annotations
+
+import re
+
+_ASKS = re.compile(r"[?？؟]\W*$")
+_SENTENCE_END = re.compile(r"[.!?。！？؟]\s|\n")
+_SENTENCE = re.compile(r"[^.!?。！？؟\n]*(?:[.!?。！？؟]+|\n|$)")
+QUESTION_WORDS = 20
+
+
+def asks(text: str) -> bool:
+    """Whether a turn ends with a question mark (Latin, CJK full-width or Arabic)."""
+    return _ASKS.search(text.strip()) is not None
+
+
+def only_asks(text: str) -> bool:
+    """Whether a turn is one question and nothing else: a single sentence of at most QUESTION_WORDS words
+    that ends with a question mark. A turn that states something first keeps what it states."""
+    return _question(text.strip())
+
+
+def _question(sentence: str) -> bool:
+    return asks(sentence) and _SENTENCE_END.search(sentence) is None and len(sentence.split()) <= QUESTION_WORDS
+
+
+def statements(text: str) -> str:
+    """The turn without its short questions (sentences of at most QUESTION_WORDS words that end with a
+    question mark): what it tells, not what it asks."""
+    return "".join(s for s in _SENTENCE.findall(text) if s.strip() and not _question(s.strip()))
