@@ -91,6 +91,8 @@ def _raw_hit(hit: RawHit) -> dict[str, Any]:
         "score": hit.score,
         "said": hit.said,
         "first_at": hit.first_at,
+        "offset": hit.offset,
+        "newer": hit.newer,
     }
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from memlikehuman.retrieval import ranking
-from memlikehuman.retrieval.excerpts import excerpt
+from memlikehuman.retrieval.excerpts import around, excerpt
+from memlikehuman.text import passages
 
 
 def test_normalized_scales_the_best_score_to_the_weight():
@@ -60,12 +61,22 @@ def test_no_speaker_share_means_no_speaker_lift():
 
 
 def test_an_excerpt_of_a_short_text_is_the_whole_text():
-    assert excerpt("a short text", ["short"]) == ("a short text", False)
+    assert excerpt("a short text", ["short"]) == ("a short text", 0, False)
 
 
-def test_an_excerpt_is_centred_on_the_query_words_and_cut_at_word_boundaries():
+def test_a_line_around_the_query_words_is_cut_at_a_word_boundary():
     text = " ".join(["filler"] * 400) + " the garden gnome " + " ".join(["padding"] * 400)
-    shown, truncated = excerpt(text, ["gnome"], cap=200)
-    assert truncated and "gnome" in shown and len(shown) <= 200
+    shown = around(text, ["gnome"], 200)
+    assert "gnome" in shown and len(shown) <= 200
     assert not shown.startswith(" ") and text.find(shown) >= 0
     assert shown.split(" ")[0] in ("filler", "padding", "the", "garden", "gnome")
+
+
+def test_passages_pack_paragraphs_and_cut_a_long_one_after_a_sentence():
+    text = "First paragraph.\n\nSecond one, a little longer.\n\n" + "A sentence that goes on. " * 60
+    spans = passages.spans(text, 200)
+    assert spans[0][0] == 0 and spans[-1][1] == len(text)
+    assert all(end - start <= 200 for start, end in spans)
+    assert all(a[1] == b[0] for a, b in zip(spans, spans[1:], strict=False))
+    assert text[: spans[0][1]].startswith("First paragraph.\n\nSecond one")
+    assert all(text[start:end].rstrip().endswith(".") for start, end in spans[1:-1])

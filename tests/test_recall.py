@@ -427,24 +427,40 @@ def test_the_overview_age_threshold_is_configurable(tmp_path: Any) -> None:
 # -- excerpts --------------------------------------------------------------------------------------
 
 
-def test_a_long_event_is_excerpted_around_the_match_and_marked_truncated(engine: Engine) -> None:
+def test_a_long_event_is_excerpted_by_the_passage_that_holds_the_match_and_marked_truncated(engine: Engine) -> None:
     text = "lorem ipsum " * 2000 + "the secret code is AZURE-FALCON" + " dolor sit amet" * 2000
     record(engine, "long", text)
     hit = recall(engine, HOME, "secret code").raw_fallback[0]
-    assert len(hit.excerpt) <= 2000 and hit.truncated is True
+    assert len(hit.excerpt) <= 800 and hit.truncated is True
     assert "the secret code is AZURE-FALCON" in hit.excerpt
-    assert hit.excerpt in text
+    assert hit.offset is not None and text[hit.offset : hit.offset + len(hit.excerpt)] == hit.excerpt
 
 
-def test_excerpts_never_exceed_2000_characters_and_report_truncation_honestly() -> None:
-    exactly = "word " * 400
-    assert excerpt(exactly, ["word"]) == (exactly, False)
+def test_a_detail_in_the_middle_of_a_long_reply_is_shown_and_memory_read_at_its_offset_starts_there(
+    engine: Engine,
+) -> None:
+    step = "Step {n}: configure the module number {n} and run its checks before moving on. "
+    paragraphs = [step.format(n=n) * 3 for n in range(60)]
+    paragraphs[31] = "The staging database password rotates every Tuesday at 04:00 UTC, set by the ops team."
+    text = "\n\n".join(paragraphs)
+    assert len(text) > 10_000
+    record(engine, "reply", text, role="assistant")
+    hit = recall(engine, HOME, "when does the staging database password rotate").raw_fallback[0]
+    assert "rotates every Tuesday at 04:00 UTC" in hit.excerpt and hit.truncated
+    page = engine.read(HOME, "reply", offset=hit.offset, max_chars=len(hit.excerpt))
+    assert page.page.text == hit.excerpt
+
+
+def test_an_excerpt_is_the_whole_text_up_to_800_characters_and_a_passage_beyond() -> None:
+    exactly = "word " * 160
+    assert excerpt(exactly, ["word"]) == (exactly, 0, False)
     long = "x" * 5000
-    text, truncated = excerpt(long, ["nomatch"])
-    assert text == long[:2000] and truncated
+    shown = excerpt(long, ["nomatch"])
+    assert shown.text == long[:800] and shown.offset == 0 and shown.truncated
     spaced = ("alpha " * 300) + "needle " + ("beta " * 300)
-    text, truncated = excerpt(spaced, ["needle"])
-    assert "needle" in text and len(text) <= 2000 and truncated and not text.startswith(" ")
+    shown = excerpt(spaced, ["needle"])
+    assert "needle" in shown.text and len(shown.text) <= 800 and shown.truncated and not shown.text.startswith(" ")
+    assert spaced[shown.offset : shown.offset + len(shown.text)] == shown.text
 
 
 # -- coverage and modes ----------------------------------------------------------------------------
@@ -497,7 +513,9 @@ def test_the_tool_returns_the_documented_fields(client: SyncClient) -> None:
         "score",
         "said",
         "first_at",
-    }  # said, first_at: beyond tools.md (turns that said the same)
+        "offset",
+        "newer",
+    }  # said, first_at, offset, newer: beyond tools.md
     assert (hit["event_id"], hit["source"], hit["truncated"]) == ("e1", "Ana", False)
     assert out["coverage"] == {
         "events_in_scope": 1,

@@ -22,7 +22,10 @@ HOME = Scope("ana", "home")
 WORK = Scope("ana", "work")
 DAY = "2026-06-01T10:0{}:00Z"
 LATER = "2026-06-03T10:00:00Z"
-OFF = dataclasses.replace(DEFAULT_TUNING, second_look=0)
+# The user's statements are lifted over the replies (ranking.Tuning.user_turn): left out here, where the
+# second look's own work is shown.
+ON = dataclasses.replace(DEFAULT_TUNING, user_turn=0.0)
+OFF = dataclasses.replace(ON, second_look=0)
 MODEL = (DEFAULT_TUNING.second_look_weights, DEFAULT_TUNING.second_look_length_cap)
 # A question about a car whose reply turns to the weather, then the car bought, and a reply about it.
 TURNS = [
@@ -97,7 +100,7 @@ def test_a_reply_that_leaves_the_subject_yields_to_the_statement_and_the_reply_o
     fill(local)
     assert local.indexer.wait_idle(60)
     before = ranked(local, "car purchase", tuning=OFF)
-    after = ranked(local, "car purchase")
+    after = ranked(local, "car purchase", tuning=ON)
     order_before = [event_id for event_id, _ in before]
     order_after = [event_id for event_id, _ in after]
     # Without the second look the weather reply ranks with the question before it, which carries it (a
@@ -106,7 +109,7 @@ def test_a_reply_that_leaves_the_subject_yields_to_the_statement_and_the_reply_o
     assert order_after.index("home-t4") < order_after.index("home-t1")
     assert order_after.index("home-t5") < order_after.index("home-t1")
     assert sorted(score for _, score in after) == sorted(score for _, score in before)
-    assert ranked(local, "car purchase", "fast") == ranked(local, "car purchase", "fast", tuning=OFF)
+    assert ranked(local, "car purchase", "fast", tuning=ON) == ranked(local, "car purchase", "fast", tuning=OFF)
 
 
 def test_a_neighbour_the_recall_may_not_see_is_not_read(local: Engine) -> None:
@@ -126,7 +129,8 @@ def test_a_neighbour_the_recall_may_not_see_is_not_read(local: Engine) -> None:
 
     def look(as_of: str, model: str = embedder.model_id) -> dict[int, second_look.Look]:
         neighbours = partial(search.neighbours, local.db)
-        return second_look.gather(local.db, local.vectors, model, Filters(HOME, as_of), query, pool, neighbours)
+        cap = DEFAULT_TUNING.second_look_length_cap
+        return second_look.gather(local.db, local.vectors, model, Filters(HOME, as_of), query, pool, neighbours, cap)
 
     seen = look("2026-06-04T00:00:00Z")[pool[0]]
     assert seen.after != pytest.approx(seen.cosine)
@@ -152,6 +156,6 @@ def test_a_question_mark_before_a_line_break_still_asks_and_several_phrasings_sk
     assert asks == {"ask", "home-t0", "home-t5"}
     # With alternatives the fused rankings place each phrasing's best on purpose: no second look.
     also = ["buying a vehicle"]
-    assert ranked(local, "car purchase", alternatives=also) == ranked(
+    assert ranked(local, "car purchase", alternatives=also, tuning=ON) == ranked(
         local, "car purchase", alternatives=also, tuning=OFF
     )

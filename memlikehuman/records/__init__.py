@@ -267,6 +267,10 @@ class RawHit:
     # how many turns of the scope said the same (retrieval/echoes.py) and when the first of them was
     said: int = 1
     first_at: str | None = None
+    # where the excerpt starts in the event's text (None: the joined gaps its memories leave)
+    offset: int | None = 0
+    # the event ID of a newer turn of the same speaker about the same matter, ranked in this one's stead
+    newer: str | None = None
 
 
 @dataclass(frozen=True)

@@ -1,44 +1,60 @@
-"""Raw-event excerpts: at most EXCERPT_CHARS characters of an event, centred on the query's words."""
+"""Raw-event excerpts: a short event whole, a long one by the passage that holds most of the query's words.
+
+Recall shows an event of at most PASSAGE_CHARS characters whole; of a longer one the passage
+(text/passages.py: paragraphs packed up to that size) that holds the most distinct query words, then
+the most matches, with where it starts (`offset`, for memory_read) and `truncated`. A hit found by
+meaning alone, with no query word in it, shows its first passage. Several passages fit where one long
+head of a message used to: 2,000 tokens of returned text hold about ten of them.
+"""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
+from typing import NamedTuple
 
-from ..text import ngrams
+from ..text import passages
 
-EXCERPT_CHARS = 2_000
-_SNAP = 40
+EXCERPT_CHARS = 2_000  # the contract's cap of an excerpt (a gap excerpt may join several stretches)
+PASSAGE_CHARS = passages.PASSAGE_CHARS
 
 
-def excerpt(text: str, words: Sequence[str], cap: int = EXCERPT_CHARS) -> tuple[str, bool]:
-    """At most `cap` characters of text, centred on where the query words occur; (excerpt, truncated)."""
+class Excerpt(NamedTuple):
+    text: str
+    offset: int | None  # where it starts in the event's text (None: not one stretch of it)
+    truncated: bool
+
+
+def excerpt(text: str, words: Sequence[str]) -> Excerpt:
+    """The event's text whole when it is short, else its best passage for the query words."""
+    if len(text) <= PASSAGE_CHARS:
+        return Excerpt(text, 0, False)
+    start, end = passages.best(text, words)
+    return Excerpt(text[start:end].strip(), start + _leading_space(text[start:end]), True)
+
+
+def gap_excerpt(text: str, words: Sequence[str]) -> Excerpt:
+    """An excerpt of the uncovered stretches of an event joined together (no one offset in the event)."""
+    if len(text) <= EXCERPT_CHARS:
+        return Excerpt(text, None, True)
+    start, end = passages.best(text, words, EXCERPT_CHARS)
+    return Excerpt(text[start:end].strip(), None, True)
+
+
+def around(text: str, words: Sequence[str], cap: int) -> str:
+    """At most `cap` characters of text around where the query words are densest (a hook's one line)."""
     if len(text) <= cap:
-        return text, False
-    positions = _match_positions(text, words)
+        return text
+    positions = [at for _, at in passages.match_positions(text, words)]
     centre = _densest(positions, cap // 2) if positions else 0
     start = max(0, min(len(text) - cap, centre - cap // 2))
-    end = start + cap
-    # Start and end on word boundaries when one is near, so no word is cut in half.
     if start > 0:
-        space = text.find(" ", start, start + _SNAP)
+        space = text.find(" ", start, start + 40)
         start = space + 1 if space != -1 else start
-    if end < len(text):
-        space = text.rfind(" ", end - _SNAP, end)
-        end = space if space > start else end
-    return text[start:end], True
+    return text[start : start + cap]
 
 
-def _match_positions(text: str, words: Sequence[str]) -> list[int]:
-    lowered = text.lower()
-    positions: list[int] = []
-    for word in words:
-        stem = word if len(word) <= 4 else word[: max(4, len(word) - 2)]
-        positions.extend(m.start() for m in re.finditer(r"\b" + re.escape(stem), lowered))
-        # Inside unsegmented text there is no word boundary: its n-grams are found anywhere.
-        for gram in ngrams.query(word).grams:
-            positions.extend(m.start() for m in re.finditer(re.escape(gram), lowered))
-    return sorted(positions)
+def _leading_space(passage: str) -> int:
+    return len(passage) - len(passage.lstrip())
 
 
 def _densest(positions: Sequence[int], span: int) -> int:

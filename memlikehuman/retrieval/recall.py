@@ -30,7 +30,7 @@ from ..records import Coverage, Kind, Memory, MemoryHit, RawHit, RecallResult, S
 from ..text import ngrams
 from ..text.dates import date_windows, in_windows, spans_meet
 from . import coverage, covered, echoes, gaps, gist, phrasings, ranking, search, second_look
-from .excerpts import excerpt
+from .excerpts import excerpt, gap_excerpt
 from .ranking import DEFAULT_TUNING, Tuning
 from .search import Filters
 from .sources import Dense, Sources, Upkeep
@@ -46,6 +46,8 @@ else:
 MODES = ("fast", "semantic", "deep")
 # Raw candidates are checked for memory coverage this many at a time.
 RAW_PAGE = 50
+# The user's best turns read to find the questions among them (they are not lifted as statements).
+ASKED_AMONG = 50
 DETAILS = ("auto", "gist", "detailed")
 
 
@@ -252,10 +254,9 @@ class _Recall:
         if not self.tuning.second_look or query is None or self.model is None or len(scores) < 2:
             return scores
         pool = ranking.top(scores, self.tuning.second_look)
-        looks = second_look.gather(
-            self.db, self.sources.vectors, self.model, self.filters, query, pool, self._neighbours
-        )
         t = self.tuning
+        sources, cap = (self.db, self.sources.vectors, self.model, self.filters), t.second_look_length_cap
+        looks = second_look.gather(*sources, query, pool, self._neighbours, cap)
         return second_look.reordered(scores, pool, looks, t.second_look_weights, t.second_look_length_cap)
 
     def _scan(self, kind: Kind, searched: Sequence[phrasings.Phrasing]) -> list[Hits | None]:
@@ -325,7 +326,17 @@ class _Recall:
         words = set(phrasing.words)
         named = {source for source in {hit.source for hit in info.values()} if words.intersection(search.terms(source))}
         speakers = {seq for seq, hit in info.items() if seq in out and hit.source in named}
-        return ranking.with_factors(out, speakers, t.speaker, self._dated(out, info, phrasing), t.date)
+        out = ranking.with_factors(out, speakers, t.speaker, self._dated(out, info, phrasing), t.date)
+        return ranking.with_user_turns(out, self._told(out, info), t.user_turn)
+
+    def _told(self, scores: dict[int, float], info: dict[int, search.Hit]) -> set[int]:
+        """The user's turns that tell something: all of them but a short question among the best (only
+        those are read: a question further down stays there, lifted or not)."""
+        users = {seq for seq in scores if info[seq].role == "user"}
+        if not self.tuning.user_turn or not users:
+            return users
+        best = ranking.top({seq: scores[seq] for seq in users}, max(ASKED_AMONG, 3 * self.limit))
+        return users - search.only_asking(self.db, best)
 
     def _dated(self, out: dict[int, float], info: dict[int, search.Hit], phrasing: phrasings.Phrasing) -> set[int]:
         """Events that occurred on a date the query names, or whose relative dates resolve into one."""
@@ -379,15 +390,16 @@ class _Recall:
             quotes = search.memory_quotes(self.db, page, self.filters.as_of)
             for sequence in page:
                 event = events.load(self.db, sequence)
-                text, whole = event.text, True
-                if sequence in quotes:
-                    found = gaps.uncovered_text(text, quotes[sequence], self.words) if self.words else None
+                whole = sequence not in quotes
+                if whole:
+                    shown = excerpt(event.text, self.words)
+                else:
+                    found = gaps.uncovered_text(event.text, quotes[sequence], self.words) if self.words else None
                     if found is None:
-                        self.covered[sequence] = (scores[sequence], gaps.matches(text, self.words))
+                        self.covered[sequence] = (scores[sequence], gaps.matches(event.text, self.words))
                         continue  # what matched is covered by the event's memories
-                    text, whole = found, False
-                shown, truncated = excerpt(text, self.words)
-                hit = RawHit(event, shown, truncated or not whole, round(scores[sequence], 6))
+                    shown = gap_excerpt(found, self.words)
+                hit = RawHit(event, shown.text, shown.truncated, round(scores[sequence], 6), offset=shown.offset)
                 words = echoes.same_words(event.text) if whole else ""
                 key = f"{event.role}/{event.source}\n{words}" if words else ""
                 if key and key in said:
@@ -397,8 +409,29 @@ class _Recall:
                     said[key] = len(hits)
                 hits.append(hit)
                 if len(hits) == self.limit:
-                    return self._answers_first(hits)
-        return self._answers_first(hits)
+                    return self._answers_first(self._newest_first(hits))
+        return self._answers_first(self._newest_first(hits))
+
+    def _newest_first(self, hits: list[RawHit]) -> list[RawHit]:
+        """Statements of one speaker that hold the same words of the query, two or more of them or all it has,
+        are about the same matter: they keep their places, newest first, and the older ones name the newest
+        (echoes.newest_first). One word shared of several says too little ("car" of "car purchase"), a
+        question states nothing, and a query that names a date asks for what was said then."""
+        asked = set(self.words)
+        if any(date_windows(p.text) for p in self.phrasings):
+            return hits
+
+        def matter(hit: RawHit) -> str:
+            if echoes.only_asks(hit.event.text):
+                return ""
+            held = asked.intersection(search.terms(hit.event.text, limit=None))
+            if not held or (len(held) < 2 and held != asked):
+                return ""
+            return f"{hit.event.role}/{hit.event.source}\n{' '.join(sorted(held))}"
+
+        return echoes.newest_first(
+            hits, matter, lambda hit: hit.event.occurred_at, lambda hit, newer: replace(hit, newer=newer.event.event_id)
+        )
 
     def _answers_first(self, hits: list[RawHit]) -> list[RawHit]:
         """A user's question found with the assistant's reply right after it: the reply first (echoes.py)."""

@@ -20,8 +20,10 @@ from ..archive.backend import backend_of
 from ..archive.connection import Connection, Row
 from ..records import Kind, Scope
 from ..text import ngrams
+from ..text.asking import only_asks
 
 MAX_TERMS = 48
+ASKING_CHARS = 600  # a turn that only asks is one short sentence: longer ones are not read to find out
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 # English function words plus the question words of recall queries ("when did ...").
@@ -63,11 +65,12 @@ class Filters:
         }
 
 
-def terms(query: str) -> list[str]:
-    """The query's distinct lowercase word tokens without stopwords (all of them if only stopwords)."""
+def terms(query: str, limit: int | None = MAX_TERMS) -> list[str]:
+    """The query's distinct lowercase word tokens without stopwords (all of them if only stopwords), the
+    first `limit` of them."""
     words = list(dict.fromkeys(w.lower() for w in _WORD.findall(query)))
     content = [w for w in words if w not in STOPWORDS]
-    return (content or words)[:MAX_TERMS]
+    return (content or words)[:limit]
 
 
 def _event_rules(filters: Filters) -> str:
@@ -142,13 +145,28 @@ def closed_by_as_of(db: Connection, rowids: Sequence[int], as_of: str) -> set[in
 
 @dataclass(frozen=True)
 class Hit:
-    """A lexical match: row ID, bm25 score (> 0, higher is better) and its event's speaker, session, time."""
+    """A lexical match: row ID, bm25 score (> 0, higher is better) and its event's speaker, session, time
+    and role."""
 
     id: int
     score: float
     source: str
     session_id: str
     occurred_at: str
+    role: str = ""
+
+
+def _hit(row: Row, score: float) -> Hit:
+    return Hit(row["id"], score, row["source"], row["session_id"], row["occurred_at"], row["role"])
+
+
+def only_asking(db: Connection, sequences: Sequence[int]) -> set[int]:
+    """The events among sequences that only ask a question (text/asking.py); a long text is never one."""
+    if not sequences:
+        return set()
+    marks = ",".join("?" * len(sequences))
+    sql = f"SELECT sequence, text FROM events WHERE sequence IN ({marks}) AND length(text) <= {ASKING_CHARS}"
+    return {row["sequence"] for row in db.query(sql, tuple(sequences)) if only_asks(row["text"])}
 
 
 # FTS5's bm25() costs a few microseconds per matching row, so a word found across the archive
@@ -310,14 +328,11 @@ def _bm25(
     rules = _event_rules(filters) if kind == "event" else _memory_rules(filters)
     source, score, condition, matched = fulltext.scored(db, table, words, weights, counts, floor)
     sql = (
-        f"SELECT f.rowid AS id, {score} AS score, e.source, {session} AS session_id, e.occurred_at"
+        f"SELECT f.rowid AS id, {score} AS score, e.source, {session} AS session_id, e.occurred_at, e.role"
         f" FROM {source} {join} WHERE {condition} AND {rules} ORDER BY score DESC LIMIT :limit"
     )
     params = {**filters.params(), **matched, "limit": limit}
-    return [
-        Hit(row["id"], float(row["score"]), row["source"], row["session_id"], row["occurred_at"])
-        for row in db.query(sql, params)
-    ]
+    return [_hit(row, float(row["score"])) for row in db.query(sql, params)]
 
 
 def eligible_events(db: Connection, ids: Sequence[int], filters: Filters) -> dict[int, Hit]:
@@ -325,11 +340,11 @@ def eligible_events(db: Connection, ids: Sequence[int], filters: Filters) -> dic
     # NOT INDEXED: the IDs are few, so look them up by primary key; the planner would otherwise walk
     # the scope's time index (2 ms instead of 0.1 ms for 200 IDs at 30k events).
     sql = (
-        "SELECT e.sequence AS id, e.source, e.session_id, e.occurred_at FROM events e NOT INDEXED"
+        "SELECT e.sequence AS id, e.source, e.session_id, e.occurred_at, e.role FROM events e NOT INDEXED"
         f" WHERE {_event_rules(filters)}"
     )
     rows = _eligible(db, ids, sql, "e.sequence", filters)
-    return {r["id"]: Hit(r["id"], 0.0, r["source"], r["session_id"], r["occurred_at"]) for r in rows}
+    return {r["id"]: _hit(r, 0.0) for r in rows}
 
 
 def eligible_memories(db: Connection, ids: Sequence[int], filters: Filters) -> set[int]:

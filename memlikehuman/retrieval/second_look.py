@@ -11,8 +11,10 @@ a feature until then, was worth nothing there) and checked on a chat set nobody 
 
 Only the order inside the pool changes: its events take the pool's own scores in their new order, so
 nothing outside the pool moves and every event shown passed recall's filters before this step. The
-model reads conversation turns only (role user or assistant), the kind of event it was fitted on: a
-tool's output (a file read, a log) keeps its place in the pool. Read as a turn, a file read's length
+model reads conversation turns only (role user or assistant) of chat length (at most the longest turn it
+was fitted on, `Tuning.second_look_length_cap`), the kind of event it was fitted on: a tool's output (a
+file read, a log) and a long message of a working session keep their places in the pool (on BEAM's long
+sessions the model, reading them, cost 6.8 points of semantic R@10). Read as a turn, a file read's length
 lifted it over the short note it buries (the ablation's coding set lost 3 of 24 follow-ups;
 docs/decisions/ranking-ablation.md).
 """
@@ -103,8 +105,10 @@ def gather(
     query: np.ndarray,
     pool: Sequence[int],
     neighbours: Callable[[Sequence[int]], Mapping[int, tuple[int | None, int | None]]],
+    longest: int,
 ) -> dict[int, Look]:
-    """The Look of each pool event that is a conversation turn (role user or assistant); none at all when
+    """The Look of each pool event that is a conversation turn (role user or assistant) of at most `longest`
+    characters; none at all when
     fewer than half of the pool have a vector of `model` (the indexer behind, another model's vectors):
     length and question marks alone re-order worse (design.md). A neighbour counts only if this recall
     may see it (its filters)."""
@@ -119,7 +123,7 @@ def gather(
     looks = {}
     for seq in pool:
         length, asks, role = shapes.get(seq, (0, False, "tool"))
-        if role not in TURNS:
+        if role not in TURNS or length > longest:
             continue
         own = cosines.get(seq, floor)
         # Only a neighbour the recall may see has a cosine here; the event's own stands in for the rest.

@@ -52,7 +52,10 @@ class CueInput(Strict):
 
 class MemoryInput(Strict):
     content: str = Field(description="self-contained, naming whom it is about", json_schema_extra=TEXT)
-    quote: str = Field(description="the exact span of text supporting it: 3+ words or 12+ characters, or all of text", json_schema_extra=TEXT)
+    quote: str = Field(
+        description="the exact span of text supporting it: 3+ words or 12+ characters, or all of text",
+        json_schema_extra=TEXT,
+    )
     # None as well: a null inside a list item is not dropped before validation (sdk.without_nulls); it is the default.
     kind: Literal["fact", "preference", "event", "plan", "emotion", "persona", "reference"] | None = "fact"
     basis: Literal["stated", "inferred"] | None = "stated"
@@ -171,11 +174,15 @@ class RawHitOut(BaseModel):
     source: str
     session_id: str
     occurred_at: str
-    excerpt: str = Field(description="original text, at most 2,000 characters, centred on the match")
+    excerpt: str = Field(description="the event whole, or its passage (at most 800 characters) that holds the match")
     truncated: bool = Field(description="true when the excerpt is shorter than the event: memory_read has it all")
     score: float
     said: int = Field(1, description="how many turns of one speaker said the same words; this hit is the best ranked")
     first_at: str | None = Field(None, description="when the first of them occurred (said > 1), else null")
+    offset: int | None = Field(0, description="where the excerpt starts in the event's text (memory_read offset)")
+    newer: str | None = Field(
+        None, description="event_id of a newer turn of the same speaker with the same query words: this one is earlier"
+    )
 
 
 class CoverageOut(BaseModel):
