@@ -204,7 +204,8 @@ def test_without_a_checkpoint_every_event_is_uncovered(client):
     out = client.ok("session_resume", token_budget=100_000)
     assert [e["event_id"] for e in blocks(out["context"])["recent_events"]] == ["e1", "e2", "e3"]
     assert [(c["name"], c["items"]) for c in out["components"]] == [
-        ("framing", 1), ("core_persona", 0), ("checkpoint", 0), ("recent_events", 3), ("relevant_memories", 0),
+        ("framing", 1), ("core_persona", 0), ("checkpoint", 0), ("standing_facts", 0), ("recent_events", 3),
+        ("relevant_memories", 0),
     ]  # fmt: skip
 
 

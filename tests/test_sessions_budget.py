@@ -91,7 +91,8 @@ def test_a_large_budget_includes_every_component_with_status_ok(archive):
     out = context.resume(archive, SCOPE, token_budget=50_000, target_model="gpt-4")
     assert (out.status, out.omitted, out.warnings) == ("ok", (), ())
     assert [(c.name, c.included) for c in out.components] == [
-        ("framing", True), ("core_persona", True), ("checkpoint", True), ("recent_events", True),
+        ("framing", True), ("core_persona", True), ("checkpoint", True), ("standing_facts", False),
+        ("recent_events", True),
         ("relevant_memories", False),
     ]  # fmt: skip
     assert all(c.tokens > 0 for c in out.components if c.included)

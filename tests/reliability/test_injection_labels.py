@@ -46,7 +46,7 @@ PAYLOADS = [
 # Shown to no reader, read by models: escaped wherever stored text reaches one (reliability.md).
 INVISIBLE = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\U000e0000-\U000e007f]")
 MARKER = re.compile(r"^«(DATA|END) (\d{16}) ([a-z_]+)»$")
-BLOCKS = {"core_persona", "checkpoint", "recent_events", "relevant_memories"}
+BLOCKS = {"core_persona", "checkpoint", "standing_facts", "recent_events", "relevant_memories"}
 TRAP_WORDS = "trapdoor"  # every payload event carries this word, so one query finds them all
 
 
@@ -133,7 +133,7 @@ def test_resume_returns_stored_instructions_only_inside_labeled_json_records(cli
         if "text" in record or "excerpt" in record:
             assert {"event_id", "role", "source", "occurred_at"} <= set(record), record
         if "content" in record and "memory_id" in record:
-            assert {"basis", "from"} <= set(record) and {"event_id", "role", "source"} <= set(record["from"])
+            assert {"basis", "from"} <= set(record) and {"role", "source"} <= set(record["from"])
         if "goal" in record:
             assert record["origin"] == "session_checkpoint"
     report("prompt-injection labels (session_resume)", payloads=len(PAYLOADS), records=len(records),
