@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 from dataclasses import dataclass
@@ -26,9 +27,15 @@ UNICODE_TEXTS = (
 LARGE_TEXT = ("Lorem ipsum dolor sit amet, 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 consectetur adipiscing elit. " * 4000)[:200_000]
 
 
-def cli(db: Path, *args: str, env: dict[str, str] | None = None, input: bytes | None = None) -> Result:
-    """Invoke `memlikehuman --db DB ARGS...` in-process with the test providers (none)."""
-    return CliRunner().invoke(main, ["--db", str(db), *args], env={**BASE_ENV, **(env or {})}, input=input)
+def cli(
+    db: Path, *args: str, env: dict[str, str] | None = None, input: bytes | None = None, cwd: Path | None = None
+) -> Result:
+    """Invoke `memlikehuman --db DB ARGS...` in-process with the test providers (none), in `cwd`.
+
+    Without `cwd` it runs in the file-system root, which is no project folder: a command without
+    --project then keeps its own default scope (the tests' repository would be a project folder)."""
+    with contextlib.chdir(cwd or "/"):
+        return CliRunner().invoke(main, ["--db", str(db), *args], env={**BASE_ENV, **(env or {})}, input=input)
 
 
 def json_out(result: Result) -> Any:

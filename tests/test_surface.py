@@ -30,7 +30,7 @@ PINNED = {
     "memlikehuman.engine": [
         "Engine", "Extractor", "Outcome", "diagnose", "open_archive",
     ],
-    "memlikehuman.shapes": ["data_line", "memory_shape", "recall_shape", "visible"],
+    "memlikehuman.shapes": ["data_line", "forget_shape", "memory_shape", "recall_shape", "visible"],
     "memlikehuman.records": [
         "BASES", "CATEGORIES", "CUE_KINDS", "MEMORY_KINDS", "NOT_SCRUBBED", "ROLES", "Candidate", "Check", "Checkpoint",
         "CorrectionResult", "Coverage", "Cue", "Event", "ForgetResult", "HistoryMessage", "HistoryReport",

@@ -13,7 +13,8 @@ import click
 from .. import files
 from ..engine import Engine
 from ..errors import InvalidArgument, MemLikeHumanError
-from .common import EXIT_ERROR, db_option, fail, progress_bar, project_value, require_archive, settings_from
+from .common import EXIT_ERROR, db_option, fail, progress_bar, require_archive, settings_from
+from .scopes import project_value, some_scopes
 
 
 @click.command()
@@ -24,8 +25,10 @@ from .common import EXIT_ERROR, db_option, fail, progress_bar, project_value, re
     "project_id",
     default=None,
     callback=project_value,
-    help="Export only this project (`auto`: this directory's; default: every project).",
+    help="Export only this project (`auto`: this folder's; default: $MEMLIKEHUMAN_PROJECT, else this folder's,"
+    " else every project).",
 )
+@click.option("--all", "all_scopes", is_flag=True, help="The whole archive, also inside a project folder.")
 @click.option(
     "-o",
     "--output",
@@ -35,21 +38,29 @@ from .common import EXIT_ERROR, db_option, fail, progress_bar, project_value, re
 )
 @click.pass_context
 def export(
-    ctx: click.Context, db: str | None, persona_id: str | None, project_id: str | None, output: Path | None
+    ctx: click.Context,
+    db: str | None,
+    persona_id: str | None,
+    project_id: str | None,
+    all_scopes: bool,
+    output: Path | None,
 ) -> None:
     """Write the archive as JSON Lines: events with cues, memories, corrections, checkpoints, personas.
 
     The first line is a header with the format version, the last line counts the records, so a
     truncated file is refused by `import`. Every record has a `type` field. Vectors are not
     exported (`reindex` computes them again). Memory use stays flat however large the archive is.
+    Inside a project folder it exports that project (as the hooks name it) unless --all or --project
+    says otherwise; elsewhere, the whole archive.
 
     \b
     Examples:
-      memlikehuman export -o backup.jsonl
+      memlikehuman export --all -o backup.jsonl
       memlikehuman export --persona alice --project garden > garden.jsonl
     """
     settings = settings_from(ctx, db)
     require_archive(settings)
+    persona_id, project_id = some_scopes(settings, persona_id, project_id, all_scopes)
     try:
         with Engine(settings) as engine:
             total = sum(engine.count_records(persona_id, project_id).values())
@@ -66,7 +77,10 @@ def export(
     except OSError as exc:
         fail(InvalidArgument(f"cannot write the export ({exc}): check the output path and free disk space"))
     where = f" to {output}" if output else ""
-    click.echo(f"exported {written:,} records{where}", err=True)
+    scope = "".join(
+        f" of {name} {value!r}" for name, value in (("persona", persona_id), ("project", project_id)) if value
+    )
+    click.echo(f"exported {written:,} records{scope}{where}", err=True)
 
 
 def _write_file(engine: Engine, persona_id: str | None, project_id: str | None, output: Path, total: int) -> int:
