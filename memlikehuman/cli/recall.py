@@ -9,6 +9,7 @@ import click
 from ..engine import Engine
 from ..errors import MemLikeHumanError
 from ..shapes import recall_shape
+from . import notices
 from .columns import fill, flat, pack, width, wrap
 from .common import as_usage, db_option, echo_json, echo_table, fail, require_archive, settings_from
 from .scopes import one_scope, scope_options, scopes_hint
@@ -51,9 +52,11 @@ def recall(ctx: click.Context, db: str | None, query: str, as_json: bool, wide: 
 
     Prints memories and raw excerpts (events no memory covers yet), best first, each with its score,
     its whole ID and its text cut to two lines, in 100 columns (--wide: tables on long lines); then
-    the coverage and the warnings. --json prints the tool's exact output fields instead. Inside a
-    project folder the scope is that folder's project, as the hooks name it (stderr says so);
-    --project default searches the default scope.
+    the coverage and the warnings. A warning about the scope rather than the query (events pending or
+    failed extraction, dated in the future, without vectors) is said once per terminal session and day
+    at a terminal; the counts stand on the coverage line every time. --json prints the tool's exact
+    output fields instead. Inside a project folder the scope is that folder's project, as the hooks
+    name it (stderr says so); --project default searches the default scope.
 
     \b
     Examples:
@@ -82,8 +85,11 @@ def recall(ctx: click.Context, db: str | None, query: str, as_json: bool, wide: 
     else:
         room = None if wide else width()
         _print(result, room)
+        said = notices.to_say(settings.db_path, scope, list(found.standing))
+        standing = {text for _, text in found.standing}
         for warning in result["warnings"]:
-            click.echo(fill(f"warning: {warning}", room, "  "), err=True)
+            if warning not in standing or warning in said:
+                click.echo(fill(f"warning: {warning}", room, "  "), err=True)
 
 
 def _print(result: dict[str, Any], room: int | None) -> None:
