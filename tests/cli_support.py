@@ -18,6 +18,7 @@ from memlikehuman.engine import Engine
 from memlikehuman.lifecycle import correct, forget
 from memlikehuman.records import Candidate, Scope
 
+REPOSITORY = Path(__file__).resolve().parent.parent
 UNICODE_TEXTS = (
     "Emoji 🎉👩‍👩‍👧 and a flag 🇵🇹 in one line",
     "العربية: أنا أعيش في لشبونة منذ سنتين",  # right-to-left
@@ -32,9 +33,11 @@ def cli(
 ) -> Result:
     """Invoke `memlikehuman --db DB ARGS...` in-process with the test providers (none), in `cwd`.
 
-    Without `cwd` it runs in the file-system root, which is no project folder: a command without
-    --project then keeps its own default scope (the tests' repository would be a project folder)."""
-    with contextlib.chdir(cwd or "/"):
+    Without `cwd`, in the test's working directory; while that is still in this repository (a project
+    folder) in the file-system root instead, which is no project folder: a command without --project
+    then keeps its own default scope."""
+    here = Path.cwd()
+    with contextlib.chdir(cwd or ("/" if here.is_relative_to(REPOSITORY) else here)):
         return CliRunner().invoke(main, ["--db", str(db), *args], env={**BASE_ENV, **(env or {})}, input=input)
 
 

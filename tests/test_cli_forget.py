@@ -6,9 +6,12 @@ from pathlib import Path
 from typing import Any
 
 from cli_support import cli, json_out
+from conftest import make_settings
 from terminal_support import CTRL_C, at_terminal
 from test_forget_still_said import note_and_what_repeats_it, say
 
+from memlikehuman.engine import Engine
+from memlikehuman.records import Scope
 from memlikehuman.server.tools_corrections import ForgetOut
 
 
@@ -27,7 +30,22 @@ def test_forget_with_yes_removes_a_record_and_prints_what_was_deleted(client: An
     ]
     assert ids(client, "gym") == ["e2"]
     again = cli(db_path, "forget", "e1", "--yes")
-    assert again.exit_code == 1 and again.stderr.startswith("error: not_found: no event 'e1'")
+    assert again.exit_code == 1 and again.stderr.startswith("error: not_found: no record 'e1' in the archive")
+
+
+def test_forget_finds_the_scope_of_the_id_wherever_it_runs_and_a_scope_given_must_be_that_one(
+    db_path: Path, tmp_path: Path
+) -> None:
+    with Engine(make_settings(db_path)) as engine:
+        engine.record(Scope("alice", "garden"), "g1", "Roses need full sun", "user", "chat")
+    folder = tmp_path / "elsewhere"  # a project folder of its own
+    folder.mkdir()
+    other = cli(db_path, "forget", "g1", "--yes", "--project", "work", cwd=folder)
+    assert other.exit_code == 1 and "'g1' is in persona 'alice', project 'garden', not in the scope" in other.stderr
+    done = cli(db_path, "forget", "g1", "--yes", "--json", cwd=folder)
+    assert json_out(done)["deleted_event_ids"] == ["g1"]
+    with Engine(make_settings(db_path)) as engine:
+        assert engine.scope_of("g1") is None
 
 
 def test_forget_without_a_terminal_or_yes_refuses_as_wrong_usage_and_deletes_nothing(
@@ -60,6 +78,7 @@ def test_at_a_terminal_forget_shows_the_preview_and_deletes_only_when_the_answer
     declined = at_terminal("--db", str(db_path), "forget", "n1", answer="n")
     assert declined.returncode == 0 and "nothing was forgotten" in declined.screen
     screen = declined.screen
+    assert "Forgetting n1 of persona 'default', project 'default' deletes," in screen
     assert "events (1): the source event and every connected correction\n  n1  chat (user)" in screen
     assert "    Note: staging is staging.example.internal:8443\n" in screen
     assert "still said by (2): other records that state it too; they stay unless you forget them too" in screen

@@ -121,3 +121,22 @@ def test_environment_project_is_the_default_before_the_folder(tmp_path: Path) ->
     named = cli(db, "recall", "boiler", "--json", cwd=folder, env={"MEMLIKEHUMAN_PROJECT": "work"})
     assert excerpts(json_out(named)) == ["The boiler report is due"]
     assert "memlikehuman: project" not in named.stderr
+
+
+def test_recall_in_a_repository_finds_what_the_hooks_recorded_there_as_in_its_subfolders(
+    tmp_path: Path, monkeypatch
+) -> None:
+    from hook_support import run_hook
+
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "src").mkdir()
+    db = tmp_path / "data" / "memory.sqlite3"
+    prompt = {"session_id": "s1", "hook_event_name": "UserPromptSubmit", "cwd": str(repo / "src"),
+              "prompt": "We always use pnpm here, never npm"}  # fmt: skip
+    assert run_hook("claude-code", prompt, db, repo, "--project", "auto").returncode == 0
+    monkeypatch.chdir(repo)
+    assert excerpts(json_out(cli(db, "recall", "pnpm", "--json"))) == ["We always use pnpm here, never npm"]
+    default = cli(db, "recall", "pnpm", "--project", "default")
+    assert "no events in persona 'default', project 'default'" in default.stderr
+    assert "this folder's project (--project auto) is repo-" in default.stderr

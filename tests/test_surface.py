@@ -51,7 +51,8 @@ ENGINE_METHODS = [
     "extract_answer", "extraction_prompt", "forget",
     "forget_preview", "import_history", "import_lines", "inject", "latest_checkpoint", "persona", "persona_history",
     "persona_with_memories", "prepare_import", "read", "recall", "record", "reindex_fulltext", "reindex_vectors",
-    "requeue", "resume", "retry_queue", "session_turns", "set_persona", "start_extraction", "stats", "tombstone_count",
+    "requeue", "resume", "retry_queue", "scope_of", "session_turns", "set_persona", "start_extraction", "stats",
+    "tombstone_count",
     "use_extractor", "warm_injection",
 ]  # fmt: skip
 

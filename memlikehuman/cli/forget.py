@@ -13,7 +13,7 @@ from ..records import Preview, Scope
 from ..shapes import forget_shape
 from .columns import flat, pack, width, wrap
 from .common import as_usage, can_ask, confirmed, db_option, echo_json, fail, require_archive, settings_from
-from .scopes import one_scope, scope_options
+from .scopes import check_scope, scope_options
 
 INDENT = "    "
 
@@ -21,7 +21,10 @@ INDENT = "    "
 @click.command()
 @db_option
 @click.argument("record_id")
-@scope_options()
+@scope_options(
+    persona="Only a record of this persona (default: the persona of the record's ID).",
+    project="Only a record of this project (`auto`: this folder's; default: the project of the record's ID).",
+)
 @click.option("--also", is_flag=True, help="Also delete the other records that still say it (still_said_by).")
 @click.option("--yes", is_flag=True, help="Do not ask (needed without a terminal); the preview is not shown.")
 @click.option("--json", "as_json", is_flag=True, help="Print the memory_forget tool's output fields as JSON.")
@@ -38,20 +41,23 @@ def forget(
 ) -> None:
     """Forget RECORD_ID (an event, a correction or a memory ID) for good, as memory_forget does.
 
-    Shows first what goes (the whole source event, its corrections, the memories made from them), the
-    memories that stay because another event states them too, the checkpoints it invalidates and the
-    other records that still say it, and asks; --yes does not ask. Only what the preview showed is
-    deleted: when the archive changed meanwhile, nothing is (exit 1, run it again). --also deletes the
-    records that still say it too. Then prints what was deleted. Without a terminal it needs --yes.
+    An ID names one record in the whole archive: forget finds its scope (--persona and --project only
+    check that it is that one). It shows first what goes (the whole source event, its corrections, the
+    memories made from them), the memories that stay because another event states them too, the
+    checkpoints it invalidates and the other records that still say it, and asks; --yes does not ask.
+    Only what the preview showed is deleted: when the archive changed meanwhile, nothing is (exit 1,
+    run it again). --also deletes the records that still say it too. Then prints what was deleted.
+    Without a terminal it needs --yes.
     """
     with as_usage():
         validate.identifier(record_id, "record_id", max_len=256)
     can_ask(yes)
+    check_scope(persona_id, project_id)
     settings = settings_from(ctx, db)
     require_archive(settings)
-    scope = one_scope(settings, persona_id, project_id)
     try:
         with Engine(settings) as engine:
+            scope = _scope(engine, record_id, persona_id, project_id)
             preview = None
             if not yes:
                 preview = engine.forget_preview(scope, record_id, also=also)
@@ -78,11 +84,25 @@ def forget(
         click.echo(f"warning: {warning}", err=True)
 
 
+def _scope(engine: Engine, record_id: str, persona_id: str | None, project_id: str | None) -> Scope:
+    """The scope that holds the record; NotFound when none does, or not the one --persona/--project name."""
+    found = engine.scope_of(record_id)
+    if found is None:
+        raise NotFound(f"no record {record_id!r} in the archive: check the ID (recall and the UI show IDs)")
+    if (persona_id or found.persona_id, project_id or found.project_id) != (found.persona_id, found.project_id):
+        raise NotFound(
+            f"{record_id!r} is in persona {found.persona_id!r}, project {found.project_id!r}, not in the scope"
+            " given: pass that scope, or leave out --persona and --project"
+        )
+    return found
+
+
 def _show(engine: Engine, scope: Scope, preview: Preview, also: bool) -> None:
     """The preview on stderr, as the UI's confirm page lists it, each record with its text cut to a line."""
     room = width()
     say = functools.partial(click.echo, err=True)
-    say("Forgetting deletes, with no readable trace left in the archive file (earlier copies and backups keep it):")
+    say(f"Forgetting {preview.record_id} of persona {scope.persona_id!r}, project {scope.project_id!r} deletes,")
+    say("with no readable trace left in the archive file (earlier copies and backups keep it):")
     say(f"events ({len(preview.event_ids)}): the source event and every connected correction")
     for event_id in preview.event_ids:
         _record(engine, scope, event_id, room)

@@ -4,8 +4,9 @@ The rule (README, "Command line"): without --project, a command takes MEMLIKEHUM
 names a project (`auto`: this folder's), else this folder's project as the hooks name it
 (text/projects.project_name: the top folder of the git work tree holding the working directory, else
 that directory itself). The home folder and the file-system root are no project folder: there a
-command keeps its own default, the `default` scope (recall, retry, forget) or every scope (stats,
-export, extract). When the folder chose the project, the command says so on stderr, once.
+command keeps its own default, the `default` scope (recall, retry) or every scope (stats,
+export, extract). When the folder chose the project, the command says so on stderr, once. `forget`
+needs none of this: an ID names one record, whatever its scope (cli/forget.py).
 """
 
 from __future__ import annotations
@@ -33,25 +34,18 @@ def project_value(ctx: click.Context, param: click.Parameter, value: str | None)
     return project_name(Path.cwd())
 
 
-def scope_options(otherwise: str = "default") -> Callable[[F], F]:
+def scope_options(otherwise: str = "default", persona: str = "", project: str = "") -> Callable[[F], F]:
     """--persona and --project of a command that works on one scope; `otherwise`: what it takes without
-    --project outside a project folder."""
+    --project outside a project folder. `persona`, `project`: other help texts."""
+    persona = persona or "Persona of the scope (default: $MEMLIKEHUMAN_PERSONA, else default)."
+    project = project or (
+        "Project of the scope (`auto`: this folder's, as the hooks name it; default: $MEMLIKEHUMAN_PROJECT,"
+        f" else this folder's, else {otherwise})."
+    )
 
     def add(fn: F) -> F:
-        fn = click.option(
-            "--project",
-            "project_id",
-            default=None,
-            callback=project_value,
-            help="Project of the scope (`auto`: this folder's, as the hooks name it; default: $MEMLIKEHUMAN_PROJECT,"
-            f" else this folder's, else {otherwise}).",
-        )(fn)
-        return click.option(
-            "--persona",
-            "persona_id",
-            default=None,
-            help="Persona of the scope (default: $MEMLIKEHUMAN_PERSONA, else default).",
-        )(fn)
+        fn = click.option("--project", "project_id", default=None, callback=project_value, help=project)(fn)
+        return click.option("--persona", "persona_id", default=None, help=persona)(fn)
 
     return add
 
@@ -85,7 +79,7 @@ def check_scope(persona_id: str | None, project_id: str | None) -> None:
 
 
 def one_scope(settings: config.Settings, persona_id: str | None, project_id: str | None, also: str = "") -> Scope:
-    """The one scope of recall, retry and forget: as given, else MEMLIKEHUMAN_PERSONA and the project of
+    """The one scope of recall and retry: as given, else MEMLIKEHUMAN_PERSONA and the project of
     this folder (default_project), else `default`."""
     scope = Scope(persona_id or settings.persona_id, project_id or _chosen(settings, also) or "default")
     check_scope(scope.persona_id, scope.project_id)
