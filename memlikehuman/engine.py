@@ -74,10 +74,6 @@ def __getattr__(name: str) -> Any:
 
 
 Injected = list["InjectedItem"]
-QUEUED = (
-    "extraction is queued in the background (MEMLIKEHUMAN_EXTRACTION_WAIT): the raw text is durable and"
-    " searchable; memory_read shows the state and memories once it is done"
-)
 
 
 class Engine:
@@ -206,7 +202,7 @@ class Engine:
 
             given = giving.validated(memories)
         configured = self.settings.extractor != "none"
-        error = QUEUED if configured else events.PENDING_UNCONFIGURED
+        error = events.QUEUED if configured else events.PENDING_UNCONFIGURED
         warnings: tuple[str, ...] = clock.ahead_warning(payload.occurred_at)
         if given is not None:
             # One transaction: no worker can claim the event between its commit and its memories.
@@ -415,6 +411,10 @@ class Engine:
         counter = tokens.BYTES if count_bytes else None
         return resume(self, scope, query=query, token_budget=token_budget, target_model=target_model,
                       session_id=session_id, upkeep=self._upkeep, counter=counter)  # fmt: skip
+
+    def scope_of(self, record_id: str) -> Scope | None:
+        """The scope of the event or memory with this ID (unique in the archive), None when none holds it."""
+        return events.scope_of(self.db, record_id)
 
     def forget_preview(self, scope: Scope, record_id: str, *, also: bool = False) -> Preview:
         """What forget would delete, without deleting anything (forget.preview)."""

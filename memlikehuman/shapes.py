@@ -7,13 +7,16 @@ output schemas); the CLI prints them as they are (`recall --json`), so both show
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import clock
 from .records import Memory, MemoryHit, RawHit, RecallResult
 from .retrieval import gist
 
-__all__ = ["data_line", "memory_shape", "recall_shape", "visible"]
+if TYPE_CHECKING:
+    from .records import ForgetResult  # reports.py: loaded only where a forget happens
+
+__all__ = ["data_line", "forget_shape", "memory_shape", "recall_shape", "visible"]
 
 # What stored text must not carry raw into anything a model reads, escaped as JSON escapes it: the
 # characters hosts and models may break lines at (json.dumps with ensure_ascii=False leaves them), and
@@ -113,4 +116,15 @@ def recall_shape(result: RecallResult) -> dict[str, Any]:
             "events_in_flight": c.events_in_flight,
         },
         "warnings": list(result.warnings),
+    }
+
+
+def forget_shape(result: ForgetResult) -> dict[str, Any]:
+    """memory_forget's output fields."""
+    return {
+        "deleted_event_ids": list(result.deleted_event_ids),
+        "deleted_memory_ids": list(result.deleted_memory_ids),
+        "invalidated_checkpoints": result.invalidated_checkpoints,
+        "still_said_by": list(result.still_said_by),
+        "warnings": result.warnings,
     }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from memlikehuman.engine import Engine
 from memlikehuman.lifecycle import correct, forget
 from memlikehuman.records import Candidate, Scope
 
+REPOSITORY = Path(__file__).resolve().parent.parent
 UNICODE_TEXTS = (
     "Emoji 🎉👩‍👩‍👧 and a flag 🇵🇹 in one line",
     "العربية: أنا أعيش في لشبونة منذ سنتين",  # right-to-left
@@ -26,9 +28,17 @@ UNICODE_TEXTS = (
 LARGE_TEXT = ("Lorem ipsum dolor sit amet, 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 consectetur adipiscing elit. " * 4000)[:200_000]
 
 
-def cli(db: Path, *args: str, env: dict[str, str] | None = None, input: bytes | None = None) -> Result:
-    """Invoke `memlikehuman --db DB ARGS...` in-process with the test providers (none)."""
-    return CliRunner().invoke(main, ["--db", str(db), *args], env={**BASE_ENV, **(env or {})}, input=input)
+def cli(
+    db: Path, *args: str, env: dict[str, str] | None = None, input: bytes | None = None, cwd: Path | None = None
+) -> Result:
+    """Invoke `memlikehuman --db DB ARGS...` in-process with the test providers (none), in `cwd`.
+
+    Without `cwd`, in the test's working directory; while that is still in this repository (a project
+    folder) in the file-system root instead, which is no project folder: a command without --project
+    then keeps its own default scope."""
+    here = Path.cwd()
+    with contextlib.chdir(cwd or ("/" if here.is_relative_to(REPOSITORY) else here)):
+        return CliRunner().invoke(main, ["--db", str(db), *args], env={**BASE_ENV, **(env or {})}, input=input)
 
 
 def json_out(result: Result) -> Any:

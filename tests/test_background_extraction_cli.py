@@ -48,7 +48,7 @@ def test_extract_follow_keeps_extracting_new_events_until_sigterm(db_path):
         settings = make_settings(db_path, **env(api.base_url))
         Engine(settings).close()  # the archive exists before the follower starts
         follower = subprocess.Popen(
-            [sys.executable, "-m", "memlikehuman", "--db", str(db_path), "extract", "--follow"],
+            [sys.executable, "-m", "memlikehuman", "--db", str(db_path), "extract", "--all", "--follow"],
             env={**os.environ, **BASE_ENV, **env(api.base_url)},
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -87,3 +87,38 @@ def test_every_command_answers_help_with_a_usage_line() -> None:
         result = runner.invoke(main, [*path.split(), "--help"])
         assert result.exit_code == 0, path
         assert result.output.startswith(f"Usage: main {path}") or result.output.startswith(f"Usage: {path}"), path
+
+
+def rows(readme: str) -> dict[str, str]:
+    """Command name -> the first cell of its row in the "Command line" table."""
+    section = readme.split("\n## Command line\n", 1)[1].split("\n## ", 1)[0]
+    found = {}
+    for line in section.splitlines():
+        match = re.match(r"\|\s*`([^`]+)`", line)
+        if match:
+            words = match.group(1).split()
+            end = next((i for i, w in enumerate(words) if not _COMMAND_WORD.fullmatch(w)), len(words))
+            found[" ".join(words[:end])] = match.group(1)
+    return found
+
+
+def test_every_option_a_readme_row_names_is_an_option_of_that_command() -> None:
+    commands = dict(command_paths(main))
+    for name, cell in rows(README.read_text(encoding="utf-8")).items():
+        options = {opt for param in commands[name].params for opt in getattr(param, "opts", [])}
+        named = set(re.findall(r"(?<![\w-])--?[a-z][a-z-]*", cell))
+        assert named <= options | {"-"}, (name, named - options)
+
+
+def test_the_exit_statuses_readme_names_are_the_ones_the_commands_use() -> None:
+    from memlikehuman.cli import common
+
+    section = README.read_text(encoding="utf-8").split("\n## Command line\n", 1)[1].split("\n## ", 1)[0]
+    said = dict(re.findall(r"`(\d+)` (success|error|wrong usage|a problem|interrupted)", section.replace("\n", " ")))
+    assert said == {
+        str(common.EXIT_OK): "success",
+        str(common.EXIT_ERROR): "error",
+        str(common.EXIT_USAGE): "wrong usage",
+        str(common.EXIT_PROBLEM): "a problem",
+        str(common.EXIT_INTERRUPTED): "interrupted",
+    }

@@ -222,9 +222,9 @@ def test_export_to_a_file_replaces_it_only_when_complete(source: Path, tmp_path:
     assert not (tmp_path / "backup.jsonl.partial").exists()
 
 
-def test_an_unknown_persona_filter_is_an_invalid_argument(source: Path) -> None:
+def test_an_unknown_persona_filter_is_an_invalid_argument_and_wrong_usage(source: Path) -> None:
     result = cli(source, "export", "--persona", "bad persona!")
-    assert result.exit_code == 1 and "invalid_argument" in result.stderr
+    assert result.exit_code == 2 and "invalid_argument" in result.stderr
 
 
 def stats_of(db: Path) -> tuple[int, int, int]:

@@ -67,31 +67,10 @@ def test_nothing_found_prints_empty_lists(tmp_path: Path) -> None:
     assert result.stdout.count("(none)") == 2
 
 
-def test_bad_input_exits_with_a_coded_error(tmp_path: Path) -> None:
+def test_bad_input_exits_with_a_coded_error_as_wrong_usage(tmp_path: Path) -> None:
     db = tmp_path / "a.sqlite3"
     populate(db)
     result = cli(db, "recall", "x", "--as-of", "2026-01-01T00:00:00")
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert result.stderr.startswith("error: invalid_argument: as_of has no timezone offset")
     assert cli(db, "recall", "x", "-n", "0").exit_code == 2
-
-
-def test_project_auto_finds_what_the_hooks_recorded_in_this_repository_and_an_empty_scope_says_where_events_are(
-    tmp_path: Path, monkeypatch
-) -> None:
-    from hook_support import run_hook
-
-    repo = tmp_path / "repo"
-    (repo / ".git").mkdir(parents=True)
-    (repo / "src").mkdir()
-    db = tmp_path / "data" / "memory.sqlite3"
-    prompt = {"session_id": "s1", "hook_event_name": "UserPromptSubmit", "cwd": str(repo / "src"),
-              "prompt": "We always use pnpm here, never npm"}  # fmt: skip
-    assert run_hook("claude-code", prompt, db, repo, "--project", "auto").returncode == 0
-    monkeypatch.chdir(repo / "src")
-    found = json_out(cli(db, "recall", "pnpm", "--project", "auto", "--json"))
-    assert [hit["excerpt"] for hit in found["raw_fallback"]] == ["We always use pnpm here, never npm"]
-    plain = cli(db, "recall", "pnpm")
-    assert plain.exit_code == 0
-    assert "no events in persona 'default', project 'default'" in plain.stderr
-    assert "--project repo-" in plain.stderr and "this directory's project (--project auto) is repo-" in plain.stderr

@@ -60,10 +60,22 @@ def test_stats_counts_vectors_missing_for_the_configured_embedder(tmp_path: Path
     assert (before["vectors_missing"], after["vectors_missing"]) == (5, 0)
 
 
-def test_stats_prints_a_table_with_a_total_row_and_the_archive_size(tmp_path: Path) -> None:
+def test_stats_says_each_scopes_counts_in_words_with_the_totals_and_the_archive_size(tmp_path: Path) -> None:
     db = tmp_path / "a.sqlite3"
     populate(db)
     result = cli(db, "stats")
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    assert lines[0] == "alice/garden: 8 events, extraction 7 pending (0 in flight), 0 failed"
+    assert lines[1] == "  memories 1 current, 1 superseded, 1 revoked; checkpoints 1 valid, 1 invalidated"
+    assert lines[2].startswith("bob/work: 1 event, ") and lines[4].startswith("all 2 scopes: 9 events, ")
+    assert f"archive {db}:" in result.stdout and "KB" in result.stdout
+
+
+def test_stats_wide_prints_a_table_with_a_total_row_and_the_archive_size(tmp_path: Path) -> None:
+    db = tmp_path / "a.sqlite3"
+    populate(db)
+    result = cli(db, "stats", "--wide")
     assert result.exit_code == 0
     lines = result.stdout.splitlines()
     assert lines[0].split()[:5] == ["persona", "project", "events", "pending", "failed"]

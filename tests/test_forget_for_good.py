@@ -3,6 +3,7 @@ a retry (the tombstones), and no copy of it stays in the files when another prog
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import json
@@ -29,7 +30,8 @@ DEFAULT = Scope()
 
 
 def cli(db: Path | str, *args: str, stdin: str | None = None) -> Result:
-    return CliRunner().invoke(main, ["--db", str(db), *args], env=BASE_ENV, input=stdin)
+    with contextlib.chdir("/"):  # no project folder: export writes the whole archive (cli_support.cli)
+        return CliRunner().invoke(main, ["--db", str(db), *args], env=BASE_ENV, input=stdin)
 
 
 def texts(db: Path | str) -> list[str]:

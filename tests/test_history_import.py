@@ -89,7 +89,9 @@ def test_chatgpt_import_takes_the_current_branch_and_counts_the_rest(tmp_path: P
 def test_imported_messages_keep_their_original_time(tmp_path: Path) -> None:
     db = tmp_path / "m.sqlite3"
     report(db, str(CHATGPT))
-    found = CliRunner().invoke(main, ["--db", str(db), "recall", "sister birthday", "--json"], env=BASE_ENV)
+    found = CliRunner().invoke(
+        main, ["--db", str(db), "recall", "sister birthday", "--project", "default", "--json"], env=BASE_ENV
+    )
     # The reply comes first (it answers the question that matched too); the user's message kept its time.
     hit = next(h for h in json.loads(found.stdout)["raw_fallback"] if h["role"] == "user")
     assert hit["occurred_at"] == "2025-12-01T14:40:00.000000Z"  # create_time 1764600000 of the export
@@ -194,7 +196,7 @@ def test_embed_computes_the_vectors_of_an_imported_history(tmp_path: Path) -> No
         result = CliRunner().invoke(main, ["--db", str(db), "import", str(CHATGPT), "--embed"], env=env)
         assert result.exit_code == 0, result.output
         assert "vectors: 7 events and memories embedded" in result.stderr
-        stats = CliRunner().invoke(main, ["--db", str(db), "stats", "--json"], env=env)
+        stats = CliRunner().invoke(main, ["--db", str(db), "stats", "--all", "--json"], env=env)
     assert json.loads(stats.stdout)["totals"]["vectors_missing"] == 0
 
 

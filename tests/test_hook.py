@@ -172,7 +172,7 @@ def test_precompact_writes_an_adapter_checkpoint_that_the_compact_start_puts_fir
     assert prompt["event_id"] in body
 
 
-def test_session_end_records_a_missed_final_reply_and_checkpoints(db: Archive, project: Path) -> None:
+def test_session_end_records_a_missed_final_reply(db: Archive, project: Path) -> None:
     transcript = write_transcript(
         project / "t.jsonl", "s2", [("user", "Rename the module"), ("assistant", "Renamed it.")]
     )
@@ -183,7 +183,46 @@ def test_session_end_records_a_missed_final_reply_and_checkpoints(db: Archive, p
         "claude-code", payload("SessionEnd", project, session_id="s2", transcript_path=str(transcript)), db, project
     )
     assert [e["text"] for e in stored(db)] == ["Rename the module", "Renamed it."]
+
+
+def prompts(db: Archive, project: Path, session: str, *said: str) -> None:
+    """The prompt and reply hooks of one turn per text of `said`."""
+    for text in said:
+        run_hook("claude-code", payload("UserPromptSubmit", project, session_id=session, prompt=text), db, project)
+        reply = payload("Stop", project, session_id=session, last_assistant_message=f"Done: {text}")
+        run_hook("claude-code", reply, db, project)
+
+
+def test_session_end_checkpoints_a_session_of_three_prompts_since_its_latest_checkpoint_and_no_shorter_one(
+    db: Archive, project: Path
+) -> None:
+    end = payload("SessionEnd", project, session_id="s5")
+    prompts(db, project, "s5", "Rename the module", "Run the tests")
+    run_hook("claude-code", end, db, project)
+    assert checkpoints_of(db) == []  # two prompts: the next session's resume holds them as they are
+    prompts(db, project, "s5", "Commit it")
+    run_hook("claude-code", end, db, project)
+    [first] = checkpoints_of(db)
+    assert "Rename the module" in first["state"]["goal"] and "Commit it" in first["state"]["next_step"]
+    prompts(db, project, "s5", "Push it", "Open a pull request")  # the session resumed: two more
+    run_hook("claude-code", end, db, project)
     assert len(checkpoints_of(db)) == 1
+    prompts(db, project, "s5", "Ask for a review")
+    run_hook("claude-code", end, db, project)
+    assert len(checkpoints_of(db)) == 2  # each one a snapshot of its own time
+
+
+def test_headless_calls_of_one_prompt_write_no_checkpoint_and_the_next_session_starts_with_their_turns(
+    db: Archive, project: Path
+) -> None:
+    asked = [f"headless question {n}: which port does service {n} use?" for n in range(6)]
+    for n, text in enumerate(asked):  # six `claude -p` calls, a session each
+        prompts(db, project, f"p{n}", text)
+        run_hook("claude-code", payload("SessionEnd", project, session_id=f"p{n}"), db, project)
+    assert checkpoints_of(db) == []
+    start = payload("SessionStart", project, session_id="next", source="startup")
+    context = context_of(run_hook("claude-code", start, db, project).stdout, "SessionStart")
+    assert all(text in context for text in asked)  # a checkpoint per call showed the last one only
 
 
 @pytest.mark.parametrize("event", ["SessionEnd", "PreCompact"])
@@ -268,7 +307,7 @@ def test_a_checkpoint_at_session_end_holds_nothing_the_user_had_forgotten(db: Ar
     [event] = stored(db)
     with Engine(config.load(db, env=BASE_ENV)) as engine:
         engine.forget(Scope(event["persona_id"], event["project_id"]), event["event_id"])
-    run_hook("claude-code", payload("UserPromptSubmit", project, session_id="s3", prompt=after), db, project)
+    prompts(db, project, "s3", after, "tell me the time", "and the date")  # three prompts: a checkpoint
     end = payload("SessionEnd", project, session_id="s3", transcript_path=str(transcript))
     assert run_hook("claude-code", end, db, project).returncode == 0
     [checkpoint] = checkpoints_of(db)

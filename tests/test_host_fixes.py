@@ -407,7 +407,7 @@ def test_retry_prints_no_http_client_log_lines(tmp_path: Path):
             record(client, "e1", "I like tea")
         api.chat.append(extraction_reply(memory_item("The user likes tea.", "I like tea")))
         done = subprocess.run(
-            [sys.executable, "-m", "memlikehuman", "--db", str(db), "retry"],
+            [sys.executable, "-m", "memlikehuman", "--db", str(db), "retry", "--project", "default"],
             env={**env, **extractor_env(api)},
             capture_output=True,
             text=True,

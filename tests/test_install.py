@@ -180,7 +180,7 @@ def test_dry_run_prints_a_diff_and_writes_nothing(home: Path) -> None:
 def test_an_invalid_persona_is_refused_before_any_config_is_written(home: Path) -> None:
     original = lay_out(home, USER_FILES["claude-code"])
     result = cli(home, "install", "claude-code", "--persona", "bad/x")
-    assert result.exit_code == 1 and result.stderr.startswith("error: invalid_argument: --persona: persona_id")
+    assert result.exit_code == 2 and result.stderr.startswith("error: invalid_argument: --persona: persona_id")
     assert snapshot(original) == original
     # uninstall only takes our entries out, whatever the persona
     assert cli(home, "uninstall", "claude-code", "--dry-run", MEMLIKEHUMAN_PERSONA="bad id").exit_code == 0

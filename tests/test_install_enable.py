@@ -276,6 +276,6 @@ def test_installed_subagent_stop_hook_records_the_subagent_as_claude_code_runs_i
 
 def test_install_refuses_an_unknown_record_part_and_writes_nothing(home: Path) -> None:
     result = cli(home, "install", "claude-code", "--record", "tools,everything")
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # wrong usage: the command line names it
     assert "--record: MEMLIKEHUMAN_HOOK_RECORD names everything" in result.output
     assert not (home / ".claude.json").exists()

@@ -62,5 +62,5 @@ def test_without_the_flag_no_extractor_is_written_and_installing_again_without_i
 def test_a_host_without_a_headless_cli_or_sampling_is_refused_and_nothing_is_written(home: Path, host: str) -> None:
     original = lay_out(home, USER_FILES[host])
     done = cli(home, "install", host, "--extract-with", "host")
-    assert done.exit_code == 1 and "has no headless CLI" in done.output
+    assert done.exit_code == 2 and "has no headless CLI" in done.output
     assert snapshot(original) == original

@@ -80,8 +80,8 @@ def test_invalid_persona_ids_and_empty_text_are_refused_without_storing(db_path)
     assert run(db_path, "set", "--persona", "bob", stdin="You are Bob.").exit_code == 0
     bad_id = run(db_path, "set", "--persona", "no spaces", stdin="text")
     empty = run(db_path, "set", "--persona", "ada", stdin="  \n")
-    assert bad_id.exit_code == 1 and "invalid_argument" in bad_id.stderr
-    assert empty.exit_code == 1 and "invalid_argument" in empty.stderr
+    assert bad_id.exit_code == 2 and "invalid_argument" in bad_id.stderr  # the command line is wrong
+    assert empty.exit_code == 1 and "invalid_argument" in empty.stderr  # what it read is refused
     assert "no core persona" in run(db_path, "show", "--persona", "ada").stderr
 
 

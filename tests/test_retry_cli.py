@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -46,7 +47,8 @@ def run_retry(db: Path, base_url: str | None, *args: str) -> Result:
             "MEMLIKEHUMAN_EXTRACTOR_BASE_URL": base_url,
             "MEMLIKEHUMAN_EXTRACTOR_API_KEY": "test",
         }
-    return CliRunner().invoke(main, ["--db", str(db), "retry", *args], env=env)
+    with contextlib.chdir("/"):  # no project folder: the scope is `default` (cli_support.cli)
+        return CliRunner().invoke(main, ["--db", str(db), "retry", *args], env=env)
 
 
 def states(db: Path) -> dict[str, tuple[str, int]]:

@@ -30,7 +30,7 @@ PINNED = {
     "memlikehuman.engine": [
         "Engine", "Extractor", "Outcome", "diagnose", "open_archive",
     ],
-    "memlikehuman.shapes": ["data_line", "memory_shape", "recall_shape", "visible"],
+    "memlikehuman.shapes": ["data_line", "forget_shape", "memory_shape", "recall_shape", "visible"],
     "memlikehuman.records": [
         "BASES", "CATEGORIES", "CUE_KINDS", "MEMORY_KINDS", "NOT_SCRUBBED", "ROLES", "Candidate", "Check", "Checkpoint",
         "CorrectionResult", "Coverage", "Cue", "Event", "ForgetResult", "HistoryMessage", "HistoryReport",
@@ -52,7 +52,8 @@ ENGINE_METHODS = [
     "extract_answer", "extraction_prompt", "forget",
     "forget_preview", "import_history", "import_lines", "inject", "latest_checkpoint", "persona", "persona_history",
     "persona_with_memories", "prepare_import", "read", "recall", "record", "reindex_fulltext", "reindex_vectors",
-    "requeue", "resume", "retry_queue", "session_turns", "set_persona", "start_extraction", "stats", "tombstone_count",
+    "requeue", "resume", "retry_queue", "scope_of", "session_turns", "set_persona", "start_extraction", "stats",
+    "tombstone_count",
     "use_extractor", "warm_injection",
 ]  # fmt: skip
 

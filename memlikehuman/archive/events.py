@@ -23,6 +23,11 @@ if TYPE_CHECKING:
 PENDING_UNCONFIGURED = (
     "no extractor is configured (MEMLIKEHUMAN_EXTRACTOR=none): the raw text is durable and searchable"
 )
+# Why a recorded event is pending while an extractor is configured.
+QUEUED = (
+    "extraction is queued in the background (MEMLIKEHUMAN_EXTRACTION_WAIT): the raw text is durable and"
+    " searchable; memory_read shows the state and memories once it is done"
+)
 
 
 FORGOTTEN = (
@@ -323,6 +328,16 @@ def find(db: Connection, scope: Scope, event_id: str) -> Event:
             " persona_id/project_id, or find the event with memory_recall"
         )
     return load(db, int(sequence))
+
+
+def scope_of(db: Connection, record_id: str) -> Scope | None:
+    """The scope of the event or memory with this ID, None when the archive holds none: an event, a
+    correction or a memory ID is unique in the whole archive, whatever its scope."""
+    from .memories import MEMORY_PREFIX
+
+    table = "memories WHERE memory_id" if record_id.startswith(MEMORY_PREFIX) else "events WHERE event_id"
+    row = db.one(f"SELECT persona_id, project_id FROM {table} = ?", (record_id,))
+    return Scope(str(row["persona_id"]), str(row["project_id"])) if row else None
 
 
 def set_state(db: Connection, sequence: int, state: str, error: str | None) -> None:

@@ -1,19 +1,27 @@
-"""What every command shares: options, settings, error output, tables, progress bars, exit codes."""
+"""What every command shares: options, settings, error output, tables, progress bars, exit codes.
+
+Exit codes (README, "Command line"): 0 success; 1 error: the command line was right but the work could
+not be done (no archive, no such record, a conflict, a provider out of reach, a file that cannot be
+read or written, a refused text read from a file or standard input); 2 wrong usage: the command line
+itself is refused (click's own checks, and a value of an option or argument that the core refuses:
+`invalid_argument` or `limit_exceeded` about a query, a time, a scope, a record ID); 3 a problem was
+found; 130 interrupted.
+"""
 
 from __future__ import annotations
 
 import json
 import sys
+import textwrap
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 import click
 
 from .. import config
-from ..errors import MemLikeHumanError, NotFound
-from ..text.projects import AUTO, project_name
+from ..errors import InvalidArgument, LimitExceeded, MemLikeHumanError, NotFound
+from .columns import columns, flat
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -32,33 +40,13 @@ def db_option(fn: F) -> F:
     )(fn)
 
 
-def project_value(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """--project as the hooks read it: `auto` is the stable name of the current directory (its git work
-    tree's top folder; docs/hosts.md, "Scope"), anything else the project ID itself."""
-    if value is None or value.strip().lower() != AUTO:
-        return value
-    return project_name(Path.cwd())
-
-
-def scopes_hint(engine: Any, persona_id: str, project_id: str) -> str:
-    """For a search that found its scope empty: which scopes hold events, and this directory's `auto` name."""
-    held = [s for s in engine.stats().scopes if s.events]
-    here = project_name(Path.cwd())
-    shown = ", ".join(f"--persona {s.persona_id} --project {s.project_id} ({s.events:,})" for s in held[:8])
-    more = f" and {len(held) - 8} more (memlikehuman stats)" if len(held) > 8 else ""
-    where = f"; this directory's project (--project auto) is {here}" if here != project_id else ""
-    if not held:
-        return f"the archive holds no events yet{where}"
-    return f"no events in persona {persona_id!r}, project {project_id!r}; events are in: {shown}{more}{where}"
-
-
 def settings_from(ctx: click.Context, db: str | None) -> config.Settings:
-    """Resolve settings with the command's --db, else the group's."""
+    """Resolve settings with the command's --db, else the group's (an empty --db is wrong usage)."""
     chosen = db if db is not None else (ctx.obj or {}).get("db")
     try:
         return config.load(chosen)
     except MemLikeHumanError as exc:
-        fail(exc)
+        fail(exc, EXIT_USAGE if chosen is not None and not str(chosen).strip() else EXIT_ERROR)
     raise AssertionError("unreachable")
 
 
@@ -91,10 +79,42 @@ def require_extractor(settings: config.Settings) -> None:
     sys.exit(EXIT_PROBLEM)
 
 
-def fail(exc: MemLikeHumanError) -> NoReturn:
-    """Print a coded error on stderr and exit 1."""
+def fail(exc: MemLikeHumanError, status: int = EXIT_ERROR) -> NoReturn:
+    """Print a coded error on stderr and exit with ``status`` (1, or EXIT_USAGE for a refused command line)."""
     click.echo(f"error: {exc}", err=True)
-    sys.exit(EXIT_ERROR)
+    sys.exit(status)
+
+
+def usage_error(message: str) -> NoReturn:
+    """Print what is wrong with the command line and exit 2, as click does for its own checks."""
+    click.echo(f"error: {message}", err=True)
+    sys.exit(EXIT_USAGE)
+
+
+@contextmanager
+def as_usage() -> Iterator[None]:
+    """Inside, a value the core refuses (invalid_argument, limit_exceeded) is wrong usage: exit 2.
+
+    Wrap only what checks the command line's own values (not opening the archive, not reading a file)."""
+    try:
+        yield
+    except (InvalidArgument, LimitExceeded) as exc:
+        fail(exc, EXIT_USAGE)
+
+
+def can_ask(yes: bool) -> None:
+    """Exit 2 unless --yes was given or a terminal on standard input can answer the question to come."""
+    if not yes and not sys.stdin.isatty():
+        usage_error("this asks first, and standard input is no terminal to answer on: pass --yes to go ahead")
+
+
+def confirmed(question: str, yes: bool) -> bool:
+    """Whether to go on: True with --yes, else the answer of the person at the terminal (default no).
+
+    Without a terminal nobody can answer: exit 2 (can_ask). Ctrl-C or Ctrl-D at the question is an
+    interruption (exit 130, main.Group)."""
+    can_ask(yes)
+    return yes or click.confirm(question, default=False, err=True)
 
 
 def echo_json(data: Any) -> None:
@@ -102,20 +122,41 @@ def echo_json(data: Any) -> None:
     click.echo(json.dumps(data, ensure_ascii=False, indent=2))
 
 
-def echo_table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> None:
-    """Print rows on stdout as a table with aligned columns; numbers are right-aligned."""
+def echo_table(headers: Sequence[str], rows: Iterable[Sequence[object]], room: int | None = None) -> None:
+    """Print rows on stdout as a table with aligned columns; numbers are right-aligned. With `room`, the
+    last column is wrapped between words so that a line fits `room` columns where it can."""
     cells = [[_cell(value) for value in row] for row in rows]
-    widths = [max([len(header)] + [len(row[i]) for row in cells]) for i, header in enumerate(headers)]
+    widths = [max([columns(header)] + [columns(row[i]) for row in cells]) for i, header in enumerate(headers)]
     numeric = [all(row[i].replace(",", "").isdigit() for row in cells) and bool(cells) for i in range(len(headers))]
+    start = sum(widths[:-1]) + 2 * (len(widths) - 1)
+    if room is not None and cells and room - start >= MIN_LAST_COLUMN:
+        widths[-1] = max(columns(headers[-1]), min(widths[-1], room - start))
 
     def fmt(row: Sequence[str]) -> str:
-        parts = [v.rjust(w) if num else v.ljust(w) for v, w, num in zip(row, widths, numeric, strict=True)]
+        parts = [_pad(v, w, num) for v, w, num in zip(row, widths, numeric, strict=True)]
         return "  ".join(parts).rstrip()
 
     click.echo(fmt(list(headers)))
     click.echo("  ".join("-" * width for width in widths))
     for row in cells:
-        click.echo(fmt(row))
+        first, *more = _lines(row[-1], widths[-1] if room is not None else None)
+        click.echo(fmt([*row[:-1], first]))
+        for line in more:
+            click.echo(" " * start + line)
+
+
+MIN_LAST_COLUMN = 20  # narrower than this, a wrapped last column would read worse than a long line
+
+
+def _lines(text: str, room: int | None) -> list[str]:
+    if room is None or columns(text) <= room:
+        return [text]
+    return textwrap.wrap(text, room, break_long_words=False, break_on_hyphens=False) or [text]
+
+
+def _pad(value: str, width: int, right: bool) -> str:
+    space = " " * max(0, width - columns(value))
+    return space + value if right else value + space
 
 
 def _cell(value: object) -> str:
@@ -123,7 +164,7 @@ def _cell(value: object) -> str:
         return "-"
     if isinstance(value, int) and not isinstance(value, bool):
         return f"{value:,}"
-    return " ".join(str(value).split())
+    return flat(value)
 
 
 class Progress:

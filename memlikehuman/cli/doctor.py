@@ -9,6 +9,7 @@ import click
 
 from ..engine import diagnose
 from ..hosts.status import checks as host_checks
+from .columns import width
 from .common import EXIT_PROBLEM, db_option, echo_json, echo_table
 
 MARKS = {"ok": "ok", "warn": "WARN", "fail": "FAIL"}
@@ -17,8 +18,9 @@ MARKS = {"ok": "ok", "warn": "WARN", "fail": "FAIL"}
 @click.command()
 @db_option
 @click.option("--json", "as_json", is_flag=True, help="Print the checks as JSON on stdout.")
+@click.option("--wide", is_flag=True, help="Each check on one line, however long, instead of 100 columns.")
 @click.pass_context
-def doctor(ctx: click.Context, db: str | None, as_json: bool) -> None:
+def doctor(ctx: click.Context, db: str | None, as_json: bool, wide: bool) -> None:
     """Check the configuration, the archive and the providers; say what to fix.
 
     \b
@@ -36,7 +38,8 @@ def doctor(ctx: click.Context, db: str | None, as_json: bool) -> None:
     if as_json:
         echo_json({"ok": not failed, "checks": [asdict(check) for check in results]})
     else:
-        echo_table(["check", "status", "detail"], [(c.name, MARKS[c.status], c.detail) for c in results])
+        rows = [(c.name, MARKS[c.status], c.detail) for c in results]
+        echo_table(["check", "status", "detail"], rows, None if wide else width())
         if failed:
             click.echo(f"\n{len(failed)} check(s) failed: {', '.join(c.name for c in failed)}", err=True)
     if failed:

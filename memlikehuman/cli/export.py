@@ -14,7 +14,8 @@ from .. import files
 from ..engine import Engine
 from ..errors import InvalidArgument, MemLikeHumanError
 from . import memory_file_io
-from .common import EXIT_ERROR, db_option, fail, progress_bar, project_value, require_archive, settings_from
+from .common import EXIT_ERROR, db_option, fail, progress_bar, require_archive, settings_from
+from .scopes import project_value, some_scopes
 
 
 @click.command()
@@ -25,8 +26,10 @@ from .common import EXIT_ERROR, db_option, fail, progress_bar, project_value, re
     "project_id",
     default=None,
     callback=project_value,
-    help="Export only this project (`auto`: this directory's; default: every project).",
+    help="Export only this project (`auto`: this folder's; default: $MEMLIKEHUMAN_PROJECT, else this folder's,"
+    " else every project).",
 )
+@click.option("--all", "all_scopes", is_flag=True, help="The whole archive, also inside a project folder.")
 @click.option(
     "-o",
     "--output",
@@ -47,6 +50,7 @@ def export(
     db: str | None,
     persona_id: str | None,
     project_id: str | None,
+    all_scopes: bool,
     output: Path | None,
     fmt: str | None,
 ) -> None:
@@ -55,15 +59,17 @@ def export(
     The first line is a header with the format version, the last line counts the records, so a
     truncated file is refused by `import`. Every record has a `type` field. Vectors are not
     exported (`reindex` computes them again). Memory use stays flat however large the archive is.
+    Inside a project folder it exports that project (as the hooks name it) unless --all or --project
+    says otherwise; elsewhere, the whole archive.
 
     With --format claude-md|agents-md|gemini-md, the current memories of one scope (--persona and
-    --project, default: the configured one), one line each, newest first, go into a marked block of FILE
-    instead; the lines outside it stay byte for byte, the file stays within the host's limit, and an
-    export that changes nothing writes nothing (docs/hosts.md).
+    --project, default: the configured one, else this folder's project), one line each, newest first,
+    go into a marked block of FILE instead; the lines outside it stay byte for byte, the file stays
+    within the host's limit, and an export that changes nothing writes nothing (docs/hosts.md).
 
     \b
     Examples:
-      memlikehuman export -o backup.jsonl
+      memlikehuman export --all -o backup.jsonl
       memlikehuman export --persona alice --project garden > garden.jsonl
       memlikehuman export --format claude-md --project auto -o CLAUDE.md
     """
@@ -72,6 +78,7 @@ def export(
     if fmt is not None:
         memory_file_io.export_file(settings, fmt, output, memory_file_io.scope_of(settings, persona_id, project_id))
         return
+    persona_id, project_id = some_scopes(settings, persona_id, project_id, all_scopes)
     try:
         with Engine(settings) as engine:
             total = sum(engine.count_records(persona_id, project_id).values())
@@ -88,7 +95,10 @@ def export(
     except OSError as exc:
         fail(InvalidArgument(f"cannot write the export ({exc}): check the output path and free disk space"))
     where = f" to {output}" if output else ""
-    click.echo(f"exported {written:,} records{where}", err=True)
+    scope = "".join(
+        f" of {name} {value!r}" for name, value in (("persona", persona_id), ("project", project_id)) if value
+    )
+    click.echo(f"exported {written:,} records{scope}{where}", err=True)
 
 
 def _write_file(engine: Engine, persona_id: str | None, project_id: str | None, output: Path, total: int) -> int:

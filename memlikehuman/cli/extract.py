@@ -9,36 +9,31 @@ from types import FrameType
 
 import click
 
-from .. import validate
 from ..engine import Engine, Outcome
 from ..errors import MemLikeHumanError
 from ..records import Scope
 from .common import (
     EXIT_INTERRUPTED,
     EXIT_PROBLEM,
-    EXIT_USAGE,
     db_option,
     fail,
-    project_value,
     require_archive,
     require_extractor,
     settings_from,
+    usage_error,
 )
+from .scopes import scope_options, some_scopes
 
 
 @click.command()
 @db_option
-@click.option("--persona", "persona_id", default=None, help="Only this persona (with --project; default: all).")
-@click.option(
-    "--project",
-    "project_id",
-    default=None,
-    callback=project_value,
-    help="Only this project (`auto`: this directory's; with --persona; default: all).",
-)
+@scope_options("every scope")
+@click.option("--all", "all_scopes", is_flag=True, help="Extract the events of every scope.")
 @click.option("--follow", is_flag=True, help="Keep running and extract events as they are recorded (Ctrl-C stops).")
 @click.pass_context
-def extract(ctx: click.Context, db: str | None, persona_id: str | None, project_id: str | None, follow: bool) -> None:
+def extract(
+    ctx: click.Context, db: str | None, persona_id: str | None, project_id: str | None, all_scopes: bool, follow: bool
+) -> None:
     """Extract memories from pending events, as a server does in the background.
 
     For imports and host hooks, which record events without a server. Events are taken in recording
@@ -51,13 +46,15 @@ def extract(ctx: click.Context, db: str | None, persona_id: str | None, project_
     settings = settings_from(ctx, db)
     require_archive(settings)
     require_extractor(settings)
-    if (persona_id is None) != (project_id is None):
-        click.echo("error: give --persona and --project together (or neither, for every scope)", err=True)
-        sys.exit(EXIT_USAGE)
+    persona_id, project_id = some_scopes(settings, persona_id, project_id, all_scopes)
+    if project_id is not None:
+        persona_id = persona_id or settings.persona_id
+    elif persona_id is not None:
+        usage_error("--persona needs a project: give --persona and --project together (or --all)")
+    scope = Scope(persona_id, project_id) if persona_id and project_id else None
     counts: Counter[str] = Counter()
     signal.signal(signal.SIGTERM, _interrupt)
     try:
-        scope = Scope(*validate.scope(persona_id, project_id)) if persona_id and project_id else None
         with Engine(settings) as engine:
             try:
                 engine.drain(scope, lambda outcome: _report(counts, outcome), follow=follow)

@@ -67,9 +67,9 @@ def import_(
       gemini-md     GEMINI.md (Gemini CLI)
       cursor-rules  a Cursor rule (.mdc) or a folder of them (.cursor/rules)
     Each list item or paragraph becomes a reference event (role user) under its headings, its file and
-    lines as source, in the scope of --persona and --project (default: the configured one); importing
-    again adds nothing, a changed item is a new event, and the items no longer in the file are withdrawn
-    (forgotten; docs/hosts.md, "The hosts' own memory files").
+    lines as source, in the scope of --persona and --project (default: the configured one, else this
+    folder's project); importing again adds nothing, a changed item is a new event, and the items no
+    longer in the file are withdrawn (forgotten; docs/hosts.md, "The hosts' own memory files").
 
     Records already in the archive with identical content are skipped, so importing a file twice
     changes nothing. Records forgotten with memory_forget (and what belongs to them) are skipped and

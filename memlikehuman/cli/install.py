@@ -10,7 +10,7 @@ import click
 from ..errors import MemLikeHumanError
 from ..hosts import install as installer
 from ..hosts import memory_files
-from .common import db_option, fail, settings_from
+from .common import as_usage, db_option, fail, settings_from
 
 HOST = click.Choice(installer.HOSTS)
 PROJECT = click.Path(file_okay=False, exists=True, path_type=Path)
@@ -32,7 +32,7 @@ def run(
 ) -> None:
     """Plan, then print the diff (dry run) or write with backups; shared by install and uninstall."""
     settings = settings_from(ctx, db)
-    try:
+    with as_usage():  # what the command line asks for: a persona, --record, --extract-with for this host
         extraction = installer.extraction(host, extract_with)
         if not remove:
             installer.check_persona(persona or settings.persona_id)
@@ -41,6 +41,7 @@ def run(
         wiring = installer.wiring(
             settings.archive, persona or settings.persona_id, project, record, extraction, memory_file
         )
+    try:
         changes = installer.plan(host, wiring, project, remove=remove, hooks=not no_hooks)
         blocks = _blocks(changes, project) if remove else []
         if dry_run:

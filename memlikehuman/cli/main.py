@@ -15,6 +15,7 @@ from . import (
     doctor,
     export,
     extract,
+    forget,
     hook,
     import_,
     install,
@@ -39,8 +40,9 @@ class Group(click.Group):
             return super().invoke(ctx)
         except apsw.Error as exc:
             fail(Unavailable(unreadable(None, exc)))
-        except KeyboardInterrupt:
-            # click would turn Ctrl-C into "Aborted!" and exit 1; the README promises the shell's 130.
+        except (KeyboardInterrupt, click.Abort):
+            # click would turn Ctrl-C (and Ctrl-C or Ctrl-D at a question) into "Aborted!" and exit 1; the
+            # README promises the shell's 130.
             click.echo("\ninterrupted: work committed so far is kept", err=True)
             sys.exit(EXIT_INTERRUPTED)
 
@@ -69,7 +71,7 @@ def main(ctx: click.Context, db: str | None, verbose: bool) -> None:
 
 
 # Each module defines COMMAND (a click command or group).
-ADMIN = (serve, retry, extract, persona, export, import_, stats, doctor, reindex, recall, ui, tombstones)
+ADMIN = (serve, retry, extract, persona, export, import_, stats, doctor, reindex, recall, forget, ui, tombstones)
 HOSTS = (hook, install, uninstall)  # the host adapters (docs/hosts.md)
 for module in (*ADMIN, *HOSTS):
     main.add_command(module.COMMAND)

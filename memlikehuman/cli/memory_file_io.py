@@ -12,6 +12,7 @@ from ..engine import Engine
 from ..errors import InvalidArgument, MemLikeHumanError
 from ..hosts import memory_files, memory_import
 from ..records import Scope
+from . import scopes
 from .common import echo_json, echo_table, fail, progress_bar
 
 IMPORT_FORMATS = memory_import.FORMATS
@@ -20,8 +21,9 @@ EXPORT_FORMATS = memory_files.FORMATS
 
 
 def scope_of(settings: Settings, persona: str | None, project: str | None) -> Scope:
-    """The one scope a memory file is read into or written from: as given, else the configured one."""
-    return Scope(persona or settings.persona_id, project or settings.project_id)
+    """The one scope a memory file is read into or written from: as given, else the configured one, else
+    this folder's project (cli/scopes.py, as recall's)."""
+    return scopes.one_scope(settings, persona, project)
 
 
 def import_file(settings: Settings, source: Path, fmt: str, dry_run: bool, as_json: bool, scope: Scope) -> None:

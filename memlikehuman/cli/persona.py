@@ -12,6 +12,7 @@ from ..engine import Engine
 from ..errors import InvalidArgument, MemLikeHumanError
 from ..records import PersonaVersion
 from .common import EXIT_OK, db_option, fail, require_archive, settings_from
+from .scopes import check_scope
 
 persona_option = click.option(
     "--persona",
@@ -22,8 +23,10 @@ persona_option = click.option(
 )
 
 
-def _engine(ctx: click.Context, db: str | None, *, existing: bool = False) -> Engine:
-    """The engine on the archive; with ``existing``, exit 1 instead of creating a missing one."""
+def _engine(ctx: click.Context, persona_id: str, db: str | None, *, existing: bool = False) -> Engine:
+    """The engine on the archive; exit 2 for a malformed --persona, and with ``existing`` exit 1 instead of
+    creating a missing archive."""
+    check_scope(persona_id, None)
     settings = settings_from(ctx, db)
     if existing:
         require_archive(settings)
@@ -49,7 +52,7 @@ def persona() -> None:
 @click.pass_context
 def show(ctx: click.Context, persona_id: str, history: bool, db: str | None) -> None:
     """Print the current core persona (or all versions with --history)."""
-    with _engine(ctx, db, existing=True) as engine:
+    with _engine(ctx, persona_id, db, existing=True) as engine:
         try:
             versions = engine.persona_history(persona_id)
         except MemLikeHumanError as exc:
@@ -65,11 +68,12 @@ def show(ctx: click.Context, persona_id: str, history: bool, db: str | None) -> 
 
 
 def _store(ctx: click.Context, db: str | None, persona_id: str, text: str) -> None:
+    check_scope(persona_id, None)
     try:
         validate.persona_text(persona_id, text)  # before the archive is opened: a refused text creates none
     except MemLikeHumanError as exc:
         fail(exc)
-    with _engine(ctx, db) as engine:
+    with _engine(ctx, persona_id, db) as engine:
         try:
             version, changed = engine.set_persona(persona_id, text)
         except MemLikeHumanError as exc:
@@ -103,7 +107,7 @@ def _decoded(data: bytes) -> str:
 @click.pass_context
 def edit(ctx: click.Context, persona_id: str, db: str | None) -> None:
     """Edit the core persona in $EDITOR (VISUAL/EDITOR); saving a change stores a new version."""
-    with _engine(ctx, db) as engine:
+    with _engine(ctx, persona_id, db) as engine:
         try:
             current = engine.persona(persona_id)
         except MemLikeHumanError as exc:

@@ -8,26 +8,20 @@ import click
 
 from ..engine import Engine
 from ..errors import MemLikeHumanError
-from ..records import Scope
 from ..shapes import recall_shape
-from .common import db_option, echo_json, echo_table, fail, project_value, require_archive, scopes_hint, settings_from
+from . import notices
+from .columns import fill, flat, pack, width, wrap
+from .common import as_usage, db_option, echo_json, echo_table, fail, require_archive, settings_from
+from .scopes import one_scope, scope_options, scopes_hint
 
-CLIP = 90
+CLIP = 90  # --wide: characters of a memory or an excerpt in its table cell
+INDENT = " " * 9  # a card's text, under its ID
 
 
 @click.command()
 @db_option
 @click.argument("query", required=False, default="")
-@click.option(
-    "--persona", "persona_id", default=None, help="Persona of the scope (default: MEMLIKEHUMAN_PERSONA, else default)."
-)
-@click.option(
-    "--project",
-    "project_id",
-    default=None,
-    callback=project_value,
-    help="Project of the scope, or `auto` for this directory's (as the hooks name it); default: $MEMLIKEHUMAN_PROJECT.",
-)
+@scope_options()
 @click.option("-n", "--limit", type=click.IntRange(1, 100), default=10, show_default=True, help="Results per list.")
 @click.option("--as-of", default=None, help="Answer as known at this ISO 8601 time with offset (default: now).")
 @click.option("--history", "include_history", is_flag=True, help="Also show versions superseded by --as-of.")
@@ -51,12 +45,18 @@ CLIP = 90
     help="A further phrasing of the same need, searched too and fused (repeat, up to 8).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the memory_recall tool's structured output as JSON.")
+@click.option("--wide", is_flag=True, help="Tables with whole cells on long lines, instead of 100 columns.")
 @click.pass_context
-def recall(ctx: click.Context, db: str | None, query: str, as_json: bool, **options: Any) -> None:
+def recall(ctx: click.Context, db: str | None, query: str, as_json: bool, wide: bool, **options: Any) -> None:
     """Search the memories and original events of one persona and project, as the memory_recall tool does.
 
-    Prints two tables, memories and raw excerpts (events no memory covers yet), best first, then
-    the coverage and warnings. --json prints the tool's exact output fields instead.
+    Prints memories and raw excerpts (events no memory covers yet), best first, each with its score,
+    its whole ID and its text cut to two lines, in 100 columns (--wide: tables on long lines); then
+    the coverage and the warnings. A warning about the scope rather than the query (events pending or
+    failed extraction, dated in the future, without vectors) is said once per terminal session and day
+    at a terminal; the counts stand on the coverage line every time. --json prints the tool's exact
+    output fields instead. Inside a project folder the scope is that folder's project, as the hooks
+    name it (stderr says so); --project default searches the default scope.
 
     \b
     Examples:
@@ -66,12 +66,14 @@ def recall(ctx: click.Context, db: str | None, query: str, as_json: bool, **opti
     """
     settings = settings_from(ctx, db)
     require_archive(settings)
-    scope = Scope(options.pop("persona_id") or settings.persona_id, options.pop("project_id") or settings.project_id)
+    scope = one_scope(settings, options.pop("persona_id"), options.pop("project_id"))
     hint = None
     try:
         with Engine(settings) as engine:
             options["alternatives"] = list(options["alternatives"]) or None
-            result = recall_shape(engine.recall(scope, query, **options))
+            with as_usage():  # recall refuses only its arguments: the query, --as-of, --also, --cue, ...
+                found = engine.recall(scope, query, **options)
+            result = recall_shape(found)
             if not result["coverage"]["events_in_scope"]:
                 hint = scopes_hint(engine, scope.persona_id, scope.project_id)
     except MemLikeHumanError as exc:
@@ -81,10 +83,65 @@ def recall(ctx: click.Context, db: str | None, query: str, as_json: bool, **opti
     if as_json:
         echo_json(result)
     else:
-        _print(result)
+        room = None if wide else width()
+        _print(result, room)
+        said = notices.to_say(settings.db_path, scope, list(found.standing))
+        standing = {text for _, text in found.standing}
+        for warning in result["warnings"]:
+            if warning not in standing or warning in said:
+                click.echo(fill(f"warning: {warning}", room, "  "), err=True)
 
 
-def _print(result: dict[str, Any]) -> None:
+def _print(result: dict[str, Any], room: int | None) -> None:
+    """The hits as cards that fit `room` columns (None: `--wide`, today's tables on long lines)."""
+    if room is None:
+        _tables(result)
+    else:
+        _cards(result, room)
+    cov = result["coverage"]
+    summary = (
+        f"{result['search_mode']} search as of {result['as_of']}: {cov['events_in_scope']:,} events in scope,"
+        f" {cov['events_pending']:,} pending and {cov['events_failed']:,} failed extraction,"
+        f" {cov['events_without_vectors']:,} without vectors"
+    )
+    click.echo("\n" + fill(summary, room))
+
+
+def _cards(result: dict[str, Any], room: int) -> None:
+    """Each hit in two or three lines: its score, ID (whole: `forget` and memory_read take it) and where it
+    comes from, then its text cut to two lines."""
+    click.echo(f"memories ({len(result['memories'])}):")
+    for m in result["memories"]:
+        head = [
+            _score(m["score"]),
+            m["memory_id"],
+            m["status"] + (", overview" if m["detail"] == "overview" else ""),
+            f"valid {m['valid_from'][:10]} .. {(m['valid_to'] or '')[:10]}".rstrip(),
+            f"{m['source']['source']} ({m['source']['role']}) {_when(m['source']['occurred_at'])}",
+        ]
+        _card(head, m["content"] + (" (inferred)" if m["basis"] == "inferred" else ""), room)
+    if not result["memories"]:
+        click.echo("  (none)")
+    click.echo(f"\nraw excerpts ({len(result['raw_fallback'])}):")
+    for r in result["raw_fallback"]:
+        head = [_score(r["score"]), r["event_id"], _when(r["occurred_at"]), f"{r['source']} ({r['role']})"]
+        _card([*head, "truncated"] if r["truncated"] else head, r["excerpt"], room)
+    if not result["raw_fallback"]:
+        click.echo("  (none)")
+
+
+def _card(head: list[str], text: str, room: int) -> None:
+    for line in pack((flat(part) for part in head), room, "  ", INDENT):
+        click.echo(line)
+    for line in wrap(flat(text), room - len(INDENT)):
+        click.echo(INDENT + line)
+
+
+def _when(stamp: str) -> str:
+    return stamp[:16].replace("T", " ")
+
+
+def _tables(result: dict[str, Any]) -> None:
     click.echo(f"memories ({len(result['memories'])}):")
     _table(
         ["score", "status", "valid", "memory", "content", "from"],
@@ -114,14 +171,6 @@ def _print(result: dict[str, Any]) -> None:
             for r in result["raw_fallback"]
         ],
     )
-    cov = result["coverage"]
-    click.echo(
-        f"\n{result['search_mode']} search as of {result['as_of']}: {cov['events_in_scope']:,} events in scope,"
-        f" {cov['events_pending']:,} pending and {cov['events_failed']:,} failed extraction,"
-        f" {cov['events_without_vectors']:,} without vectors"
-    )
-    for warning in result["warnings"]:
-        click.echo(f"warning: {warning}", err=True)
 
 
 def _table(headers: list[str], rows: list[tuple[str, ...]]) -> None:

@@ -7,21 +7,20 @@ from collections import Counter
 
 import click
 
-from .. import validate
 from ..engine import Engine, Outcome
 from ..errors import MemLikeHumanError
 from ..records import Scope
 from .common import (
     EXIT_PROBLEM,
-    EXIT_USAGE,
     db_option,
     fail,
     progress_bar,
-    project_value,
     require_archive,
     require_extractor,
     settings_from,
+    usage_error,
 )
+from .scopes import EVERY, one_scope, scope_options
 
 # A provider that is down fails every event the same way: stop instead of waiting out N timeouts.
 GIVE_UP_AFTER = 3
@@ -29,14 +28,7 @@ GIVE_UP_AFTER = 3
 
 @click.command()
 @db_option
-@click.option("--persona", "persona_id", default=None, help="Persona of the scope (default: default).")
-@click.option(
-    "--project",
-    "project_id",
-    default=None,
-    callback=project_value,
-    help="Project of the scope (`auto`: this directory's; default: default).",
-)
+@scope_options()
 @click.option("--all", "all_scopes", is_flag=True, help="Retry the events of every scope.")
 @click.pass_context
 def retry(ctx: click.Context, db: str | None, persona_id: str | None, project_id: str | None, all_scopes: bool) -> None:
@@ -46,29 +38,28 @@ def retry(ctx: click.Context, db: str | None, persona_id: str | None, project_id
     the extractor. Exit status 0 when every event is complete, 3 when some are still pending or failed.
     """
     if all_scopes and (persona_id or project_id):
-        click.echo("error: use either --all or --persona/--project, not both", err=True)
-        sys.exit(EXIT_USAGE)
+        usage_error("use either --all or --persona/--project, not both")
     settings = settings_from(ctx, db)
     require_archive(settings)
     require_extractor(settings)
+    scope = None if all_scopes else one_scope(settings, persona_id, project_id, EVERY)
     try:
-        scope = None if all_scopes else validate.scope(persona_id or "default", project_id or "default")
         with Engine(settings) as engine:
             counts, memories, stopped = _retry_all(engine, scope)
     except MemLikeHumanError as exc:
         fail(exc)
-    where = "all scopes" if scope is None else f"persona {scope[0]!r}, project {scope[1]!r}"
+    where = "all scopes" if scope is None else f"persona {scope.persona_id!r}, project {scope.project_id!r}"
     _summary(counts, memories, stopped, where)
     if counts["pending"] or counts["failed"] or stopped:
         sys.exit(EXIT_PROBLEM)
 
 
-def _retry_all(engine: Engine, scope: tuple[str, str] | None) -> tuple[Counter[str], int, int]:
+def _retry_all(engine: Engine, scope: Scope | None) -> tuple[Counter[str], int, int]:
     """Queue every pending/failed event again and run the worker over them once.
 
     Returns outcome counts, memories derived, and events left untried.
     """
-    queue = engine.retry_queue(*(scope or (None, None)))
+    queue = engine.retry_queue(*((scope.persona_id, scope.project_id) if scope else (None, None)))
     engine.requeue(queue)
     counts: Counter[str] = Counter()
     tally = {"memories": 0, "unreachable": 0}
@@ -86,7 +77,7 @@ def _retry_all(engine: Engine, scope: tuple[str, str] | None) -> tuple[Counter[s
                 return False
             return True
 
-        engine.drain(Scope(*scope) if scope else None, report, patient=False)
+        engine.drain(scope, report, patient=False)
     stopped = len(queue) - sum(counts.values()) if tally["unreachable"] >= GIVE_UP_AFTER else 0
     return counts, tally["memories"], stopped
 

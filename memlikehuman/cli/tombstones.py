@@ -6,7 +6,7 @@ import click
 
 from ..engine import Engine
 from ..errors import MemLikeHumanError
-from .common import db_option, echo_json, fail, require_archive, settings_from
+from .common import confirmed, db_option, echo_json, fail, require_archive, settings_from
 
 GIVES_UP = (
     "a forgotten record that a history, an older export or a host still holds can then be stored again:"
@@ -17,7 +17,7 @@ GIVES_UP = (
 @click.command()
 @db_option
 @click.option("--drop", is_flag=True, help="Delete every tombstone and their key (asks first unless --yes).")
-@click.option("--yes", is_flag=True, help="With --drop: do not ask.")
+@click.option("--yes", is_flag=True, help="With --drop: do not ask (needed without a terminal).")
 @click.option("--json", "as_json", is_flag=True, help="Print the count as JSON on stdout.")
 @click.pass_context
 def tombstones(ctx: click.Context, db: str | None, drop: bool, yes: bool, as_json: bool) -> None:
@@ -36,7 +36,7 @@ def tombstones(ctx: click.Context, db: str | None, drop: bool, yes: bool, as_jso
     try:
         with Engine(settings) as engine:
             kept = engine.tombstone_count()
-            if drop and (yes or click.confirm(f"Drop {kept:,} tombstones? Then {GIVES_UP}", err=True)):
+            if drop and confirmed(f"Drop {kept:,} tombstones? Then {GIVES_UP}", yes):
                 dropped = engine.drop_tombstones()
                 click.echo(f"dropped {dropped:,} tombstones; {GIVES_UP}", err=True)
                 kept = 0

@@ -25,7 +25,7 @@ from . import adapters, markers, memory_files, state, storable, tools
 if TYPE_CHECKING:
     from ..config import Settings
     from ..engine import Engine
-    from ..records import Scope
+    from ..records import Scope, Turn
     from .transcript import Message
 
 MAX_CONTEXT_CHARS = 10_000  # what Claude Code delivers whole (docs/hosts.md)
@@ -304,22 +304,38 @@ def _subagent(engine: Engine, scope: Scope, hook: adapters.HookInput) -> None:
 
 def _checkpoint(engine: Engine, scope: Scope, hook: adapters.HookInput) -> None:
     """An extractive checkpoint cut from the session's recorded events, not from the host's transcript:
-    the transcript still holds what the user had forgotten, and what they chose not to record."""
+    the transcript still holds what the user had forgotten, and what they chose not to record.
+
+    Written before a compaction when anything was said since the session's latest checkpoint (the
+    agent's own or ours), and at session end only when the user said SESSION_END_PROMPTS or more since
+    it (or since the session began)."""
     turns = engine.session_turns(scope, hook.session_id)
-    if not turns:
-        return  # a session opened and closed with nothing said (or all of it forgotten): nothing to resume
-    covered = turns[-1].event_id
     latest = engine.latest_checkpoint(scope, hook.session_id)
-    if latest is not None and latest.covered_event_id == covered:
-        # Nothing was said since the latest checkpoint, the agent's own or ours: it stands (Gemini CLI
-        # calls PreCompress before every model request, compressing or not).
+    prompts = _prompts_since(turns, latest.covered_event_id if latest is not None else None)
+    if prompts is None or (hook.step == "end" and prompts < SESSION_END_PROMPTS):
         return
+    covered = turns[-1].event_id
     messages = [(t.role, t.text) for t in turns]
     # Turns nobody has looked at yet: no memory, and not complete (the agent found nothing to keep in those).
     unkept = [
         (t.event_id, t.text) for t in turns if t.role == "user" and not t.memories and t.extraction_state != "complete"
     ]
     engine.checkpoint(scope, extractive_state(messages, hook.event, unkept), covered, hook.session_id)
+
+
+# A shorter session needs no checkpoint at its end: the next session's resume context holds its turns
+# (the events after the latest checkpoint), which a checkpoint of it would restate and, as the latest,
+# cut off from what was said before it. A headless `claude -p` call is a session of one prompt.
+SESSION_END_PROMPTS = 3
+
+
+def _prompts_since(turns: list[Turn], covered: str | None) -> int | None:
+    """How many user turns come after the turn `covered` (None: all of them); None when no turn at all
+    does: nothing was said since (Gemini CLI calls PreCompress before every model request, compressing
+    or not), or nothing was recorded (or all of it forgotten)."""
+    said = [turn.event_id for turn in turns]
+    later = turns[said.index(covered) + 1 :] if covered in said else turns
+    return sum(turn.role == "user" for turn in later) if later else None
 
 
 UNKEPT_SHOWN = 10  # user turns without memories a hook checkpoint names (the newest)

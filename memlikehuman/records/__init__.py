@@ -311,3 +311,6 @@ class RecallResult:
     as_of: str
     coverage: Coverage
     warnings: tuple[str, ...] = ()
+    # (kind, warning) of the warnings about the scope rather than this query (retrieval/coverage.STANDING):
+    # pending or failed extraction, events dated in the future, events without vectors; each is in warnings too
+    standing: tuple[tuple[str, str], ...] = ()

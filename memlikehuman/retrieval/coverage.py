@@ -34,36 +34,45 @@ def count(db: Connection, scope: Scope, model: str | None, as_of: str) -> Covera
     return Coverage(int(total), int(pending), int(failed), int(total) - int(with_vectors), int(later or 0), in_flight)
 
 
-def warnings(coverage: Coverage, mode: str, model: str | None, *, as_of_given: bool) -> list[str]:
-    """What the counts mean for the results: pending, failed, future-dated and unembedded events."""
-    out: list[str] = []
+def warnings(coverage: Coverage, mode: str, model: str | None, *, as_of_given: bool) -> list[tuple[str, str]]:
+    """What the counts mean for the results, as (kind, warning): `pending`, `failed`, `future` (events dated
+    after now) and `without_vectors` describe the scope whatever was asked (STANDING); `after_as_of`
+    (events after a given as_of) this query."""
+    out: list[tuple[str, str]] = []
     if coverage.events_pending:
-        out.append(
+        out.append((
+            "pending",
             f"{_events(coverage.events_pending)} pending extraction: results may be incomplete"
             " (their original text is searched and shown in raw_fallback"
-            + (f"; {coverage.events_in_flight} being extracted now)" if coverage.events_in_flight else ")")
-        )
+            + (f"; {coverage.events_in_flight} being extracted now)" if coverage.events_in_flight else ")"),
+        ))  # fmt: skip
     if coverage.events_failed:
-        out.append(
+        out.append((
+            "failed",
             f"{_events(coverage.events_failed, 'has', 'have')} failed extraction: results may be incomplete"
-            " (their original text is searched and shown in raw_fallback; `memlikehuman retry` tries again)"
-        )
+            " (their original text is searched and shown in raw_fallback; `memlikehuman retry` tries again)",
+        ))  # fmt: skip
     if coverage.events_after_as_of:
         later = _events(coverage.events_after_as_of, "occurred", "occurred")
         if as_of_given:
-            out.append(f"{later} after as_of and were not searched: use a later as_of to include them")
+            out.append(("after_as_of", f"{later} after as_of and were not searched: use a later as_of to include them"))
         else:
-            out.append(
+            out.append((
+                "future",
                 f"{later} after now (dated in the future) and were not searched: check the clock and the UTC"
-                " offset of the host that recorded them; they are found once their time has come"
-            )
+                " offset of the host that recorded them; they are found once their time has come",
+            ))  # fmt: skip
     if mode != "fast" and coverage.events_without_vectors:
-        out.append(
+        out.append((
+            "without_vectors",
             f"{_events(coverage.events_without_vectors, 'has', 'have')} no vector of {model} yet:"
             " semantic matching misses them (lexical matching still finds them); new events are embedded"
-            " in the background, `memlikehuman reindex` embeds all"
-        )
+            " in the background, `memlikehuman reindex` embeds all",
+        ))  # fmt: skip
     return out
+
+
+STANDING = frozenset({"pending", "failed", "future", "without_vectors"})
 
 
 def _events(number: int, singular: str = "is", plural: str = "are") -> str:

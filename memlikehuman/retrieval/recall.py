@@ -135,6 +135,7 @@ class _Recall:
         # All words of all phrasings: they centre excerpts and find the uncovered gaps of events.
         self.words = list(dict.fromkeys(w for p in self.phrasings for w in p.words))
         self.warnings: list[str] = []
+        self.standing: tuple[tuple[str, str], ...] = ()
         self.model: str | None = None
         self.as_of_given = False
         # Phrasings of one need find mostly the same events: their neighbours are looked up once.
@@ -176,6 +177,7 @@ class _Recall:
             as_of=self.filters.as_of,
             coverage=coverage,
             warnings=tuple(dict.fromkeys(self.warnings)),
+            standing=self.standing,
         )
 
     # -- embedding the query -----------------------------------------------------------------
@@ -452,7 +454,9 @@ class _Recall:
         return coverage.count(self.db, self.filters.scope, self.model, self.filters.as_of)
 
     def _coverage_warnings(self, counted: Coverage, mode: str) -> None:
-        self.warnings += coverage.warnings(counted, mode, self.model, as_of_given=self.as_of_given)
+        found = coverage.warnings(counted, mode, self.model, as_of_given=self.as_of_given)
+        self.warnings += [text for _, text in found]
+        self.standing = tuple((kind, text) for kind, text in found if kind in coverage.STANDING)
         if mode != "fast" and counted.events_without_vectors:
             self.unindexed = True
 

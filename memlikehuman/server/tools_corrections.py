@@ -8,6 +8,7 @@ from mcp.types import CallToolResult
 from pydantic import BaseModel, Field
 
 from ..records import Scope
+from ..shapes import forget_shape
 from .app import MAY_HAVE_CHANGED, Holder, MemoryMCPServer, call
 from .convert import counted, tool_result
 from .models import TEXT, WHEN, PersonaId, ProjectId
@@ -84,13 +85,7 @@ def register(server: MemoryMCPServer, holder: Holder) -> None:
         # Engine.forget also drops the vectors held in memory and wakes the indexer.
         result = call(lambda: engine.forget(scope, record_id, also=also), MAY_HAVE_CHANGED)
         warnings = result.warnings
-        out = ForgetOut(
-            deleted_event_ids=list(result.deleted_event_ids),
-            deleted_memory_ids=list(result.deleted_memory_ids),
-            invalidated_checkpoints=result.invalidated_checkpoints,
-            still_said_by=list(result.still_said_by),
-            warnings=warnings,
-        )
+        out = ForgetOut(**forget_shape(result))
         still = f" Still said by: {', '.join(result.still_said_by)}." if result.still_said_by else ""
         note = "".join(f" Warning: {w}." for w in warnings)
         return tool_result(

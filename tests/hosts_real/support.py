@@ -385,7 +385,7 @@ class World:
         """Everything in the archive now (`memlikehuman export`)."""
         if not self.db.exists():
             return Archive([], [], [])
-        lines = [json.loads(line) for line in self.mlh("export").stdout.splitlines() if line.strip()]
+        lines = [json.loads(line) for line in self.mlh("export", "--all").stdout.splitlines() if line.strip()]
         pick = lambda kind: [line for line in lines if line.get("type") == kind]  # noqa: E731
         return Archive(pick("event"), pick("memory"), pick("checkpoint"))
 

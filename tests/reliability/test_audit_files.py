@@ -80,7 +80,9 @@ def test_an_export_written_to_a_file_is_owner_only(tmp_path: Path):
         engine.record(Scope(), "e1", "the safe code is 9931", "user", "test")
     out = tmp_path / "out" / "export.jsonl"
     out.parent.mkdir()
-    done = subprocess.run([str(SCRIPT), "--db", str(db), "export", "-o", str(out)], capture_output=True, check=False)
+    done = subprocess.run(
+        [str(SCRIPT), "--db", str(db), "export", "--all", "-o", str(out)], capture_output=True, check=False
+    )
     assert done.returncode == 0, done.stderr
     assert stat.S_IMODE(out.stat().st_mode) == 0o600
 
@@ -173,7 +175,7 @@ def _archive(directory: Path) -> Path:
 
 def _export(db: Path, out: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [str(SCRIPT), "--db", str(db), "export", "-o", str(out)], capture_output=True, text=True, check=False
+        [str(SCRIPT), "--db", str(db), "export", "--all", "-o", str(out)], capture_output=True, text=True, check=False
     )
 
 
