@@ -375,7 +375,7 @@ def test_install_refuses_a_memory_file_it_could_not_keep_and_writes_nothing(
     home = tmp_path / "home"
     home.mkdir()
     done = install_cli(home, "install", *args, "--memory-file", str(home / where))
-    assert done.exit_code == 1 and said in done.stderr
+    assert done.exit_code == 2 and said in done.stderr  # the command line asks for what cannot be
     assert not (home / ".claude").exists() and not (home / ".cursor").exists()
 
 
