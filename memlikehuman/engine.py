@@ -45,6 +45,7 @@ if TYPE_CHECKING:
         HistoryReport,
         ImportReport,
         InjectedItem,
+        Mark,
         Memory,
         PersonaVersion,
         Preview,
@@ -399,18 +400,19 @@ class Engine:
         target_model: str | None = None,
         session_id: str | None = None,
         count_bytes: bool = False,
+        since: Mark | None = None,
     ) -> ResumeResult:
         """session_resume: the budgeted context string (context.resume).
 
         With ``count_bytes`` the budget counts UTF-8 bytes, not tokens, and no tokenizer is loaded
-        (a host hook, whose limit is in characters).
+        (a host hook, whose limit is in characters); ``since``: only what changed after that mark.
         """
         from .sessions import tokens
         from .sessions.context import resume
 
         counter = tokens.BYTES if count_bytes else None
         return resume(self, scope, query=query, token_budget=token_budget, target_model=target_model,
-                      session_id=session_id, upkeep=self._upkeep, counter=counter)  # fmt: skip
+                      session_id=session_id, upkeep=self._upkeep, counter=counter, since=since)  # fmt: skip
 
     def scope_of(self, record_id: str) -> Scope | None:
         """The scope of the event or memory with this ID (unique in the archive), None when none holds it."""

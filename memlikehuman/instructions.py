@@ -53,17 +53,12 @@ SERVER = (
 HOOKS = (
     "The MemLikeHuman hooks of this host record the user's prompts and your final replies by themselves: do"
     " not record them again as new events (record other material worth keeping, e.g. documents with"
-    f" category=reference). {REMEMBER}"
+    f" category=reference). {REMEMBER} Each prompt's MemLikeHuman line names the event_id it is recorded as;"
+    " its role, source and session_id are this session's, below."
 )
 
 
-def prompt_note(event_id: str, source: str, session_id: str, persona_id: str, project_id: str) -> str:
-    """The line that names the turn a hook just recorded, so the agent can attach memories to it."""
-    turn = json.dumps(
-        {"event_id": event_id, "role": "user", "source": source, "session_id": session_id, "persona_id": persona_id,
-         "project_id": project_id}
-    )  # fmt: skip
-    return (
-        f"This prompt is recorded as {turn}: to keep a lasting fact or preference it states or changes, call"
-        " memory_record with these values, the prompt's exact text and memories."
-    )
+def prompt_note(event_id: str) -> str:
+    """The line that names the event a hook just recorded a prompt as (its role, source, session and scope
+    were said once, at the session's start), so the agent can attach memories to it."""
+    return f"This prompt is recorded as {json.dumps({'event_id': event_id})}."

@@ -34,12 +34,15 @@ def _texts(ran: Ran) -> list[str]:
     return [record.get("text") or record["content"] for record in injected_records(ran)]
 
 
-def _turn(ran: Ran) -> dict[str, Any]:
-    """The recorded turn the prompt hook names: event_id, role, source, session_id, persona_id, project_id."""
+def _turn(ran: Ran, db: Path) -> dict[str, Any]:
+    """The recorded turn the prompt hook names (its event_id; the session's role, source and session_id and
+    the scope are said at its start): event_id, role, source, session_id, persona_id, project_id."""
     context = ran.json()["hookSpecificOutput"]["additionalContext"]
-    match = re.search(r"This prompt is recorded as (\{.*?\}):", context)
+    match = re.search(r"This prompt is recorded as (\{.*?\})\.", context)
     assert match, context
-    return dict(json.loads(match.group(1)))
+    event_id = json.loads(match.group(1))["event_id"]
+    [row] = [row for row in stored(db) if row["event_id"] == event_id]
+    return {k: row[k] for k in ("event_id", "role", "source", "session_id", "persona_id", "project_id")}
 
 
 def test_a_question_asked_in_four_earlier_sessions_is_not_handed_back_but_its_answer_is(tmp_path: Path, project: Path):
@@ -60,7 +63,7 @@ def test_memory_recall_leaves_out_the_prompt_being_answered_until_it_is_answered
     db = tmp_path / "memory.sqlite3"
     run_hook("claude-code", _prompt("earlier", FACT, project), db, project)
     asked = _turn(run_hook("claude-code", _prompt("now", "which package manager does this repo use?", project), db,
-                           project))  # fmt: skip
+                           project), db)  # fmt: skip
     scope = {"persona_id": asked["persona_id"], "project_id": asked["project_id"]}
     with connected(stdio_params(db)) as client:
         found = client.ok("memory_recall", query="package manager repo", **scope)
@@ -75,7 +78,7 @@ def test_a_hook_recorded_turn_takes_the_agents_memories_which_the_next_session_i
     tmp_path: Path, project: Path
 ) -> None:
     db = tmp_path / "memory.sqlite3"
-    turn = _turn(run_hook("claude-code", _prompt("s1", FACT, project), db, project))
+    turn = _turn(run_hook("claude-code", _prompt("s1", FACT, project), db, project), db)
     call = {**turn, "text": FACT, "memories": [MEMORY]}
     with connected(stdio_params(db)) as client:
         given = client.ok("memory_record", **call)

@@ -100,8 +100,14 @@ def test_a_prompt_with_nothing_to_recall_gets_only_the_line_that_names_its_recor
     text = context_of(ran.stdout, "UserPromptSubmit")
     [row] = stored(db)
     assert "«DATA" not in text and f'"event_id": "{row["event_id"]}"' in text
-    assert f'"session_id": "{row["session_id"]}"' in text and '"source": "claude-code"' in text
-    assert len(text) < 500
+    assert len(ran.stdout) <= 200 + len(
+        '{"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": ""}}\n'
+    )
+    assert len(text) <= 200  # a prompt that hands nothing costs at most this
+    start = context_of(run_hook("claude-code", payload("SessionStart", project), db, project).stdout, "SessionStart")
+    # The session's start says once what every prompt of it is recorded with, and the scope.
+    recorded = {"role": "user", "source": "claude-code", "session_id": row["session_id"]}
+    assert json.dumps(recorded) in start and f"project {row['project_id']!r}" in start
 
 
 def test_session_start_gives_the_resume_context_and_says_the_hooks_record(db: Archive, project: Path) -> None:
@@ -113,9 +119,32 @@ def test_session_start_gives_the_resume_context_and_says_the_hooks_record(db: Ar
     assert "do not record them again" in text and "keep it as a memory" in text
 
 
-def test_session_start_on_an_empty_archive_injects_nothing(db: Archive, project: Path) -> None:
+def test_session_start_on_an_empty_archive_says_only_how_the_sessions_prompts_are_recorded(
+    db: Archive, project: Path
+) -> None:
     ran = run_hook("claude-code", payload("SessionStart", project, session_id="s1"), db, project)
-    assert (ran.returncode, ran.stdout) == (0, "")
+    text = context_of(ran.stdout, "SessionStart")
+    assert ran.returncode == 0 and "«DATA" not in text  # no framing around nothing
+    assert '{"role": "user", "source": "claude-code", "session_id": "s1"}' in text and len(text) < 2_000
+
+
+def test_a_resumed_session_is_handed_only_what_changed_since_its_own_start(db: Archive, project: Path) -> None:
+    for n in range(6):
+        run_hook("claude-code", payload("UserPromptSubmit", project, session_id="s0", prompt=f"note {n}: I use pnpm"),
+                 db, project)  # fmt: skip
+    first = context_of(run_hook("claude-code", payload("SessionStart", project, session_id="s1"), db, project).stdout,
+                       "SessionStart")  # fmt: skip
+    assert "note 5: I use pnpm" in first
+    run_hook(
+        "claude-code", payload("UserPromptSubmit", project, session_id="s1", prompt="add lodash please"), db, project
+    )
+    again = run_hook("claude-code", payload("SessionStart", project, session_id="s1", source="resume"), db, project)
+    assert len(again.stdout) <= 300  # its own turn is in its conversation; nothing else changed
+    run_hook("claude-code", payload("UserPromptSubmit", project, session_id="s2", prompt="the CI runs on Fridays"),
+             db, project)  # fmt: skip
+    later = run_hook("claude-code", payload("SessionStart", project, session_id="s1", source="resume"), db, project)
+    text = context_of(later.stdout, "SessionStart")
+    assert "the CI runs on Fridays" in text and "note 5" not in text and "add lodash" not in text
 
 
 def test_session_start_context_stays_under_ten_thousand_characters(db: Archive, project: Path) -> None:

@@ -34,9 +34,9 @@ PINNED = {
     "memlikehuman.records": [
         "BASES", "CATEGORIES", "CUE_KINDS", "MEMORY_KINDS", "NOT_SCRUBBED", "ROLES", "Candidate", "Check", "Checkpoint",
         "CorrectionResult", "Coverage", "Cue", "Event", "ForgetResult", "HistoryMessage", "HistoryReport",
-        "ImportReport", "InjectedItem", "Kind", "Memory", "MemoryHit", "Page", "PersonaVersion", "Preview", "RawHit",
-        "ReadResult", "RebuildResult", "RecallResult", "RecordResult", "Scope", "SpeakerAlias", "TaskState", "Turn",
-        "memory_status",
+        "ImportReport", "InjectedItem", "Kind", "Mark", "Memory", "MemoryHit", "Page", "PersonaVersion", "Preview",
+        "RawHit", "ReadResult", "RebuildResult", "RecallResult", "RecordResult", "Scope", "SpeakerAlias", "TaskState",
+        "Turn", "memory_status",
     ],
     "memlikehuman.errors": [
         "CODES", "Conflict", "Forbidden", "Forgotten", "ImportConflicts", "Internal", "InvalidArgument",

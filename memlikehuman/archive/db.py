@@ -250,7 +250,7 @@ def _private_file(path: Path) -> None:
 
 # Files SQLite and memlikehuman keep beside an archive, all as private as the archive.
 SIDE_SUFFIXES = ("-wal", "-shm", "-unscrubbed", ".hooks.json", ".hooks.log", ".injected.json", ".replies.json",
-                 ".sampling.json", ".cli.json")  # fmt: skip
+                 ".starts.json", ".sampling.json", ".cli.json")  # fmt: skip
 
 
 URL_PREFIXES = ("postgresql://", "postgres://")

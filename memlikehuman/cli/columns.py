@@ -88,8 +88,8 @@ def pack(items: Iterable[str], room: int, lead: str = "", indent: str = "", sep:
 
 
 def fill(text: str, room: int | None, indent: str = "") -> str:
-    """Our own sentence in lines of `room` columns (None: one line), broken between words only: a path or
-    an ID stays whole."""
+    """Our own sentence in lines of `room` columns (None: one line), broken between words; a path or an ID
+    longer than a whole line is cut across lines."""
     if room is None:
         return text
-    return textwrap.fill(text, room, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False)
+    return textwrap.fill(text, room, subsequent_indent=indent, break_long_words=True, break_on_hyphens=False)

@@ -151,7 +151,7 @@ MIN_LAST_COLUMN = 20  # narrower than this, a wrapped last column would read wor
 def _lines(text: str, room: int | None) -> list[str]:
     if room is None or columns(text) <= room:
         return [text]
-    return textwrap.wrap(text, room, break_long_words=False, break_on_hyphens=False) or [text]
+    return textwrap.wrap(text, room, break_long_words=True, break_on_hyphens=False) or [text]
 
 
 def _pad(value: str, width: int, right: bool) -> str:

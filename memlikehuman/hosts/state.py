@@ -174,3 +174,34 @@ def note_reply(db_path: Path, session_id: str, mark: str | None) -> None:
         _replace(db_path, replies_path(db_path), dict(list(marks.items())[-SESSIONS_KEPT:]))
     except OSError:
         pass
+
+
+# -- how far each session's start context went ---------------------------------------------------------
+#
+# A session's SessionStart context hands the scope as it was then; a resumed session (`claude -p --resume`,
+# `codex exec resume`) keeps that context in its conversation, so its start hands only what changed since.
+# The mark is two row numbers (the scope's newest event and memory), never text.
+
+
+def starts_path(db_path: Path) -> Path:
+    """The file of the marks of recent sessions' start contexts."""
+    return db_path.with_name(db_path.name + ".starts.json")
+
+
+def start_mark(db_path: Path, session_id: str) -> tuple[int, int] | None:
+    """The (event, memory) mark of this session's start context, None when it had none (or unreadable)."""
+    mark = _read_object(starts_path(db_path)).get(session_id)
+    if isinstance(mark, list) and len(mark) == 2 and all(isinstance(n, int) for n in mark):
+        return mark[0], mark[1]
+    return None
+
+
+def note_start(db_path: Path, session_id: str, mark: tuple[int, int]) -> None:
+    """Keep the mark of the context this session's start handed (atomically replaced; never raises)."""
+    try:
+        marks = _read_object(starts_path(db_path))
+        marks.pop(session_id, None)
+        marks[session_id] = list(mark)  # the newest session last
+        _replace(db_path, starts_path(db_path), dict(list(marks.items())[-SESSIONS_KEPT:]))
+    except OSError:
+        pass

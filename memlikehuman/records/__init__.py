@@ -32,6 +32,7 @@ __all__ = [
     "InjectedItem",
     "Kind",
     "Memory",
+    "Mark",
     "MemoryHit",
     "NOT_SCRUBBED",
     "Page",
@@ -271,6 +272,14 @@ class RawHit:
     offset: int | None = 0
     # the event ID of a newer turn of the same speaker about the same matter, ranked in this one's stead
     newer: str | None = None
+
+
+@dataclass(frozen=True)
+class Mark:
+    """How far a scope had gone when a context was made: its newest event sequence and memory row."""
+
+    event: int
+    memory: int
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from .. import validate
 from ..archive import checkpoints, memories, personas
 from ..archive.connection import Connection
 from ..errors import Unavailable
-from ..records import Checkpoint, Memory, MemoryHit, RawHit, Scope
+from ..records import Checkpoint, Mark, Memory, MemoryHit, RawHit, Scope
 from ..retrieval import gist
 from ..shapes import data_line
 from ..text.lines import one_line
@@ -55,14 +55,6 @@ STANDING_CHARS = 2_500
 STANDING_LINE_CHARS = 300
 # Memories that hold beyond one moment; `event` and `emotion` memories are episodes.
 STANDING_KINDS = frozenset({"fact", "preference", "plan", "persona", "reference"})
-
-
-@dataclass(frozen=True)
-class Mark:
-    """How far a scope had gone when a context was made: its newest event sequence and memory row."""
-
-    event: int
-    memory: int
 
 
 @dataclass(frozen=True)

@@ -200,19 +200,23 @@ _ID_KEYS = ("event_id", "session_id", "source")
 
 
 def ids_from_context(request: Request) -> PromptIds | None:
-    """The current prompt's event ID, session ID and source, copied from the prompt hook's injected context.
+    """The current prompt's event ID, session ID and source, copied from the hooks' injected context.
 
-    The context says "This prompt is recorded as {"event_id": ..., "role": "user", "source": ...,
-    "session_id": ..., "persona_id": ..., "project_id": ...}" after the recalled records (which carry
-    event_id but no source/session_id). Taken: the last JSON object in the context that holds the three
-    keys; else the last `event_id: X` / `session_id: X` / `source: X` of the context.
+    The prompt hook's context ends with "This prompt is recorded as {"event_id": ...}."; the session's start
+    context says once "This session's prompts are recorded with {"role": "user", "source": ..., "session_id":
+    ...}" (and the scope in words). Taken: the last JSON object of the prompt hook's context that holds only
+    an event_id (recalled records carry more), with the last such session object of any hook context; else
+    the last `event_id: X` / `session_id: X` / `source: X` of the prompt hook's context.
     """
     text = "\n".join(request.prompt_hook_context())
-    objects = [o for o in _json_objects(text) if all(isinstance(o.get(k), str) for k in _ID_KEYS)]
-    if objects:
-        chosen = objects[-1]
-        scope = {k: chosen[k] for k in ("persona_id", "project_id") if isinstance(chosen.get(k), str)}
-        return PromptIds(chosen["event_id"], chosen["session_id"], chosen["source"], "context", scope)
+    notes = [o for o in _json_objects(text) if set(o) == {"event_id"} and isinstance(o["event_id"], str)]
+    sessions = [
+        o
+        for o in _json_objects("\n".join(request.hook_context()))
+        if set(o) == {"role", "source", "session_id"} and all(isinstance(v, str) for v in o.values())
+    ]
+    if notes and sessions:
+        return PromptIds(notes[-1]["event_id"], sessions[-1]["session_id"], sessions[-1]["source"], "context")
     found = {}
     for key in _ID_KEYS:
         matches = re.findall(r"\b" + key.replace("_", "[_ ]") + _KEY, text, re.IGNORECASE)
