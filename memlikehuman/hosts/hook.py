@@ -333,11 +333,7 @@ def _checkpoint(engine: Engine, scope: Scope, hook: adapters.HookInput) -> None:
         return
     covered = turns[-1].event_id
     messages = [(t.role, t.text) for t in turns]
-    # Turns nobody has looked at yet: no memory, and not complete (the agent found nothing to keep in those).
-    unkept = [
-        (t.event_id, t.text) for t in turns if t.role == "user" and not t.memories and t.extraction_state != "complete"
-    ]
-    engine.checkpoint(scope, extractive_state(messages, hook.event, unkept), covered, hook.session_id)
+    engine.checkpoint(scope, extractive_state(messages, hook.event), covered, hook.session_id)
 
 
 # A shorter session needs no checkpoint at its end: the next session's resume context holds its turns
@@ -355,27 +351,18 @@ def _prompts_since(turns: list[Turn], covered: str | None) -> int | None:
     return sum(turn.role == "user" for turn in later) if later else None
 
 
-UNKEPT_SHOWN = 10  # user turns without memories a hook checkpoint names (the newest)
-
-
-def extractive_state(
-    messages: list[tuple[str, str]], event: str, unkept: list[tuple[str, str]] | None = None
-) -> dict[str, Any]:
-    """A checkpoint state cut from the conversation's own words, labelled as the adapter's. `unkept`: the
-    user turns (event ID, text) that no memory was made of yet, for the agent to fill in after compaction."""
+def extractive_state(messages: list[tuple[str, str]], event: str) -> dict[str, Any]:
+    """A checkpoint state cut from the conversation's own words, labelled as the adapter's. It names no
+    pending work: the hook cannot know it (a list of turns nobody made a memory of was handed as such, and
+    read as chores: "Tell me a joke about cats")."""
     users = [text for role, text in messages if role == "user"]
     replies = [text for role, text in messages if role == "assistant"]
     label = f"[written by the MemLikeHuman hook adapter at {event} from the transcript; not the agent's own state]"
     goal = f"{label} First request of the session: {one_line(users[0]) if users else '(none recorded)'}"
-    pending = [
-        f"no memory made yet of turn {event_id} (if it states a lasting fact or preference, attach memories to"
-        f" it with memory_record): {one_line(text, 160)}"
-        for event_id, text in (unkept or [])[-UNKEPT_SHOWN:]
-    ]
     return {
         "goal": goal,
         "completed": [f"assistant replied: {one_line(text)}" for text in replies[-5:]],
-        "pending": pending,
+        "pending": [],
         "constraints": [],
         "next_step": f"Last user request: {one_line(users[-1])}" if users else "",
     }
