@@ -78,7 +78,8 @@ def memory_shape(
 
 
 def _memory_hit(hit: MemoryHit, as_of: str) -> dict[str, Any]:
-    return {**memory_shape(hit.memory, detail=hit.detail, score=hit.score, as_of=as_of), "status": hit.status}
+    shape = {**memory_shape(hit.memory, detail=hit.detail, score=hit.score, as_of=as_of), "status": hit.status}
+    return {**shape, "newer": hit.newer}
 
 
 def _raw_hit(hit: RawHit) -> dict[str, Any]:

@@ -255,6 +255,8 @@ class MemoryHit:
     score: float
     detail: str  # full | overview
     status: str  # current | superseded
+    # the memory ID of a newer memory of the same speaker about the same matter, ranked in this one's stead
+    newer: str | None = None
 
 
 @dataclass(frozen=True)

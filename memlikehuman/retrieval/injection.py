@@ -46,6 +46,9 @@ if TYPE_CHECKING:
 else:
     from ..providers.lazy_numpy import np  # numpy stays unimported on the hooks' fast path
 
+# A reply of at most this many words to a statement acknowledges it ("Noted, pnpm from now on."): two
+# sentences of chat; a reply that did the work is longer (docs/decisions/2026-12-07-long-working-sessions.md).
+ACKNOWLEDGEMENT_WORDS = 30
 # Candidates read from recall for each prompt: enough that the gate can refuse some and still fill the cap.
 POOL = 15
 MAX_POOL = 100  # recall's own limit
@@ -221,7 +224,8 @@ def _candidates(
     no fact, and its answer carries its words); a user's turn that ends with one counts only the words of
     what it tells, and never passes by meaning alone ("Morning. How do I add date-fns?" tells nothing); a
     reply borrows the words of the turn before only when that turn asks, being its answer; and a reply to
-    a statement found with it goes (the statement holds the fact, the reply acknowledges it)."""
+    a statement found with it, or with a memory of it, goes when it is short (the statement holds the fact,
+    the reply acknowledges it)."""
     out: list[Candidate] = []
     excluded = set(exclude)
     for hit in found.memories:
@@ -243,7 +247,7 @@ def _candidates(
         and not (r.event.role == "user" and asking.only_asks(r.event.text))
     ]
     before = _previous(sources, [r.event for r in raws])
-    acknowledged = _acknowledgements(raws, before)
+    acknowledged = _acknowledgements(raws, before, {hit.memory.event_id for hit in found.memories})
     for raw in raws:
         e = raw.event
         if e.sequence in acknowledged:
@@ -266,15 +270,17 @@ def _candidates(
     return out
 
 
-def _acknowledgements(raws: Sequence[RawHit], before: Mapping[int, Event]) -> set[int]:
-    """The replies found with the statement they answer (a user's turn that does not ask): they go."""
+def _acknowledgements(raws: Sequence[RawHit], before: Mapping[int, Event], remembered: Collection[str]) -> set[int]:
+    """The short replies (at most ACKNOWLEDGEMENT_WORDS words) found with the statement they answer (a user's
+    turn that does not ask), or with a memory of it: they go. A longer reply is work done, not an echo."""
     found = {r.event.sequence for r in raws}
     return {
         r.event.sequence
         for r in raws
         if r.event.role == "assistant"
+        and len(r.event.text.split()) <= ACKNOWLEDGEMENT_WORDS
         and (prev := before.get(r.event.sequence)) is not None
-        and prev.sequence in found
+        and (prev.sequence in found or prev.event_id in remembered)
         and prev.role == "user"
         and not asking.asks(prev.text)
     }

@@ -371,7 +371,12 @@ class _Recall:
                 continue
             status = "superseded" if rowid in closed else "current"
             hits.append(MemoryHit(memory, round(scores[rowid], 6), self._detail_of(memory), status))
-        return hits
+        return echoes.newest_first(
+            hits,
+            lambda hit: self._matter(hit.memory.role, hit.memory.source, hit.memory.content),
+            lambda hit: hit.memory.valid_from,
+            lambda hit, newer: replace(hit, newer=newer.memory.memory_id),
+        )
 
     def _detail_of(self, memory: Memory) -> str:
         if self.detail == "gist":
@@ -415,25 +420,27 @@ class _Recall:
         return self._answers_first(self._newest_first(hits))
 
     def _newest_first(self, hits: list[RawHit]) -> list[RawHit]:
-        """Statements of one speaker that hold the same words of the query, two or more of them or all it has,
-        are about the same matter: they keep their places, newest first, and the older ones name the newest
-        (echoes.newest_first). One word shared of several says too little ("car" of "car purchase"), a
-        question states nothing, and a query that names a date asks for what was said then."""
-        asked = set(self.words)
-        if any(date_windows(p.text) for p in self.phrasings):
-            return hits
-
-        def matter(hit: RawHit) -> str:
-            if echoes.only_asks(hit.event.text):
-                return ""
-            held = asked.intersection(search.terms(hit.event.text, limit=None))
-            if not held or (len(held) < 2 and held != asked):
-                return ""
-            return f"{hit.event.role}/{hit.event.source}\n{' '.join(sorted(held))}"
-
+        """Raw hits about one matter (`_matter`) keep their places, newest first; the older ones name the
+        newest (echoes.newest_first)."""
         return echoes.newest_first(
-            hits, matter, lambda hit: hit.event.occurred_at, lambda hit, newer: replace(hit, newer=newer.event.event_id)
+            hits,
+            lambda hit: self._matter(hit.event.role, hit.event.source, hit.event.text),
+            lambda hit: hit.event.occurred_at,
+            lambda hit, newer: replace(hit, newer=newer.event.event_id),
         )
+
+    def _matter(self, role: str, source: str, text: str) -> str:
+        """What a statement is about, as far as newer-first goes: its speaker and the words of the query it
+        holds, two or more of them or all the query has ("" for none: one word shared of several says too
+        little, "car" of "car purchase"). A question states nothing, and a query that names a date asks for
+        what was said then."""
+        if echoes.only_asks(text) or any(date_windows(p.text) for p in self.phrasings):
+            return ""
+        asked = set(self.words)
+        held = asked.intersection(search.terms(text, limit=None))
+        if not held or (len(held) < 2 and held != asked):
+            return ""
+        return f"{role}/{source}\n{' '.join(sorted(held))}"
 
     def _answers_first(self, hits: list[RawHit]) -> list[RawHit]:
         """A user's question found with the assistant's reply right after it: the reply first (echoes.py)."""

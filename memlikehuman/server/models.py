@@ -123,6 +123,9 @@ class MemoryOut(BaseModel):
             " command:<name> (the host's CLI), openai:<model>, correction; null: not recorded (older archive)"
         ),
     )
+    newer: str | None = Field(
+        default=None, description="memory_id of a newer memory of the same speaker with the same query words"
+    )
 
 
 class EventOut(BaseModel):

@@ -1,0 +1,141 @@
+"""What a new session and a prompt are handed, over the real hook and a real `serve` over stdio.
+
+The agent's standing facts at the start (only the current version of a changed one); a changed value
+newest first; no fragment, acknowledgement or earlier question handed as a fact; a detail in the middle
+of a long reply found, shown and handed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from conftest import connected, stdio_params
+from hook_support import injected_records, run_hook, stored
+
+DEADLINE = "The hard deadline for the demo is March 14."
+MOVED = "Bad news: the demo deadline moved to March 28, that's the hard deadline."
+
+
+def _prompt(session: str, text: str, project: Path) -> dict[str, str]:
+    return {"session_id": session, "cwd": str(project), "hook_event_name": "UserPromptSubmit", "prompt": text}
+
+
+def _reply(session: str, text: str, project: Path) -> dict[str, str]:
+    return {"session_id": session, "cwd": str(project), "hook_event_name": "Stop", "last_assistant_message": text}
+
+
+def _start(session: str, project: Path) -> dict[str, str]:
+    return {"session_id": session, "cwd": str(project), "hook_event_name": "SessionStart", "source": "startup"}
+
+
+def _context(ran: Any) -> str:
+    return str(ran.json()["hookSpecificOutput"]["additionalContext"]) if ran.stdout else ""
+
+
+def _turn(db: Path, project: Path, session: str, text: str) -> dict[str, Any]:
+    """Record a prompt through the hook; the call an agent that follows the context makes to keep it: the
+    event_id the prompt's line names, the role, source and session the session's start names, the scope."""
+    start = _context(run_hook("claude-code", _start(session, project), db, project))
+    ran = run_hook("claude-code", _prompt(session, text, project), db, project)
+    event_id = json.loads(re.findall(r"This prompt is recorded as (\{.*?\})\.", _context(ran))[-1])["event_id"]
+    recorded = json.loads(re.search(r"prompts are recorded with (\{.*?\})\.", start).group(1))  # type: ignore[union-attr]
+    scope = re.search(r"persona '([^']+)', project '([^']+)'", start)
+    assert scope is not None
+    return {"event_id": event_id, "text": text, **recorded, "persona_id": scope[1], "project_id": scope[2]}
+
+
+def _remember(client: Any, turn: dict[str, Any], content: str, quote: str, subject: str | None) -> None:
+    memory = {"content": content, "quote": quote, "kind": "fact", **({"subject": subject} if subject else {})}
+    assert client.ok("memory_record", **turn, memories=[memory])["extraction_state"] == "complete"
+
+
+def _facts(context: str) -> list[str]:
+    """The content of each line of the standing_facts block."""
+    block = re.search(r"«DATA (\d+) standing_facts»\n(.*?)\n«END \1 standing_facts»", context, re.DOTALL)
+    return [json.loads(line)["content"] for line in block.group(2).splitlines()] if block else []
+
+
+def test_a_new_session_starts_with_the_standing_facts_the_agent_recorded_and_only_the_current_deadline(
+    tmp_path: Path, project: Path
+) -> None:
+    db = tmp_path / "memory.sqlite3"
+    pnpm = _turn(db, project, "s1", "I use pnpm, never npm or yarn, in this repo.")
+    deadline = _turn(db, project, "s1", DEADLINE)
+    chat = _turn(db, project, "s1", "Tell me a joke about cats.")
+    moved = _turn(db, project, "s2", MOVED)
+    with connected(stdio_params(db)) as client:
+        _remember(client, pnpm, "The user uses pnpm, never npm or yarn", pnpm["text"], "user.package_manager")
+        _remember(client, deadline, "The demo's hard deadline is March 14", DEADLINE, "project.demo_deadline")
+        _remember(client, moved, "The demo's hard deadline is March 28", "the demo deadline moved to March 28",
+                  "project.demo_deadline")  # fmt: skip
+    assert chat["event_id"]
+    start = _context(run_hook("claude-code", _start("s3", project), db, project))
+    facts = _facts(start)
+    assert facts == ["The demo's hard deadline is March 28", "The user uses pnpm, never npm or yarn"]
+    assert "March 14" not in start.split("standing_facts»", 1)[1].split("«END", 1)[0]
+    assert "joke about cats" not in json.dumps(facts)
+
+
+def test_a_changed_value_comes_newest_first_in_the_prompt_hook_and_in_memory_recall(
+    tmp_path: Path, project: Path
+) -> None:
+    db = tmp_path / "memory.sqlite3"
+    run_hook("claude-code", _prompt("s1", DEADLINE, project), db, project)
+    run_hook("claude-code", _reply("s1", "Noted.", project), db, project)
+    run_hook("claude-code", _prompt("s2", "The demo deadline moved: it is March 28 now.", project), db, project)
+    ran = run_hook("claude-code", _prompt("s3", "When is the demo deadline?", project), db, project)
+    texts = [r.get("text", "") for r in injected_records(ran)]
+    assert texts[:2] == ["The demo deadline moved: it is March 28 now.", DEADLINE], texts
+    [older] = [r for r in injected_records(ran) if r.get("text") == DEADLINE]
+    assert older["newer"].startswith("claude-code:s2:user:")  # the earlier one says which is newer
+    scope = {"persona_id": "default", "project_id": stored(db)[0]["project_id"]}
+    with connected(stdio_params(db)) as client:
+        found = client.ok("memory_recall", query="demo deadline", **scope)["raw_fallback"]
+    assert [hit["excerpt"] for hit in found][:2] == ["The demo deadline moved: it is March 28 now.", DEADLINE]
+    assert found[1]["newer"] == found[0]["event_id"] and found[0]["newer"] is None
+
+
+def test_no_fragment_acknowledgement_or_earlier_question_is_handed_as_a_fact(tmp_path: Path, project: Path) -> None:
+    db = tmp_path / "memory.sqlite3"
+    moved = _turn(db, project, "s1", MOVED)
+    run_hook("claude-code", _reply("s1", "Noted, the demo deadline is now March 28.", project), db, project)
+    run_hook("claude-code", _prompt("s2", "Morning. How do I add date-fns to the project?", project), db, project)
+    run_hook("claude-code", _reply("s2", "Run pnpm add date-fns in the web package.", project), db, project)
+    with connected(stdio_params(db)) as client:
+        _remember(client, moved, "The demo's hard deadline is March 28", "the demo deadline moved to March 28", None)
+    deadline = injected_records(
+        run_hook("claude-code", _prompt("s3", "What is the demo deadline?", project), db, project)
+    )
+    said = json.dumps(deadline)
+    assert [r.get("content") for r in deadline] == ["The demo's hard deadline is March 28"]  # the memory alone
+    assert "Bad news" not in said and "that's the hard deadline" not in said and "Noted" not in said
+    date_fns = injected_records(run_hook("claude-code", _prompt("s4", "how do I add date-fns?", project), db, project))
+    assert [r.get("text") for r in date_fns] == ["Run pnpm add date-fns in the web package."]  # the answer only
+
+
+def test_a_detail_in_the_middle_of_a_long_reply_is_found_shown_and_handed_by_the_hook(
+    tmp_path: Path, project: Path
+) -> None:
+    db = tmp_path / "memory.sqlite3"
+    steps = [f"Step {n}: configure module {n} and run its checks before moving on to the next one." for n in range(130)]
+    steps[64] = "The staging database password rotates every Tuesday at 04:00 UTC; the ops team sets it."
+    reply = "\n\n".join(steps)
+    assert len(reply) > 10_000
+    run_hook("claude-code", _prompt("s1", "Walk me through the staging setup.", project), db, project)
+    run_hook("claude-code", _reply("s1", reply, project), db, project)
+    ran = run_hook(
+        "claude-code", _prompt("s2", "when does the staging database password rotate?", project), db, project
+    )
+    handed = [r for r in injected_records(ran) if "rotates every Tuesday at 04:00 UTC" in r.get("text", "")]
+    assert handed and len(handed[0]["text"]) <= 400  # the passage that answers, not the head of the reply
+    scope = {"persona_id": "default", "project_id": stored(db)[0]["project_id"]}
+    with connected(stdio_params(db)) as client:
+        found = client.ok("memory_recall", query="staging database password rotate", **scope)["raw_fallback"]
+        [hit] = [h for h in found if h["role"] == "assistant"]
+        assert "rotates every Tuesday at 04:00 UTC" in hit["excerpt"] and len(hit["excerpt"]) <= 800
+        page = client.ok("memory_read", record_id=hit["event_id"], offset=hit["offset"], max_chars=len(hit["excerpt"]),
+                         **scope)["source_page"]  # fmt: skip
+        assert page["text"] == hit["excerpt"]
