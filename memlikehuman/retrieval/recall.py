@@ -146,6 +146,7 @@ class _Recall:
         # sequence -> (score, whether the event's own text holds a query word).
         self.covered: dict[int, tuple[float, bool]] = {}
         self.similarity: dict[tuple[Kind, int], float] = {}
+        self.dated = any(date_windows(p.text) for p in self.phrasings)  # a date named: newest-first does not apply
 
     def run(self) -> RecallResult:
         mode = self._prepare_dense()
@@ -434,10 +435,10 @@ class _Recall:
         holds, two or more of them or all the query has ("" for none: one word shared of several says too
         little, "car" of "car purchase"). A question states nothing, and a query that names a date asks for
         what was said then."""
-        if echoes.only_asks(text) or any(date_windows(p.text) for p in self.phrasings):
+        if self.dated or echoes.only_asks(text):
             return ""
         asked = set(self.words)
-        held = asked.intersection(search.terms(text, limit=None))
+        held = search.held(text, asked)
         if not held or (len(held) < 2 and held != asked):
             return ""
         return f"{role}/{source}\n{' '.join(sorted(held))}"
