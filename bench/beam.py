@@ -374,7 +374,9 @@ def _baseline(rev: str, work: Path, args: argparse.Namespace) -> tuple[str, dict
         with tarfile.open(fileobj=BytesIO(archive.stdout)) as tar:
             tar.extractall(src, filter="data")
     commit = subprocess.run(["git", "rev-parse", "--short", rev], cwd=REPO, check=True, capture_output=True, text=True)
-    result = work / f"answers-{rev}.json"
+    result = work / f"answers-{rev}-{args.conversations}-{'-'.join(args.modes)}.json"
+    if result.exists():  # measured before in this work directory (--archive): the same revision's answers
+        return commit.stdout.strip(), json.loads(result.read_text())
     env = {**os.environ, "PYTHONPATH": f"{src}{os.pathsep}{REPO}"}
     command = [sys.executable, "-m", "bench.beam", "--measure-only", str(result), "--archive", str(work / rev),
                "--conversations", args.conversations, "--modes", *args.modes, "--locomo", str(args.locomo)]  # fmt: skip
