@@ -16,7 +16,8 @@ says: a hit is a returned record whose event is a gold message.
 - hook: the share of gold messages among what the prompt hook would inject for the question;
 - ms p50/p95 per query (recall with limit 10).
 Floors in the same run: plain FTS5 bm25 over whole messages (stopwords out, porter), and plain cosine
-over the same embedder's vector of each message (its first 2,000 characters, as the embedder reads).
+over the same embedder's vector of each message (the indexer's, read from the archive: the message's
+first 2,000 characters, as the embedder reads, after its speaker and the previous turn's tail).
 `--baseline REV` runs the same questions on the engine of another revision (its own archive, the
 package extracted from git into the work directory), and `--locomo N` times fast recall over the first
 N LoCoMo conversations in the same run, for the per-query cost on short chat turns.
@@ -257,22 +258,25 @@ def bm25_floor(conv: Conversation) -> list[list[int]]:
     return ranked
 
 
-def cosine_floor(conv: Conversation, cache: Path) -> list[list[int]]:
-    """Plain cosine between the question and each message's vector (the default local embedder)."""
+def cosine_floor(conv: Conversation, archive: Path) -> list[list[int]]:
+    """Plain cosine between the question and each message's vector: the vectors the engine's indexer made
+    of the messages (the default local embedder), read from the archive; nothing else of the ranking."""
     import numpy as np
 
     from memlikehuman.providers.local import LocalEmbedder
 
     embedder = LocalEmbedder()
-    file = cache / f"floor-vectors-{conv.n}.npy"
-    if file.exists():
-        vectors = np.load(file)
-    else:
-        vectors = embedder.embed([m.text for m in conv.messages], "passage")
-        np.save(file, vectors)
+    db = sqlite3.connect(f"file:{archive}?mode=ro", uri=True)
+    rows = db.execute(
+        "SELECT e.event_id, v.vector FROM events e JOIN event_vectors v ON v.event_sequence = e.sequence"
+        " WHERE e.project_id = ? AND v.model = ?",
+        (conv.project, embedder.model_id),
+    ).fetchall()
+    db.close()
+    ids = np.asarray([message_of(event_id) for event_id, _ in rows])
+    vectors = np.stack([np.frombuffer(blob, dtype="<f4") for _, blob in rows])
     queries = embedder.embed([q.text for q in conv.questions], "query")
-    ids = np.asarray([m.id for m in conv.messages])
-    return [ids[np.argsort(-(vectors @ query))[:10]].tolist() for query in queries]
+    return [list(dict.fromkeys(ids[np.argsort(-(vectors @ query))[:20]].tolist()))[:10] for query in queries]
 
 
 # -- scoring -------------------------------------------------------------------------------------------
@@ -420,7 +424,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     _add(systems, notes, f"this checkout ({report.commit()})", ours, convs, count)
     if not args.no_floors:
         systems["floor: FTS5 bm25 over messages"] = score(convs, _as_answers(convs, map(bm25_floor, convs)), count)
-        cosine = (cosine_floor(conv, work) for conv in convs)
+        cosine = (cosine_floor(conv, work / "beam.sqlite3") for conv in convs)
         systems["floor: cosine over message vectors"] = score(convs, _as_answers(convs, cosine), count)
     n_questions = sum(len(c.questions) for c in convs)
     body = f"Conversations {args.conversations} ({n_questions} questions with evidence).\n\n{render(systems)}"
