@@ -361,6 +361,20 @@ def test_a_memory_file_the_hook_cannot_write_does_not_break_the_session_start(tm
     assert "is a symbolic link" in (home / "m.db.hooks.log").read_text()
 
 
+def test_a_folder_planted_as_a_link_is_refused_when_the_project_was_installed_through_a_link(tmp_path: Path) -> None:
+    home, real, elsewhere = tmp_path / "home", tmp_path / "data" / "app", tmp_path / "elsewhere"
+    for folder in (home, real, elsewhere):
+        folder.mkdir(parents=True)
+    (tmp_path / "src").symlink_to(tmp_path / "data")  # the user's own link: ~/src -> /data
+    named = tmp_path / "src" / "app"
+    installed = install_cli(home, "install", "claude-code", "--project", str(named), "--memory-file", "docs/CLAUDE.md")
+    assert installed.exit_code == 0, installed.output
+    (real / "docs").symlink_to(elsewhere)  # planted after install, e.g. by a git pull
+    started = run_installed_hook(home, real, "SessionStart")  # a host names its working directory resolved
+    assert started.returncode == 0 and "is a symbolic link" in started.stderr
+    assert list(elsewhere.iterdir()) == []
+
+
 @pytest.mark.parametrize(
     ("args", "where", "said"),
     [
