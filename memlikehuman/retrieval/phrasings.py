@@ -17,7 +17,7 @@ cannot crowd out what one phrasing alone finds, and a weak guess cannot take the
 `by_alias` adds a phrasing of its own: the query with a speaker's label where it calls the speaker
 by an alias learned from the conversation (text/aliases.py, archive/alias_evidence.py).
 
-docs/design.md ("Several phrasings per recall") has the measurements that chose the default.
+docs/decisions/2026-12-01-recall-alternatives.md has the measurements that chose the default.
 """
 
 from __future__ import annotations
@@ -176,7 +176,8 @@ def lift_winners(
     every phrasing finds (near-copies of the query find the same ones) add up across rankings;
     without this they push what one phrasing alone finds out of the first results. An alternative
     is a guess, so its best joins the first results rather than taking the first place (lifting all
-    of them to the top cost R@1 0.47 -> 0.41 on LoCoMo, docs/design.md).
+    of them to the top, with equal weights, cost R@1 0.465 -> 0.313 on LoCoMo with a local model's
+    phrasings: docs/decisions/2026-12-01-recall-alternatives.md).
     """
     if not fused:
         return fused

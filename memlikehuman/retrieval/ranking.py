@@ -2,8 +2,8 @@
 
 Scores are dicts of record ID (event sequence or memory rowid) -> score. recall.py gathers the
 inputs (lexical and dense candidates, sessions, neighbours, speakers and dates named in the query)
-and applies these steps in order; docs/design.md ("Embedder and retrieval in detail") has the
-measurements behind each constant of `Tuning`.
+and applies these steps in order; docs/decisions/ranking-ablation.md has the measurements behind each
+constant of `Tuning`.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ class Tuning:
     # the query's own ranking counts this many times an alternative's (phrasings.fuse)
     query_weight: float = 2.0
     # budgets of each further phrasing: a smaller lexical and dense pool, fewer scored rows, fewer hits
-    # lending to neighbours (bench.recall_latency; design.md, "Budgets of an alternative")
+    # lending to neighbours (bench.recall_latency; docs/decisions/2026-12-01-recall-alternatives.md)
     alternative_pool: int = 100
     alternative_scored_rows: int = 500
     alternative_neighbours: int = 30
@@ -74,8 +74,8 @@ class Tuning:
     # it re-orders conversation turns only (second_look.py)
     second_look_weights: tuple[float, ...] = (0.414, 1.0, -1.235, 2.676, 0.154, -0.127)
     # characters past this add nothing to an event's length: the longest LoCoMo turn the weights saw (454).
-    # Beyond it the model would extrapolate (design.md, "Long events and the length feature"); a lower cap
-    # costs LoCoMo 6-10 0.5 (150 characters) to 1.5 points (60)
+    # Beyond it the model would extrapolate; a lower cap costs LoCoMo 6-10 0.5 (150 characters) to 1.5
+    # points (60): docs/decisions/ranking-ablation.md
     second_look_length_cap: int = 450
 
 
