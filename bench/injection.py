@@ -357,8 +357,8 @@ def render(results: dict[str, dict[str, object]], settings: config.Settings) -> 
              json.dumps(result["labels"])]
         )  # fmt: skip
     gate = (
-        f"items {settings.inject_items}, chars {settings.inject_chars}, coverage {settings.inject_coverage},"
-        f" similarity margin {settings.inject_similarity}, step {settings.inject_step}, wait {settings.inject_wait} s"
+        f"items {settings.gate.items}, chars {settings.gate.chars}, coverage {settings.gate.coverage},"
+        f" similarity margin {settings.gate.similarity}, step {settings.gate.step}, wait {settings.inject_wait} s"
     )
     return (
         "Report over the real hook command, LoCoMo conversations 6-10 and the coding set's second half;"

@@ -362,9 +362,10 @@ class Engine:
 
     def inject(self, scope: Scope, query: str, *, gate: Mapping[str, float] | None = None, **options: Any) -> Injected:
         """The prompt hook's context (injection.choose and its options); `gate` overrides configured values."""
-        from .retrieval.injection import Gate, choose
+        from .retrieval.injection import choose
 
-        return choose(self, scope, query, gate=Gate.of(self.settings, gate), upkeep=self._upkeep, **options)
+        configured = self.settings.gate.with_values(gate or {})
+        return choose(self, scope, query, gate=configured, upkeep=self._upkeep, **options)
 
     def _upkeep(self, upkeep: Upkeep) -> None:
         if upkeep.stale_events:

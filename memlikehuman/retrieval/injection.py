@@ -31,6 +31,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ..archive import events, fulltext
+from ..config import Gate
 from ..records import Event, InjectedItem, Kind, Memory, RawHit, RecallResult, Scope
 from ..shapes import data_line
 from ..text import asking, dates, function_words, ngrams, overlap
@@ -41,8 +42,6 @@ from .sources import Sources, Upkeep
 
 if TYPE_CHECKING:
     import numpy as np
-
-    from ..config import Settings
 else:
     from ..providers.lazy_numpy import np  # numpy stays unimported on the hooks' fast path
 
@@ -67,38 +66,15 @@ ANCHORS = (
 _ANCHORS: dict[str, Any] = {}  # embedder model -> the anchors' vectors
 
 
-@dataclass(frozen=True)
-class Gate:
-    """The injection gate's settings (MEMLIKEHUMAN_INJECT_*)."""
-
-    items: int = 5
-    chars: int = 2000
-    coverage: float = 0.25
-    similarity: float = 0.02
-    step: float = 0.02
-
-    @classmethod
-    def of(cls, settings: Settings, given: Mapping[str, float] | None = None) -> Gate:
-        """The configured gate, with the values `given` (a hook's request) instead where present."""
-        s, g = settings, dict(given or {})
-        return cls(
-            int(g.get("items", s.inject_items)),
-            int(g.get("chars", s.inject_chars)),
-            float(g.get("coverage", s.inject_coverage)),
-            float(g.get("similarity", s.inject_similarity)),
-            float(g.get("step", s.inject_step)),
-        )
-
-
 def choose(
     sources: Sources,
     scope: Scope,
     query: str,
     *,
+    gate: Gate,
     mode: str = "fast",
     session_id: str | None = None,
     exclude: Collection[str] = (),
-    gate: Gate = Gate(),
     upkeep: Callable[[Upkeep], None] | None = None,
     query_stored: bool = False,
 ) -> list[InjectedItem]:
