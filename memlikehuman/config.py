@@ -41,7 +41,6 @@ KEYS = (
     "MEMLIKEHUMAN_INJECT_ITEMS",
     "MEMLIKEHUMAN_INJECT_CHARS",
     "MEMLIKEHUMAN_INJECT_COVERAGE",
-    "MEMLIKEHUMAN_INJECT_SIMILARITY",
     "MEMLIKEHUMAN_INJECT_STEP",
     "MEMLIKEHUMAN_INJECT_SEARCH",
     "MEMLIKEHUMAN_INJECT_WAIT",
@@ -62,8 +61,7 @@ class Gate:
     items: int = 5  # at most this many items are injected ...
     chars: int = 2000  # ... and this many characters of them
     coverage: float = 0.25  # an item passes by its words when it holds this share of the prompt's content words
-    similarity: float = 0.02  # ... or by meaning: the nearest item, this much nearer than small talk ...
-    step: float = 0.02  # ... and this much nearer than the next nearest item
+    step: float = 0.02  # ... or by meaning, when it is the item nearest the prompt by this much over the next
 
     def with_values(self, given: Mapping[str, float]) -> Gate:
         """This gate with the values `given` (a hook's request) instead where present, each as its type."""
@@ -75,7 +73,6 @@ GATE_KEYS = {
     "items": ("MEMLIKEHUMAN_INJECT_ITEMS", 0),
     "chars": ("MEMLIKEHUMAN_INJECT_CHARS", 0),
     "coverage": ("MEMLIKEHUMAN_INJECT_COVERAGE", 0),
-    "similarity": ("MEMLIKEHUMAN_INJECT_SIMILARITY", -2),
     "step": ("MEMLIKEHUMAN_INJECT_STEP", 0),
 }
 

@@ -570,8 +570,8 @@ class Engine:
         return indexing.index_pending(self.indexer, progress)
 
     def warm_injection(self) -> None:
-        """Ready a server for the prompt hooks' semantic requests: the embedder and the injection anchors
-        built, unembedded events (hooks record without vectors) embedded in the background."""
+        """Ready a server for the prompt hooks' semantic requests: the embedder built and its model loaded,
+        unembedded events (hooks record without vectors) embedded in the background."""
         self.background.warm(self)
 
     def retry_queue(self, persona_id: str | None = None, project_id: str | None = None) -> list[int]:

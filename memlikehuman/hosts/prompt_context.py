@@ -112,7 +112,7 @@ def _inject(engine: Engine, request: dict[str, Any], exclude: Any, gate: Any) ->
 
 
 def warm(engine: Engine) -> None:
-    """Ready a server for the hooks' first request: the embedder, the anchors, vectors of unembedded events."""
+    """Ready a server for the hooks' first request: the embedder loaded, vectors of unembedded events made."""
     from ..errors import MemLikeHumanError
 
     try:

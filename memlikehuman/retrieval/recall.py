@@ -107,7 +107,6 @@ def recall(
     found.as_of_given = as_of is not None
     result = found.run()
     if dense is not None:
-        dense.query = found.phrasings[0].qvec if found.phrasings else None
         dense.cosines.update(found.similarity)
     if upkeep is not None and (found.stale or found.unindexed):
         upkeep(Upkeep(scope, tuple(found.stale), found.unindexed))
