@@ -15,15 +15,20 @@ Beside each setting: how many prompts got another set of items than with the def
 floor of 0.02 on that margin; this sweep at commit 250108c replayed the gate without them: no prompt
 of either set changed. docs/decisions/2026-12-03-injection-gate.md.)
 
-    python -m bench.gate_sweep     # prints the tables (and saves the candidates under bench/out/ablation/)
+    python -m bench.gate_sweep         # prints the tables (and saves the candidates under bench/out/ablation/)
+    python -m bench.gate_sweep --vary memlikehuman.retrieval.injection.POOL 10 15 30   # the default gate as a
+        module constant of its path takes each value in turn (in this process only; --modes fast: fast alone)
 """
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import json
 import statistics
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from bench import ablation_data, report
@@ -77,30 +82,50 @@ Candidates = list[tuple[str, float, float | None, int]]
 
 @dataclass(frozen=True)
 class Found:
-    """A prompt's candidates: record ID, coverage, cosine (None in fast mode), line length."""
+    """A prompt's candidates: record ID, coverage, cosine (None in fast mode), line length; and how long
+    reading them took (seconds)."""
 
     candidates: Candidates
+    seconds: float = 0.0
 
 
-def candidates(mode: str) -> list[Found]:
-    path = OUT / f"gate-candidates-{mode}.json"
+def candidates(mode: str, varied: tuple[str, float] | None = None) -> list[Found]:
+    """Every prompt's candidates read with an open gate (and a module constant at another value)."""
+    path = OUT / f"gate-candidates-{mode}{'' if varied is None else f'-{varied[0]}={varied[1]}'}.json"
     if path.exists():
         saved = json.loads(path.read_text())
-        if isinstance(saved, dict) and "floors" not in saved:
-            return [Found([tuple(c) for c in found]) for found in saved["candidates"]]  # type: ignore[misc]
+        if isinstance(saved, dict) and "seconds" in saved:
+            pairs = zip(saved["candidates"], saved["seconds"], strict=True)
+            return [Found([tuple(c) for c in found], s) for found, s in pairs]  # type: ignore[misc]
     found: list[Found] = []
     asked = prompts()
-    for name, db in (("locomo", OUT / "locomo.sqlite3"), ("coding", OUT / "coding.sqlite3")):
-        with Engine(ablation_data.settings(db, DEFAULT_MODEL)) as engine:
-            for n, p in enumerate(asked):
-                if (p.set == "coding") != (name == "coding"):
-                    continue
-                items = engine.inject(p.scope, p.text, mode=mode, session_id=f"gate-{n}", gate=OPEN)
-                found.append(Found([(i.record_id, i.coverage, i.similarity, len(i.line)) for i in items]))
-                print(f"\r{mode} {len(found)}/{len(asked)}", end="", file=sys.stderr, flush=True)
+    with _varied(*varied) if varied else contextlib.nullcontext():
+        for name, db in (("locomo", OUT / "locomo.sqlite3"), ("coding", OUT / "coding.sqlite3")):
+            with Engine(ablation_data.settings(db, DEFAULT_MODEL)) as engine:
+                for n, p in enumerate(asked):
+                    if (p.set == "coding") != (name == "coding"):
+                        continue
+                    started = time.perf_counter()
+                    items = engine.inject(p.scope, p.text, mode=mode, session_id=f"gate-{n}", gate=OPEN)
+                    rows = [(i.record_id, i.coverage, i.similarity, len(i.line)) for i in items]
+                    found.append(Found(rows, time.perf_counter() - started))
+                    print(f"\r{mode} {len(found)}/{len(asked)}", end="", file=sys.stderr, flush=True)
     print(file=sys.stderr)
-    path.write_text(json.dumps({"candidates": [f.candidates for f in found]}))
+    path.write_text(json.dumps({"candidates": [f.candidates for f in found], "seconds": [f.seconds for f in found]}))
     return found
+
+
+@contextlib.contextmanager
+def _varied(path: str, value: float) -> Iterator[None]:
+    """The module constant at `path` (memlikehuman.text.overlap.STEM_CHARS) set to `value` in this process."""
+    module, name = path.rsplit(".", 1)
+    owner = importlib.import_module(module)
+    old = getattr(owner, name)
+    setattr(owner, name, type(old)(value))
+    try:
+        yield
+    finally:
+        setattr(owner, name, old)
 
 
 def chosen(found: Found, gate: Gate) -> list[int]:
@@ -162,7 +187,39 @@ def tables() -> str:
     return "\n\n".join(parts)
 
 
+def vary_table(path: str, values: Sequence[float], modes: Sequence[str]) -> str:
+    """The default gate over the candidates read with the constant at `path` at each value: hit@injected,
+    noise, the prompts whose items change against today's, and the median time of reading a prompt's
+    candidates."""
+    asked = prompts()
+    headers = ["mode", path.rsplit(".", 2)[-2] + "." + path.rsplit(".", 1)[1], "set", "hit@injected"]
+    headers += ["noise: any injected", "prompts changed", "ms per prompt"]
+    rows: list[list[object]] = []
+    for mode in modes:
+        today = candidates(mode)
+        for value in values:
+            found = candidates(mode, (path, value))
+            for group in ("locomo 6-10", "coding"):
+                hit, noise, _, _ = measure(asked, found, DEFAULT, group)
+                mine = [(f, o) for p, f, o in zip(asked, found, today, strict=True) if p.set == group]
+                moved = sum(1 for f, o in mine if _ids(f) != _ids(o))
+                ms = 1000 * statistics.median(f.seconds for f, _ in mine)
+                rows.append([mode, value, group, hit, noise, moved, f"{ms:.0f}"])
+    return report.table(headers, rows)
+
+
+def _ids(found: Found) -> list[str]:
+    return [found.candidates[n][0] for n in chosen(found, DEFAULT)]
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--vary"]:
+        fast_only = sys.argv[-2:] == ["--modes", "fast"]
+        path, *values = sys.argv[2 : -2 if fast_only else None]
+        text = vary_table(path, [float(v) for v in values], ["fast"] if fast_only else ["fast", "semantic"])
+        (OUT / f"gate-{path.rsplit('.', 1)[1]}.txt").write_text(text + "\n")
+        print(text)
+        raise SystemExit(0)
     text = tables()
     (OUT / "gate.txt").write_text(text + "\n")
     print(text)
