@@ -30,6 +30,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from .. import validate
 from ..archive import events, fulltext
 from ..config import Gate
 from ..records import Event, InjectedItem, Kind, Memory, RawHit, RecallResult, Scope
@@ -45,7 +46,6 @@ from .sources import Sources, Upkeep
 ACKNOWLEDGEMENT_WORDS = 30
 # Candidates read from recall for each prompt: enough that the gate can refuse some and still fill the cap.
 POOL = 15
-MAX_POOL = 100  # recall's own limit
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
@@ -76,7 +76,7 @@ def choose(
     # This session's own turns are left out inside recall, not after it: the prompt just recorded and the
     # turns around it share its words and its session's score, and would fill the pool.
     # What was injected earlier is dropped after it, so the pool grows by as many.
-    limit = min(POOL + len(exclude), MAX_POOL)
+    limit = min(POOL + len(exclude), validate.MAX_LIMIT)
     found = recall(
         sources, scope, query, limit=limit, search_mode=mode, upkeep=upkeep, dense=dense, outside_session=session_id
     )

@@ -88,7 +88,7 @@ def recall(
     """
     scope = Scope(*validate.scope(scope.persona_id, scope.project_id))
     query = validate.text(query, "query", validate.MAX_QUERY_CHARS, allow_empty=True)
-    validate.int_range(limit, "limit", 1, 100)
+    validate.int_range(limit, "limit", 1, validate.MAX_LIMIT)
     validate.choice(detail, "detail", DETAILS)
     validate.choice(search_mode, "search_mode", MODES)
     if cue_key is not None:
