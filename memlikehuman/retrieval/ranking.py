@@ -27,8 +27,8 @@ class Tuning:
     # before (an answer's subject sits in the question): worth 1.3 / 1.6 points in fast on LoCoMo 6-10
     event_weights: tuple[float, float, float] = (1.0, 1.0, 0.5)
     memory_weights: tuple[float, float] = (1.0, 0.3)  # content, attribution (no memories in any set: unmeasured)
-    lexical: float = 1.0
-    # the dense share against lexical 1.0: 1.5 is worth 3.5 points on the chat set (semantic) over 1.0
+    # the dense share against the lexical one (each phrasing's bm25 scores scaled to [0, 1]): 1.5 is worth
+    # 3.5 points on the chat set (semantic) over 1.0
     dense: float = 1.5
     # a hit lends this share of its score to the events before and after it in its session (chat +4.5)
     neighbour: float = 0.5
@@ -55,8 +55,6 @@ class Tuning:
     # queries with runs in CJK, Thai, Cyrillic, Arabic, ... also search the n-gram index (ngrams.py;
     # bench.multilingual: fast recall@5 0.500 -> 0.929)
     ngram: bool = True
-    # how the rankings of several phrasings (query + alternatives) become one (phrasings.FUSIONS)
-    fusion: str = "max"
     # the query's own ranking counts this many times an alternative's (phrasings.fuse)
     query_weight: float = 2.0
     # budgets of each further phrasing: a smaller lexical and dense pool, fewer scored rows, fewer hits

@@ -229,7 +229,7 @@ class _Recall:
         scanned = self._scan(kind, searched)
         rankings = [self._rank_one(kind, p, hits) for p, hits in zip(searched, scanned, strict=True)]
         own = [not p.further for p in searched]
-        return phrasings.fuse(rankings, self.tuning.fusion, own, self.tuning.query_weight)
+        return phrasings.fuse(rankings, own, self.tuning.query_weight)
 
     def _rank_one(self, kind: Kind, phrasing: phrasings.Phrasing, hits: Hits | None) -> dict[int, float]:
         t = self.tuning
@@ -239,7 +239,7 @@ class _Recall:
         lexical = search.lexical(self.db, kind, phrasing.words, self.filters, pool, weights, text, cap)
         info = {hit.id: hit for hit in lexical}
         scores = ranking.fused(
-            ranking.normalized([(hit.id, hit.score) for hit in lexical], t.lexical),
+            ranking.normalized([(hit.id, hit.score) for hit in lexical], 1.0),
             ranking.normalized(self._dense(kind, info, hits), t.dense, floor=True),
         )
         if kind == "event" and scores:
