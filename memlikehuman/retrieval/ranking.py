@@ -2,8 +2,8 @@
 
 Scores are dicts of record ID (event sequence or memory rowid) -> score. recall.py gathers the
 inputs (lexical and dense candidates, sessions, neighbours, speakers and dates named in the query)
-and applies these steps in order; docs/decisions/ranking-ablation.md has the measurements behind each
-constant of `Tuning`.
+and applies these steps in order; docs/decisions/constants.md has the measurement behind each
+constant of `Tuning` (a test holds its table to these values).
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from dataclasses import dataclass
 class Tuning:
     """The ranking's constants. Each stayed because removing it cost >= 1 point of recall@10 on data it
     was not fitted on (LoCoMo conversations 6-10, the coding set, the chat set) and keeping it cost
-    < 0.5 anywhere: docs/decisions/ranking-ablation.md has the worth of each, `python -m bench.ablation`
+    < 0.5 anywhere: docs/decisions/constants.md has the worth of each, `python -m bench.ablation`
     measures it. Budgets (pools, scored rows, neighbour lookups) bound the work and were checked to
-    leave recall where it is."""
+    leave recall where it is. These values are written here only."""
 
     # budgets: the lexical and dense candidates of one phrasing
     lexical_pool: int = 300
