@@ -107,7 +107,6 @@ NAMES = {
     "recall.MODES": "the search modes of the contract",
     "recall.DETAILS": "the detail levels of the contract",
     "coverage.STANDING": "the names of the standing warnings",
-    "phrasings.FUSIONS": "the names of the fusions",
     "context.COMPONENTS": "the component names of the contract",
 }
 
@@ -242,7 +241,12 @@ def test_a_constant_without_a_row_a_wrong_value_and_a_stale_row_are_reported() -
     ]
 
 
-def test_a_module_constant_bound_to_a_literal_joins_the_inventory(tmp_path: Path) -> None:
+def test_a_module_constant_bound_to_a_literal_joins_the_inventory() -> None:
     assert "search.SCORED_ROWS" in inventory()
     assert "still_said.SHARE" in inventory()  # 1 / 3: arithmetic of literals
     assert "excerpts.PASSAGE_CHARS" not in inventory()  # passages.PASSAGE_CHARS, named where it is written
+
+
+def test_every_name_left_out_as_a_vocabulary_is_still_in_the_code() -> None:
+    found = {name for module in MODULES for name in module_constants(module)}
+    assert set(NAMES) - found == set()
