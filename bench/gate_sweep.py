@@ -155,7 +155,7 @@ def changed(asked: Sequence[Prompt], found: Sequence[Found], gate: Gate, group: 
 
 
 GRID = (
-    [Gate(coverage=c) for c in (0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 1.01)]
+    [Gate(coverage=c) for c in (0.15, 0.2, 0.3, 0.35, 0.4, 0.5, 1.01)]
     + [Gate(step=s) for s in (0.0, 0.005, 0.01, 0.015, 0.03, 9.0)]
     + [Gate(items=i) for i in (1, 3, 8)]
     + [Gate(chars=c) for c in (500, 1000, 4000)]

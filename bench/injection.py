@@ -137,7 +137,7 @@ def candidates(engine: Engine, questions: list[Question], mode: str) -> list[Can
 
 def gated(found: Candidates, coverage: float, step: float) -> list[str]:
     """injection.passing (the gate choose applies) over candidates it let through open."""
-    gate = Gate(5, 2000, coverage, step)
+    gate = Gate(coverage=coverage, step=step)
     return [found[n][0] for n in passing([(c, m, length) for _, c, m, length in found], gate)]
 
 
