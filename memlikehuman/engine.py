@@ -362,9 +362,10 @@ class Engine:
 
     def inject(self, scope: Scope, query: str, *, gate: Mapping[str, float] | None = None, **options: Any) -> Injected:
         """The prompt hook's context (injection.choose and its options); `gate` overrides configured values."""
-        from .retrieval.injection import Gate, choose
+        from .retrieval.injection import choose
 
-        return choose(self, scope, query, gate=Gate.of(self.settings, gate), upkeep=self._upkeep, **options)
+        configured = self.settings.gate.with_values(gate or {})
+        return choose(self, scope, query, gate=configured, upkeep=self._upkeep, **options)
 
     def _upkeep(self, upkeep: Upkeep) -> None:
         if upkeep.stale_events:
@@ -569,8 +570,8 @@ class Engine:
         return indexing.index_pending(self.indexer, progress)
 
     def warm_injection(self) -> None:
-        """Ready a server for the prompt hooks' semantic requests: the embedder and the injection anchors
-        built, unembedded events (hooks record without vectors) embedded in the background."""
+        """Ready a server for the prompt hooks' semantic requests: the embedder built and its model loaded,
+        unembedded events (hooks record without vectors) embedded in the background."""
         self.background.warm(self)
 
     def retry_queue(self, persona_id: str | None = None, project_id: str | None = None) -> list[int]:

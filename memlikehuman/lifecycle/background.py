@@ -53,7 +53,7 @@ class Background:
         return self._part("worker")
 
     def warm(self, sources: Sources) -> None:
-        """Build the embedder and the injection anchors, then wake the indexer; a close under it (which
+        """Build the embedder and load its model (one call), then wake the indexer; a close under it (which
         stops the embedder) cuts it short, quietly."""
         from ..retrieval import injection
 

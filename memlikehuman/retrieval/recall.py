@@ -88,7 +88,7 @@ def recall(
     """
     scope = Scope(*validate.scope(scope.persona_id, scope.project_id))
     query = validate.text(query, "query", validate.MAX_QUERY_CHARS, allow_empty=True)
-    validate.int_range(limit, "limit", 1, 100)
+    validate.int_range(limit, "limit", 1, validate.MAX_LIMIT)
     validate.choice(detail, "detail", DETAILS)
     validate.choice(search_mode, "search_mode", MODES)
     if cue_key is not None:
@@ -107,7 +107,6 @@ def recall(
     found.as_of_given = as_of is not None
     result = found.run()
     if dense is not None:
-        dense.query = found.phrasings[0].qvec if found.phrasings else None
         dense.cosines.update(found.similarity)
     if upkeep is not None and (found.stale or found.unindexed):
         upkeep(Upkeep(scope, tuple(found.stale), found.unindexed))
@@ -230,7 +229,7 @@ class _Recall:
         scanned = self._scan(kind, searched)
         rankings = [self._rank_one(kind, p, hits) for p, hits in zip(searched, scanned, strict=True)]
         own = [not p.further for p in searched]
-        return phrasings.fuse(rankings, self.tuning.fusion, own, self.tuning.query_weight)
+        return phrasings.fuse(rankings, own, self.tuning.query_weight)
 
     def _rank_one(self, kind: Kind, phrasing: phrasings.Phrasing, hits: Hits | None) -> dict[int, float]:
         t = self.tuning
@@ -240,7 +239,7 @@ class _Recall:
         lexical = search.lexical(self.db, kind, phrasing.words, self.filters, pool, weights, text, cap)
         info = {hit.id: hit for hit in lexical}
         scores = ranking.fused(
-            ranking.normalized([(hit.id, hit.score) for hit in lexical], t.lexical),
+            ranking.normalized([(hit.id, hit.score) for hit in lexical], 1.0),
             ranking.normalized(self._dense(kind, info, hits), t.dense, floor=True),
         )
         if kind == "event" and scores:
