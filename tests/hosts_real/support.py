@@ -321,13 +321,13 @@ class Archive:
 class World:
     """One host's throwaway home, project, archive and stand-in model."""
 
-    def __init__(self, host: Host, root: Path) -> None:
+    def __init__(self, host: Host, root: Path, log: str = "requests.jsonl") -> None:
         self.host = host
         self.root = root
         self.home = root / "home"
         self.project = root / "project"
         self.db = root / "data" / "memory.sqlite3"
-        self.model = StandIn(Script(), root / "requests.jsonl")
+        self.model = StandIn(Script(), root / log)
         self.runs: list[Run] = []
 
     def start(self) -> World:
