@@ -56,6 +56,7 @@ MAX_CHARS = 200_000
 PART_ROOM = 100
 BUDGET = 2_000
 KS = (1, 5, 10)
+REPORT_HALF = range(11, 21)  # conversations nothing was chosen on
 _MARK = re.compile(r"\s*->->\s*\d+\s*,\s*\d+\s*$")
 _WORD = re.compile(r"\w+")
 
@@ -415,19 +416,24 @@ def main(argv: Sequence[str] | None = None) -> None:
     from memlikehuman.sessions.tokens import counter_for
 
     count = counter_for("gpt-4o").count
-    systems: dict[str, Score] = {}
+    answered: Answers = {}
     notes: list[str] = []
     baseline = _baseline(args.baseline, work, args) if args.baseline else None
     ours = measure(work / "beam.sqlite3", convs, args.modes, args.locomo)
     for label, measured in [(f"at {baseline[0]} (before)", baseline[1])] if baseline else []:
-        _add(systems, notes, label, measured, convs, count)
-    _add(systems, notes, f"this checkout ({report.commit()})", ours, convs, count)
+        _add(answered, notes, label, measured)
+    _add(answered, notes, f"this checkout ({report.commit()})", ours)
     if not args.no_floors:
-        systems["floor: FTS5 bm25 over messages"] = score(convs, _as_answers(convs, map(bm25_floor, convs)), count)
+        answered["floor: FTS5 bm25 over messages"] = _as_answers(convs, map(bm25_floor, convs))
         cosine = (cosine_floor(conv, work / "beam.sqlite3") for conv in convs)
-        systems["floor: cosine over message vectors"] = score(convs, _as_answers(convs, cosine), count)
-    n_questions = sum(len(c.questions) for c in convs)
-    body = f"Conversations {args.conversations} ({n_questions} questions with evidence).\n\n{render(systems)}"
+        answered["floor: cosine over message vectors"] = _as_answers(convs, cosine)
+    body = _tables(convs, answered, count, args.conversations)
+    held_out = [i for i, conv in enumerate(convs) if conv.n in REPORT_HALF]
+    if 0 < len(held_out) < len(convs):
+        half = [convs[i] for i in held_out]
+        chosen = {name: [answers[i] for i in held_out] for name, answers in answered.items()}
+        body += "\n\nThe half nothing was chosen on (the ranking's rules were chosen on conversations 1-10):\n\n"
+        body += _tables(half, chosen, count, "11-20")
     body += "\n\n" + "\n".join(f"- {note}" for note in notes)
     print(body)
     if not args.no_write:
@@ -436,20 +442,26 @@ def main(argv: Sequence[str] | None = None) -> None:
         report.write_section("beam", "BEAM 100K: recall of long working sessions", command, body)
 
 
+Answers = dict[str, list[list[dict[str, Any]]]]  # per system, per conversation, per question
+
+
+def _tables(convs: list[Conversation], answered: Answers, count: Any, spec: str) -> str:
+    systems = {name: score(convs, answers, count) for name, answers in answered.items()}
+    n_questions = sum(len(c.questions) for c in convs)
+    return f"Conversations {spec} ({n_questions} questions with evidence).\n\n{render(systems)}"
+
+
 def _add(
-    systems: dict[str, Score],
-    notes: list[str],
-    label: str,
-    measured: dict[str, Any],
-    convs: list[Conversation],
-    count: Any,
+    answered: dict[str, list[list[dict[str, Any]]]], notes: list[str], label: str, measured: dict[str, Any]
 ) -> None:
     for mode, answers in measured["modes"].items():
-        systems[f"{label}, {mode}"] = score(convs, answers, count)
+        answered[f"{label}, {mode}"] = answers
     notes.extend(f"{label}: {note}" for note in measured["notes"])
     if measured.get("locomo_ms"):
-        ms = [x * 1000 for x in measured["locomo_ms"]]
-        notes.append(f"{label}: LoCoMo fast recall p50 {statistics.median(ms):.1f} ms over {len(ms)} questions")
+        ms = statistics.median(measured["locomo_ms"]) * 1000
+        fast = [a["seconds"] for conv in measured["modes"].get("fast", []) for a in conv]
+        ratio = f"; BEAM fast p50 {statistics.median(fast) * 1000 / ms:.2f}x that in the same run" if fast else ""
+        notes.append(f"{label}: LoCoMo fast recall p50 {ms:.1f} ms over {len(measured['locomo_ms'])} questions{ratio}")
 
 
 def _as_answers(convs: list[Conversation], rankings: Iterable[list[list[int]]]) -> list[list[dict[str, Any]]]:
