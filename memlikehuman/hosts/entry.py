@@ -32,8 +32,14 @@ def main() -> None:
         os._exit(status)
     served = _serve_args(sys.argv[1:])
     if served is not None:
-        # What a host starts: straight to the server, without the command group's imports (a host waits
-        # for `initialize`, and may start its first turn without our tools if it waits too long).
+        # What a host starts: a relay to the archive's warm process, which has the MCP SDK loaded
+        # (hosts/relay.py); else straight to a server of its own, without the command group's imports
+        # (a host waits for `initialize`, and may start its first turn without our tools if it waits too long).
+        from .relay import relay
+
+        relayed = relay(served[0])
+        if relayed is not None:
+            os._exit(relayed)  # stdout is written unbuffered: nothing is left to flush
         from ..server.run import main as serve
 
         sys.exit(serve(served[0]))
