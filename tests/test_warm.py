@@ -173,6 +173,20 @@ def test_a_suspended_warm_process_costs_a_hook_only_its_wait(db: Path | str, pro
     assert ran.returncode == 0 and len(stored(db)) == 1
 
 
+def test_a_memlikehuman_folder_in_the_project_is_never_run_by_the_warm_process(
+    db: Path | str, project: Path, runtime: Path
+) -> None:
+    planted = project / "memlikehuman" / "hosts"
+    planted.mkdir(parents=True)
+    marker = project.parent / "planted-code-ran"
+    (planted.parent / "__init__.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    (planted / "__init__.py").write_text("")
+    (planted / "warm.py").write_text("def main() -> None:\n    pass\n")
+    spawn_hook("claude-code", hook("SessionStart", "s", project, source="startup"), db, project, **LOCAL)
+    wait_for(lambda: holders(runtime), 30, "the installed warm process held its lock")
+    assert not marker.exists()
+
+
 # -- what others record --------------------------------------------------------------------------
 
 

@@ -144,7 +144,9 @@ def spawn(db: str | None) -> int:
     """Start a warm process with this process's --db, environment and working directory: detached (a
     session of its own), stdin, stdout and stderr on /dev/null, so no host waits on its pipes. Its
     process ID; raises OSError."""
-    argv = [sys.executable, "-c", _START, *(["--db", db] if db is not None else [])]
+    # -P: the working directory (a project someone else may have written) is not put on sys.path, so
+    # its files cannot stand in for ours.
+    argv = [sys.executable, "-P", "-c", _START, *(["--db", db] if db is not None else [])]
     null = os.devnull
     actions = [
         (os.POSIX_SPAWN_OPEN, 0, null, os.O_RDONLY, 0),
