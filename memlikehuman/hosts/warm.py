@@ -136,7 +136,8 @@ def ensure(db: str | None) -> None:
 
     with contextlib.suppress(OSError, MemLikeHumanError):
         settings = config.load(db)
-        if wanted(settings) and not running(settings):
+        # Without a private runtime directory it could not listen: then nothing is started at all.
+        if wanted(settings) and channel.runtime_dir(create=True) is not None and not running(settings):
             spawn(db)
 
 
