@@ -8,11 +8,12 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +24,9 @@ from hook_support import hook_archive as hook_archive  # noqa: F401  # the `db` 
 
 from memlikehuman.archive.db import is_url
 from memlikehuman.engine import Engine
-from memlikehuman.hosts import warm
+from memlikehuman.hosts import channel, relay, warm
 from memlikehuman.records import Scope
+from memlikehuman.server import warm as server_warm
 
 LOCAL = {"MEMLIKEHUMAN_EMBEDDER": "local"}
 CLIENT = {"name": "t", "version": "0"}
@@ -271,6 +273,26 @@ def test_a_relay_ends_at_once_on_the_hosts_signal(db: Path | str, project: Path,
         server.send_signal(stop)  # Claude Code: SIGINT, then SIGTERM 100 ms later, stdin still open
         assert server.wait(5) == 0
     assert len(holders(runtime)) == 1
+
+
+def test_a_serve_beyond_the_sessions_the_warm_process_takes_serves_by_itself_at_once(
+    db: Path | str, project: Path, runtime: Path
+) -> None:
+    with serve(db, project, **LOCAL) as first:
+        call(first, INIT)
+    (path,) = [p for p in runtime.glob("*.sock") if p.name.count("-") == 0]
+    hello = json.dumps({"op": "mcp", "persona_id": "default", "project_id": "default"}).encode() + b"\n"
+    with ExitStack() as held:
+        for _ in range(server_warm.MAX_SESSIONS):
+            sock = held.enter_context(socket.socket(socket.AF_UNIX, socket.SOCK_STREAM))
+            with channel.address(path) as where:
+                sock.connect(where)
+            sock.sendall(hello)
+            assert sock.recv(100) == b'{"ok":true}\n'
+        started = time.monotonic()
+        with serve(db, project, **LOCAL) as beyond:
+            assert call(beyond, INIT)["result"]["serverInfo"]["name"] == "memlikehuman"
+        assert time.monotonic() - started < relay.START_SECONDS / 2  # not after waiting for a free session
 
 
 def test_serve_serves_by_itself_when_no_warm_process_can_start(db: Path | str, project: Path, tmp_path: Path) -> None:

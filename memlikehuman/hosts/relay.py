@@ -67,9 +67,13 @@ def _session(place: warm.Place, settings: Settings, db: str | None) -> socket.so
     while time.monotonic() < deadline:
         sock = _connect(place)
         if sock is not None:
-            if _hello(sock, settings):
+            said = _hello(sock, settings)
+            if said.get("ok"):
                 return sock
-            sock.close()  # it was ending (idle): the next one starts
+            sock.close()
+            if said.get("busy"):
+                return None
+            # no answer: it was ending (idle), and the next one starts
         if warm.holder(place.lock) is None:  # nobody runs it or is starting it
             if child is not None and _ended(child):
                 return None  # ours could not start (its log says why): serve by ourselves
@@ -101,8 +105,9 @@ def _connect(place: warm.Place) -> socket.socket | None:
     return None
 
 
-def _hello(sock: socket.socket, settings: Settings) -> bool:
-    """Name the session's scope defaults; whether the warm process accepted it."""
+def _hello(sock: socket.socket, settings: Settings) -> dict[str, bool]:
+    """Name the session's scope defaults; the warm process's answer: {"ok": true}, {"busy": true} (it
+    serves as many sessions as it takes), or {} (no answer: it was ending)."""
     hello = {"op": "mcp", "persona_id": settings.persona_id, "project_id": settings.project_id}
     try:
         sock.settimeout(HELLO_SECONDS)
@@ -111,11 +116,12 @@ def _hello(sock: socket.socket, settings: Settings) -> bool:
         while not answer.endswith(b"\n") and len(answer) < 4096:
             chunk = sock.recv(4096)
             if not chunk:
-                return False
+                return {}
             answer += chunk
-        return json.loads(answer) == {"ok": True}
-    except (OSError, ValueError):
-        return False
+        said = json.loads(answer)
+    except (OSError, ValueError, RecursionError):
+        return {}
+    return said if said in ({"ok": True}, {"busy": True}) else {}
 
 
 def _ended(pid: int) -> bool:

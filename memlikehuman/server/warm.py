@@ -5,7 +5,8 @@ shared by the hooks and by every `memlikehuman serve` of the same settings.
   A connection's first line names the session's scope defaults, `{"op": "mcp", "persona_id": ...,
   "project_id": ...}`; the answer `{"ok": true}` starts the session, whose JSON-RPC lines the same
   server as `serve` builds answers (build_server, on the shared engine). The peer must be this user
-  (SO_PEERCRED); at most MAX_SESSIONS at once; a first line later than HELLO_SECONDS ends the connection.
+  (SO_PEERCRED); past MAX_SESSIONS at once the answer is `{"busy": true}` (that `serve` serves by itself);
+  a first line later than HELLO_SECONDS ends the connection.
 - The hooks' channel (hosts/channel.py): listening once the embedder is warm (app.hook_listener).
 - Vectors: what this process records wakes the indexer at once, what other processes record (hooks,
   the command line) within POLL_SECONDS (Engine.catch_up). Extraction: the worker, as `serve` runs it.
@@ -45,6 +46,7 @@ MAX_SESSIONS = 32
 MAX_HELLO = 4096  # bytes of a connection's first line
 MAX_LINE = 64 * 1024 * 1024  # bytes of one JSON-RPC line: a longer one ends its session
 OK = b'{"ok":true}\n'
+BUSY = b'{"busy":true}\n'
 _ENDED = (
     anyio.EndOfStream,
     anyio.IncompleteRead,
@@ -126,13 +128,17 @@ class Warm:
         """One relay's connection: the peer checked, its first line read, then its MCP session."""
         async with stream:
             raw = stream.extra(SocketAttribute.raw_socket)
-            if channel.peer_uid(raw) != os.getuid() or self.sessions >= MAX_SESSIONS:
+            if channel.peer_uid(raw) != os.getuid():
                 return
             buffered = BufferedByteReceiveStream(stream)
             scope = None
             with anyio.move_on_after(HELLO_SECONDS), contextlib.suppress(*_ENDED):
                 scope = _scope(await buffered.receive_until(b"\n", MAX_HELLO))
             if scope is None:
+                return
+            if self.sessions >= MAX_SESSIONS:
+                with contextlib.suppress(*_ENDED):
+                    await stream.send(BUSY)
                 return
             self.sessions += 1
             try:
