@@ -259,14 +259,17 @@ def _cold_start(script: str, root: Path) -> dict[str, float]:
            "MEMLIKEHUMAN_EMBEDDER": "local", "XDG_RUNTIME_DIR": str(runtime.parent)}  # fmt: skip
     payload = json.dumps({"session_id": "s", "cwd": str(root), "hook_event_name": "SessionStart"}).encode()
 
-    def sockets(dashes: int) -> bool:  # the MCP socket has no dash in its name, the hooks' channel one
-        return any(p.name.count("-") == dashes for p in runtime.glob("[!.]*.sock"))
+    def mcp() -> bool:  # the MCP socket is named as the lock
+        return any(lock.with_suffix(".sock").exists() for lock in runtime.glob("*.lock"))
+
+    def channel() -> bool:  # the hooks' channel: `<archive key>-<pid>.sock`, once the embedder is warm
+        return any(p.name.count("-") == 1 for p in runtime.glob("[!.]*.sock"))
 
     try:
         started = time.monotonic()
         subprocess.run([script, "hook", "claude-code"], input=payload, env=env, check=True)
-        figures = {"to MCP socket, s": _until(lambda: sockets(0), started)}
-        figures["to hooks' channel, s"] = _until(lambda: sockets(1), started)
+        figures = {"to MCP socket, s": _until(mcp, started)}
+        figures["to hooks' channel, s"] = _until(channel, started)
         (pid,) = [p for lock in runtime.glob("*.lock") if (p := warm.holder(lock))]
         time.sleep(5)  # the indexer's first pass and the embedder's start-up settle
         figures["RSS, MB"] = _rss_mb(pid)

@@ -4,12 +4,14 @@ ends when idle, orphaned or stopped. Every test stops the warm processes it star
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -27,6 +29,7 @@ from memlikehuman.engine import Engine
 from memlikehuman.hosts import channel, relay, warm
 from memlikehuman.records import Scope
 from memlikehuman.server import warm as server_warm
+from memlikehuman.text.projects import project_name
 
 LOCAL = {"MEMLIKEHUMAN_EMBEDDER": "local"}
 CLIENT = {"name": "t", "version": "0"}
@@ -189,6 +192,112 @@ def test_a_memlikehuman_folder_in_the_project_is_never_run_by_the_warm_process(
     assert not marker.exists()
 
 
+# -- hooks handed to the hook forker --------------------------------------------------------------
+
+
+def forker_socket(runtime: Path) -> Path | None:
+    found = sorted(runtime.glob("*.hooks.*.sock")) if runtime.is_dir() else []
+    return found[0] if found else None
+
+
+def forker_pid(runtime: Path) -> int:
+    """The process ID of the hook forker listening in `runtime` (its command line names its socket)."""
+    path = forker_socket(runtime)
+    assert path is not None
+    for entry in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            line = (entry / "cmdline").read_bytes()
+            if entry.name.isdigit() and b"hosts.zygote" in line and str(path).encode() in line:
+                return int(entry.name)
+    raise AssertionError("no hook forker runs")
+
+
+def warmed(db: Path | str, project: Path, runtime: Path) -> None:
+    """The archive's warm process started by a hook, its hook forker listening."""
+    spawn_hook("claude-code", hook("SessionStart", "warm", project, source="startup"), db, project, **LOCAL)
+    wait_for(lambda: forker_socket(runtime), 60, "the hook forker listened")
+
+
+IMPORTS_PROBE = """import io, json, os, sys
+sys.argv = ["memlikehuman", "hook", "claude-code"]
+sys.stdin = io.TextIOWrapper(io.BytesIO(os.environ["PAYLOAD"].encode()))
+from memlikehuman.hosts.entry import main
+def stay(status):
+    raise SystemExit(status)
+os._exit = stay
+try:
+    main()
+except SystemExit:
+    pass
+sys.stderr.write(json.dumps(sorted(m for m in ("memlikehuman.engine", "memlikehuman.hosts.hook") if m in sys.modules)))
+"""
+
+
+def test_while_the_warm_process_runs_a_hook_process_imports_none_of_the_hook_and_answers_all_the_same(
+    db: Path | str, project: Path, runtime: Path
+) -> None:
+    warmed(db, project, runtime)
+    payload = json.dumps(hook("UserPromptSubmit", "s", project, prompt="we deploy on Fridays"))
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(home_of(db)),
+        **BASE_ENV,
+        **LOCAL,
+        "MEMLIKEHUMAN_DB": str(db),
+    }
+    done = subprocess.run([sys.executable, "-c", IMPORTS_PROBE], env={**env, "PAYLOAD": payload}, cwd=project,
+                          capture_output=True, text=True, timeout=60, check=True)  # fmt: skip
+    assert json.loads(done.stderr) == []  # the forker's child ran it
+    assert "This prompt is recorded as" in json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert [e["text"] for e in stored(db)] == ["we deploy on Fridays"]
+
+
+def test_a_hook_handed_on_runs_in_its_own_environment_and_working_directory(
+    db: Path | str, project: Path, runtime: Path
+) -> None:
+    warmed(db, project, runtime)
+    asked = {"session_id": "s", "hook_event_name": "UserPromptSubmit", "prompt": "we deploy on Fridays"}  # no cwd
+    env = {**LOCAL, "MEMLIKEHUMAN_PERSONA": "alice", "MEMLIKEHUMAN_PROJECT": "auto"}
+    assert spawn_hook("claude-code", asked, db, project, **env).returncode == 0
+    (event,) = stored(db)
+    assert (event["persona_id"], event["project_id"]) == ("alice", project_name(project))
+
+
+def test_a_hook_without_a_session_runs_in_its_own_process(db: Path | str, project: Path, runtime: Path) -> None:
+    warmed(db, project, runtime)
+    asked = {"cwd": str(project), "hook_event_name": "UserPromptSubmit", "prompt": "we deploy on Fridays"}
+    assert spawn_hook("claude-code", asked, db, project, **LOCAL).returncode == 0
+    (event,) = stored(db)
+    assert event["session_id"].startswith(f"process-{os.getpid()}-")  # keyed by the host: this test
+
+
+def test_a_suspended_hook_forker_costs_a_hook_at_most_a_second_and_runs_it_once(
+    db: Path | str, project: Path, runtime: Path
+) -> None:
+    warmed(db, project, runtime)
+    pid = forker_pid(runtime)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        asked = hook("UserPromptSubmit", "s", project, prompt="we deploy on Fridays")
+        ran = spawn_hook("claude-code", asked, db, project, MEMLIKEHUMAN_INJECT_WAIT="0.5", **LOCAL)
+        took = time.monotonic() - started
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert took < 5 and len(ran.stdout.splitlines()) == 1 and "This prompt is recorded as" in ran.stdout
+    again = spawn_hook(
+        "claude-code", hook("UserPromptSubmit", "s", project, prompt="and on Mondays"), db, project, **LOCAL
+    )
+    assert again.returncode == 0 and [e["text"] for e in stored(db)] == ["we deploy on Fridays", "and on Mondays"]
+
+
+def test_the_hook_forker_ends_with_its_warm_process(db: Path | str, project: Path, runtime: Path) -> None:
+    warmed(db, project, runtime)
+    pid = forker_pid(runtime)
+    assert warm.stop(runtime)
+    wait_for(lambda: forker_socket(runtime) is None and not Path(f"/proc/{pid}").exists(), 30, "the forker ended")
+
+
 # -- what others record --------------------------------------------------------------------------
 
 
@@ -217,7 +326,7 @@ def test_the_warm_process_ends_after_its_idle_timeout_and_leaves_no_file(
     spawn_hook("claude-code", hook("UserPromptSubmit", "s", project, prompt="deploy it"), db, project, **env)
     wait_for(lambda: holders(runtime), 30, "a warm process held its lock")
     wait_for(lambda: not holders(runtime), 60, "the warm process ended once idle")
-    assert list(runtime.iterdir()) == []
+    wait_for(lambda: not list(runtime.iterdir()), 10, "its sockets and its forker's were removed")
 
 
 @pytest.mark.sqlite_only
@@ -235,7 +344,8 @@ def test_its_files_are_owner_only_and_in_the_private_runtime_directory(
     spawn_hook("claude-code", hook("UserPromptSubmit", "s", project, prompt="deploy it"), db, project, **LOCAL)
     wait_for(lambda: ready(runtime), 60, "the warm process listened for the hooks")
     assert runtime.stat().st_mode & 0o777 == 0o700
-    assert sorted(p.suffix for p in runtime.iterdir()) == [".lock", ".sock", ".sock"]  # the lock, MCP, the hooks'
+    # the lock; the sockets for MCP, the hooks' channel and the hook forker
+    assert sorted(p.suffix for p in runtime.iterdir()) == [".lock", ".sock", ".sock", ".sock"]
     for path in runtime.iterdir():
         assert path.lstat().st_mode & 0o777 == 0o600, path
     if not is_url(db):
@@ -280,7 +390,7 @@ def test_a_serve_beyond_the_sessions_the_warm_process_takes_serves_by_itself_at_
 ) -> None:
     with serve(db, project, **LOCAL) as first:
         call(first, INIT)
-    (path,) = [p for p in runtime.glob("*.sock") if p.name.count("-") == 0]
+    (path,) = [lock.with_suffix(".sock") for lock in runtime.glob("*.lock")]  # the MCP socket
     hello = json.dumps({"op": "mcp", "persona_id": "default", "project_id": "default"}).encode() + b"\n"
     with ExitStack() as held:
         for _ in range(server_warm.MAX_SESSIONS):
@@ -322,7 +432,7 @@ def test_the_warm_process_closes_a_connection_from_another_user(db: Path | str, 
     try:
         with serve(db, project, XDG_RUNTIME_DIR=str(xdg), **LOCAL) as server:
             call(server, INIT)
-        (sock,) = [p for p in runtime.glob("*.sock") if p.name.count("-") == 0]
+        (sock,) = [lock.with_suffix(".sock") for lock in runtime.glob("*.lock")]  # the MCP socket
         for path, mode in ((xdg, 0o711), (runtime, 0o711), (sock, 0o666)):
             os.chmod(path, mode)  # even where another user can reach the socket, the peer's uid is checked
         args = ["/usr/bin/python3", "-I", "-c", PROBE, str(sock)]  # a Python the other user can run

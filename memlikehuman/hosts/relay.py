@@ -19,7 +19,6 @@ import contextlib
 import json
 import os
 import signal
-import stat
 import time
 from typing import TYPE_CHECKING
 
@@ -65,7 +64,7 @@ def _session(place: warm.Place, settings: Settings, db: str | None) -> socket.so
     deadline = time.monotonic() + START_SECONDS
     child: int | None = None
     while time.monotonic() < deadline:
-        sock = _connect(place)
+        sock = channel.connect(place.socket)
         if sock is not None:
             said = _hello(sock, settings)
             if said.get("ok"):
@@ -80,28 +79,6 @@ def _session(place: warm.Place, settings: Settings, db: str | None) -> socket.so
             if child is None or _ended(child):
                 child = warm.spawn(db)
         time.sleep(0.01)
-    return None
-
-
-def _connect(place: warm.Place) -> socket.socket | None:
-    """Connected to the MCP socket when it is a socket of ours whose peer is this user, else None."""
-    import socket
-
-    try:
-        info = os.lstat(place.socket)
-    except OSError:
-        return None
-    if not stat.S_ISSOCK(info.st_mode) or not channel.ours(info):
-        return None
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        with channel.address(place.socket) as where:
-            sock.connect(where)
-        if channel.peer_uid(sock) == os.getuid():
-            return sock
-    except OSError:
-        pass
-    sock.close()
     return None
 
 

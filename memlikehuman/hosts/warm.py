@@ -29,9 +29,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from .. import __version__, files
+from .. import files
 from ..text.digest import sha256_hex
-from . import channel
+from . import channel, forward
 from .prompt_context import target
 
 if TYPE_CHECKING:
@@ -85,9 +85,7 @@ def name(settings: Settings) -> str:
     import dataclasses
 
     shared = dataclasses.replace(settings, **_PER_CALL)  # type: ignore[arg-type]
-    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    installed = f"{__version__}|{sys.executable}|{package}|{os.stat(package).st_mtime_ns}"
-    digest = sha256_hex(f"{shared!r}|{installed}".encode("utf-8", "surrogateescape"))[:16]
+    digest = sha256_hex(f"{shared!r}|{forward.installed()}".encode("utf-8", "surrogateescape"))[:16]
     return f"{channel.archive_key(target(settings))}.{digest}"
 
 

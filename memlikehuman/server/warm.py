@@ -8,6 +8,8 @@ shared by the hooks and by every `memlikehuman serve` of the same settings.
   (SO_PEERCRED); past MAX_SESSIONS at once the answer is `{"busy": true}` (that `serve` serves by itself);
   a first line later than HELLO_SECONDS ends the connection.
 - The hooks' channel (hosts/channel.py): listening once the embedder is warm (app.hook_listener).
+- The hook forker (hosts/zygote.py), its child: hook processes hand it their hooks (hosts/forward.py),
+  so a hook costs its work and not its imports. It ends with this process (its stdin is our pipe).
 - Vectors: what this process records wakes the indexer at once, what other processes record (hooks,
   the command line) within POLL_SECONDS (Engine.catch_up). Extraction: the worker, as `serve` runs it.
 - It ends after `warm_idle` seconds with no session open, nothing new recorded and the indexer idle;
@@ -97,6 +99,7 @@ class Warm:
         self.last_used = time.monotonic()
         self.hooks: channel.Listener | None = None
         self._socket: tuple[int, int] | None = None  # the MCP socket file's identity once bound
+        self._forker: int | None = None  # the writing end of the hook forker's stdin
         self._failing = False
         self.stopping = Stopping()
         self.stopping.add(self.close)
@@ -105,6 +108,7 @@ class Warm:
     async def serve(self) -> None:
         """Bind the MCP socket, start the hooks' listener, serve until `_watch` ends it."""
         sock, self._socket = channel.bind(self.place.socket)
+        self._forker = self._start_forker()
         self.hooks = hook_listener(self.engine)  # warms the embedder in a thread, then listens
         listener = await SocketListener.from_socket(sock)
         async with listener, anyio.create_task_group() as group:
@@ -115,14 +119,28 @@ class Warm:
         """Remove the MCP socket and the lock file (if still ours), close the hooks' listener and the archive."""
         for path, identity in (
             (self.place.socket, self._socket),
-            (self.place.lock, _identity(os.fstat(self.place.held))),
+            (self.place.lock, channel.identity(os.fstat(self.place.held))),
         ):
             with contextlib.suppress(OSError):
-                if identity is not None and _identity(os.lstat(path)) == identity:
+                if identity is not None and channel.identity(os.lstat(path)) == identity:
                     os.unlink(path)
+        if self._forker is not None:
+            os.close(self._forker)  # the forker sees its stdin end: it removes its socket and exits
+            self._forker = None
         if self.hooks is not None:
             self.hooks.close()
         self.engine.close()
+
+    def _start_forker(self) -> int | None:
+        """Start the hook forker beside the MCP socket; None (logged) when it cannot start."""
+        from ..hosts import forward, prompt_context
+
+        path = self.place.socket.parent / forward.socket_name(prompt_context.target(self.settings))
+        try:
+            return forward.start_forker(path)[1]
+        except OSError as error:
+            log.warning("the hooks run in their own processes: the hook forker did not start: %s", error)
+            return None
 
     async def _connection(self, stream: SocketStream) -> None:
         """One relay's connection: the peer checked, its first line read, then its MCP session."""
@@ -190,9 +208,9 @@ class Warm:
     def _orphaned(self) -> bool:
         """Whether the lock file or the MCP socket is no longer this process's, or the SQLite archive is gone."""
         try:
-            if _identity(os.lstat(self.place.lock)) != _identity(os.fstat(self.place.held)):
+            if channel.identity(os.lstat(self.place.lock)) != channel.identity(os.fstat(self.place.held)):
                 return True
-            if _identity(os.lstat(self.place.socket)) != self._socket:
+            if channel.identity(os.lstat(self.place.socket)) != self._socket:
                 return True
         except OSError:
             return True
@@ -241,7 +259,3 @@ def _scope(line: bytes) -> tuple[str, str] | None:
     if not all(isinstance(v, str) and 0 < len(v) <= 256 for v in (persona, project)):
         return None
     return str(persona), str(project)
-
-
-def _identity(info: os.stat_result) -> tuple[int, int]:
-    return info.st_dev, info.st_ino
