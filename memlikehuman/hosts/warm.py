@@ -10,8 +10,9 @@ record (server/warm.py says when else).
 Its files, in the private runtime directory of the channel (files.runtime_dir), owner-only:
 - `<name>.lock`, name `<archive key>.<settings key>`: the process holds an exclusive flock on it for
   its whole life and writes its process ID into it. Held means running or starting, and the kernel
-  releases it however the process ends: at most one runs per name.
-- `<name>.sock`: its MCP socket, bound 0600 (channel.bind) once it can answer `initialize`.
+  releases it however the process ends: at most one runs per name;
+- `<name>.sock`: its MCP socket, bound 0600 (channel.bind) once it can answer `initialize`;
+- `<archive key>.hooks.<installed code>.sock`: its hook forker's (hosts/zygote.py, hosts/forward.py).
 The settings key is a digest of the settings the process runs with (the scope defaults and the
 hooks' own settings left out: each session and request carries those) and of the installed package,
 so that another configuration or an upgrade gets a process of its own.
