@@ -44,6 +44,7 @@ KEYS = (
     "MEMLIKEHUMAN_INJECT_STEP",
     "MEMLIKEHUMAN_INJECT_SEARCH",
     "MEMLIKEHUMAN_INJECT_WAIT",
+    "MEMLIKEHUMAN_WARM_IDLE",
 )
 # where the prompt hook's recall runs: auto asks a running server (semantic), else searches in-process (fast)
 INJECT_SEARCHES = ("auto", "fast")
@@ -129,6 +130,9 @@ class Settings:
     inject_search: str = "auto"
     # seconds the prompt hook waits for a running server's answer before it searches in-process
     inject_wait: float = 0.5
+    # seconds the archive's warm process (hosts/warm.py) stays without a client, a hook or a new record
+    # before it exits; 0: no warm process (serve runs in its own process, hooks build no vectors)
+    warm_idle: float = 300.0
     # a PostgreSQL archive (MEMLIKEHUMAN_DB=postgresql://...); db_path then only places side files
     # (the hooks' log and state, the UI's key) in the user data directory
     db_url: str | None = None
@@ -267,6 +271,7 @@ def load(db: str | Path | None = None, env: Mapping[str, str] | None = None) -> 
         gate=_gate(values),
         inject_search=_choice(values, "MEMLIKEHUMAN_INJECT_SEARCH", INJECT_SEARCHES),
         inject_wait=_number(values, "MEMLIKEHUMAN_INJECT_WAIT", 0.5, 0),
+        warm_idle=_number(values, "MEMLIKEHUMAN_WARM_IDLE", 300.0, 0),
     )
 
 

@@ -569,6 +569,12 @@ class Engine:
 
         return indexing.index_pending(self.indexer, progress)
 
+    def catch_up(self) -> bool:
+        """Embed in the background what other processes recorded since the last call (Background.catch_up);
+        True when they recorded anything. A long-lived process calls it now and then: its own records wake
+        the indexer at once, theirs only so."""
+        return self.background.catch_up()
+
     def warm_injection(self) -> None:
         """Ready a server for the prompt hooks' semantic requests: the embedder built and its model loaded,
         unembedded events (hooks record without vectors) embedded in the background."""

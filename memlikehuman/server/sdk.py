@@ -394,8 +394,13 @@ class MemoryMCPServer(MCPServer[Any]):
     async def run_stdio_async(self) -> None:
         """Serve on stdin/stdout; a request the SDK cannot parse gets an error answer, and every request
         read before stdin ends gets its answer before the server stops (AnsweringReadStream)."""
+        await self.run_lines()
+
+    async def run_lines(self, lines: Any = None, out: Any = None) -> None:
+        """One session over the SDK's stdio transport: on stdin/stdout, or on `lines` (an async iterator
+        of JSON-RPC lines) and `out` (async `write(text)` and `flush()`), as server/warm.py's sockets give them."""
         unanswered = Unanswered()
-        async with stdio_server() as (read_stream, write_stream):
+        async with stdio_server(lines, out) as (read_stream, write_stream):
             await self._lowlevel_server.run(
                 AnsweringReadStream(read_stream, write_stream, unanswered),
                 AnsweredWriteStream(write_stream, unanswered),
