@@ -570,14 +570,11 @@ class Engine:
         return indexing.index_pending(self.indexer, progress)
 
     def catch_up(self) -> bool:
-        """Embed in the background what other processes recorded since the last call (Background.catch_up);
-        True when they recorded anything. A long-lived process calls it now and then: its own records wake
-        the indexer at once, theirs only so."""
+        """Embed in the background what other processes recorded since the last call; True when they did."""
         return self.background.catch_up()
 
     def warm_injection(self) -> None:
-        """Ready a server for the prompt hooks' semantic requests: the embedder built and its model loaded,
-        unembedded events (hooks record without vectors) embedded in the background."""
+        """Ready a server for the prompt hooks' semantic requests (its embedder loaded, backlog embedding)."""
         self.background.warm(self)
 
     def retry_queue(self, persona_id: str | None = None, project_id: str | None = None) -> list[int]:
@@ -591,12 +588,7 @@ class Engine:
         claims.requeue(self.db, sequences)
 
     def drain(
-        self,
-        scope: Scope | None,
-        report: Callable[[Outcome], bool],
-        *,
-        follow: bool = False,
-        patient: bool = True,
+        self, scope: Scope | None, report: Callable[[Outcome], bool], *, follow: bool = False, patient: bool = True
     ) -> None:
         """Run the extraction worker over the pending events of a scope (None: all); see Worker.drain."""
         self.worker.drain(scope, report, follow=follow, patient=patient)
