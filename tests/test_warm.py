@@ -126,7 +126,10 @@ def test_after_a_headless_session_the_prompt_hook_answers_by_semantic_search(
     db: Path | str, project: Path, runtime: Path
 ) -> None:
     told = "The staging server is staging.example.internal on port 8443"
-    spawn_hook("claude-code", hook("UserPromptSubmit", "earlier", project, prompt=told), db, project, **LOCAL)
+    # Three earlier notes: an item passes by meaning alone only when it leads the next nearest.
+    notes = ("I prefer pnpm over npm for this repo", "Please always run ruff before committing", told)
+    for n, said in enumerate(notes):
+        spawn_hook("claude-code", hook("UserPromptSubmit", f"earlier-{n}", project, prompt=said), db, project, **LOCAL)
     wait_for(lambda: ready(runtime), 60, "the warm process listened for the hooks")
     asked = hook("UserPromptSubmit", "now", project, prompt="what address does the test environment live at?")
     ran = spawn_hook("claude-code", asked, db, project, MEMLIKEHUMAN_INJECT_WAIT="10", **LOCAL)

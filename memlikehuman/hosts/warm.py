@@ -50,11 +50,7 @@ _PER_CALL = {
     "persona_id": "default",
     "project_id": "default",
     "hook_record": None,
-    "inject_items": 5,
-    "inject_chars": 2000,
-    "inject_coverage": 0.25,
-    "inject_similarity": 0.02,
-    "inject_step": 0.02,
+    "gate": None,
     "inject_search": "auto",
     "inject_wait": 0.5,
 }
