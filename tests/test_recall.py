@@ -584,3 +584,16 @@ def test_speaker_names_are_taken_out_of_the_text_sent_to_the_embedder(engine: En
     assert search.without_words("Did Mel Smith call?", names) == "Did call?"
     assert search.without_words("Caroline?", names) == "Caroline?"  # nothing left: the query stays
     assert search.speaker_words(engine.db, WORK) == frozenset()
+
+
+def test_statements_that_share_half_the_querys_words_come_newest_first_and_one_shared_word_moves_nothing(
+    engine: Engine,
+) -> None:
+    record(engine, "old", "My annual budget for buying sneakers is $600.", occurred_at="2026-03-01T10:00:00Z")
+    record(engine, "new", "I increased the sneakers budget to $650.", occurred_at="2026-04-02T10:00:00Z")
+    record(engine, "aside", "I bought new running sneakers today.", occurred_at="2026-04-03T10:00:00Z")
+    found = recall(engine, HOME, "what is my annual budget for buying sneakers?", search_mode="fast").raw_fallback
+    order = [hit.event.event_id for hit in found]
+    assert order[:2] == ["new", "old"], order
+    assert [hit.newer for hit in found[:2]] == [None, "new"]
+    assert order.index("aside") == 2 and found[2].newer is None  # one word of four: another matter

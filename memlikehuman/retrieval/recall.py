@@ -376,6 +376,7 @@ class _Recall:
         return echoes.newest_first(
             hits,
             lambda hit: self._matter(hit.memory.role, hit.memory.source, hit.memory.content),
+            self._same_matter,
             lambda hit: hit.memory.valid_from,
             lambda hit, newer: replace(hit, newer=newer.memory.memory_id),
         )
@@ -427,22 +428,31 @@ class _Recall:
         return echoes.newest_first(
             hits,
             lambda hit: self._matter(hit.event.role, hit.event.source, hit.event.text),
+            self._same_matter,
             lambda hit: hit.event.occurred_at,
             lambda hit, newer: replace(hit, newer=newer.event.event_id),
         )
 
-    def _matter(self, role: str, source: str, text: str) -> str:
+    def _matter(self, role: str, source: str, text: str) -> tuple[str, frozenset[str]] | None:
         """What a statement is about, as far as newer-first goes: its speaker and the words of the query it
-        holds, two or more of them or all the query has ("" for none: one word shared of several says too
-        little, "car" of "car purchase"). A question states nothing, and a query that names a date asks for
-        what was said then."""
+        holds (None for none). A question states nothing, and a query that names a date asks for what
+        was said then."""
         if self.dated or echoes.only_asks(text):
-            return ""
-        asked = set(self.words)
-        held = search.held(text, asked)
-        if not held or (len(held) < 2 and held != asked):
-            return ""
-        return f"{role}/{source}\n{' '.join(sorted(held))}"
+            return None
+        held = frozenset(search.held(text, set(self.words)))
+        return (f"{role}/{source}", held) if held else None
+
+    def _same_matter(self, a: tuple[str, frozenset[str]], b: tuple[str, frozenset[str]]) -> bool:
+        """One speaker's two statements are about one matter when they hold the same words of the query,
+        two or more of them or all it has, or share at least half of its words and two or more ("car" of
+        "car purchase" alone says too little; "project" and "API" of seven words too)."""
+        (speaker, held), (other, also) = a, b
+        if speaker != other:
+            return False
+        asked, shared = len(self.words), len(held & also)
+        if held == also:
+            return shared >= 2 or shared == asked
+        return shared >= max(2, (asked + 1) // 2)
 
     def _answers_first(self, hits: list[RawHit]) -> list[RawHit]:
         """A user's question found with the assistant's reply right after it: the reply first (echoes.py)."""
