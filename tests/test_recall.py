@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -15,7 +16,9 @@ from memlikehuman.lifecycle import correct
 from memlikehuman.records import Candidate, Scope
 from memlikehuman.retrieval import search
 from memlikehuman.retrieval.excerpts import excerpt
+from memlikehuman.retrieval.ranking import DEFAULT_TUNING
 from memlikehuman.retrieval.recall import recall
+from memlikehuman.text.rules import states_rule
 
 HOME = Scope("ana", "home")
 WORK = Scope("ana", "work")
@@ -597,3 +600,34 @@ def test_statements_that_share_half_the_querys_words_come_newest_first_and_one_s
     assert order[:2] == ["new", "old"], order
     assert [hit.newer for hit in found[:2]] == [None, "new"]
     assert order.index("aside") == 2 and found[2].newer is None  # one word of four: another matter
+
+
+def test_a_users_standing_rule_or_preference_weighs_a_little_more_than_another_statement(engine: Engine) -> None:
+    record(engine, "a", "The dashboard is slow.")
+    record(engine, "r", "Always include version numbers when I ask you about any of the libraries in my stack.")
+    query = "Which libraries and frameworks does the dashboard use?"
+
+    def scores(tuning: Any) -> dict[str, float]:
+        found = recall(engine, HOME, query, search_mode="fast", tuning=tuning).raw_fallback
+        return {hit.event.event_id: hit.score for hit in found}
+
+    lifted, plain = scores(DEFAULT_TUNING), scores(replace(DEFAULT_TUNING, standing=0.0))
+    assert lifted["r"] == pytest.approx(plain["r"] * (1 + DEFAULT_TUNING.standing), rel=1e-5)
+    assert lifted["a"] == plain["a"] and DEFAULT_TUNING.standing > 0
+
+
+@pytest.mark.parametrize(
+    ("text", "states"),
+    [
+        ("Always include version numbers when I ask about libraries.", True),
+        ("Please never push to main without a review.", True),
+        ("For the layout I'd prefer CSS grid over flexbox.", True),
+        ("I’d prefer e-books for travel.", True),
+        ("I would prefer a balanced approach, you know.", True),
+        ("I always forget where the config lives.", False),
+        ("We never shipped the beta.", False),
+        ("Which layout do you prefer?", False),
+    ],
+)
+def test_a_turn_states_a_rule_when_it_opens_with_always_or_never_or_says_i_prefer(text: str, states: bool) -> None:
+    assert states_rule(text) is states

@@ -331,7 +331,9 @@ class _Recall:
         named = {source for source in {hit.source for hit in info.values()} if words.intersection(search.terms(source))}
         speakers = {seq for seq, hit in info.items() if seq in out and hit.source in named}
         out = ranking.with_factors(out, speakers, t.speaker, self._dated(out, info, phrasing), t.date)
-        return ranking.with_user_turns(out, self._told(out, info), t.user_turn)
+        told = self._told(out, info)
+        out = ranking.with_user_turns(out, told, t.user_turn)
+        return ranking.with_user_turns(out, self._rules(out, told), t.standing)
 
     def _told(self, scores: dict[int, float], info: dict[int, search.Hit]) -> set[int]:
         """The user's turns that tell something: all of them but a short question among the best (only
@@ -341,6 +343,13 @@ class _Recall:
             return users
         best = ranking.top({seq: scores[seq] for seq in users}, max(ASKED_AMONG, 3 * self.limit))
         return users - search.only_asking(self.db, best)
+
+    def _rules(self, scores: dict[int, float], told: set[int]) -> set[int]:
+        """The user's turns among the best that state a standing rule or preference (text/rules.py)."""
+        if not self.tuning.standing or not told:
+            return set()
+        best = ranking.top({seq: scores[seq] for seq in told}, max(ASKED_AMONG, 3 * self.limit))
+        return search.stating_rules(self.db, best)
 
     def _dated(self, out: dict[int, float], info: dict[int, search.Hit], phrasing: phrasings.Phrasing) -> set[int]:
         """Events that occurred on a date the query names, or whose relative dates resolve into one."""

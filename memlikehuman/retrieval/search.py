@@ -21,6 +21,7 @@ from ..archive.connection import Connection, Row
 from ..records import Kind, Scope
 from ..text import ngrams
 from ..text.asking import only_asks
+from ..text.rules import RULE_CHARS, states_rule
 
 MAX_TERMS = 48
 ASKING_CHARS = 600  # a turn that only asks is one short sentence: longer ones are not read to find out
@@ -167,11 +168,23 @@ def _hit(row: Row, score: float) -> Hit:
 
 def only_asking(db: Connection, sequences: Sequence[int]) -> set[int]:
     """The events among sequences that only ask a question (text/asking.py); a long text is never one."""
+    return {seq for seq, text in _texts(db, sequences, f"length(text) <= {ASKING_CHARS}") if only_asks(text)}
+
+
+def stating_rules(db: Connection, sequences: Sequence[int]) -> set[int]:
+    """The events among sequences that state a standing rule or preference (text/rules.py)."""
+    return {seq for seq, head in _texts(db, sequences, head=RULE_CHARS) if states_rule(head)}
+
+
+def _texts(db: Connection, sequences: Sequence[int], where: str = "1 = 1", head: int = 0) -> list[tuple[int, str]]:
+    """(sequence, text) of the events among sequences that meet `where`; only the first `head` characters
+    when it is given."""
     if not sequences:
-        return set()
+        return []
     marks = ",".join("?" * len(sequences))
-    sql = f"SELECT sequence, text FROM events WHERE sequence IN ({marks}) AND length(text) <= {ASKING_CHARS}"
-    return {row["sequence"] for row in db.query(sql, tuple(sequences)) if only_asks(row["text"])}
+    text = f"substr(text, 1, {head})" if head else "text"
+    sql = f"SELECT sequence, {text} AS text FROM events WHERE sequence IN ({marks}) AND {where}"
+    return [(row["sequence"], row["text"]) for row in db.query(sql, tuple(sequences))]
 
 
 # FTS5's bm25() costs a few microseconds per matching row, so a word found across the archive
