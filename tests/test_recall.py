@@ -631,3 +631,23 @@ def test_a_users_standing_rule_or_preference_weighs_a_little_more_than_another_s
 )
 def test_a_turn_states_a_rule_when_it_opens_with_always_or_never_or_says_i_prefer(text: str, states: bool) -> None:
     assert states_rule(text) is states
+
+
+def test_a_word_no_event_held_is_found_as_soon_as_an_event_says_it(engine: Engine) -> None:
+    record(engine, "e1", "The garden needs water.")
+    assert recall(engine, HOME, "kiln", search_mode="fast").raw_fallback == ()
+    record(engine, "e2", "The kiln reaches 1200 degrees.")
+    found = recall(engine, HOME, "kiln", search_mode="fast").raw_fallback
+    assert found and found[0].event.event_id == "e2"
+
+
+def test_word_counts_of_one_archive_never_answer_for_another_opened_later_in_the_same_process(
+    tmp_path: Any,
+) -> None:
+    from conftest import make_settings
+
+    for n, text in enumerate(("The garden needs water.", "The kiln reaches 1200 degrees.")):
+        with Engine(make_settings(tmp_path / f"a{n}.sqlite3")) as engine:  # the same id() is likely reused
+            record(engine, "e1", text)
+            found = recall(engine, HOME, "kiln", search_mode="fast").raw_fallback
+            assert [hit.event.event_id for hit in found][:1] == (["e1"] if n else [])
