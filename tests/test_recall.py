@@ -18,6 +18,7 @@ from memlikehuman.retrieval import search
 from memlikehuman.retrieval.excerpts import excerpt
 from memlikehuman.retrieval.ranking import DEFAULT_TUNING
 from memlikehuman.retrieval.recall import recall
+from memlikehuman.text.asking import about_replies
 from memlikehuman.text.rules import states_rule
 
 HOME = Scope("ana", "home")
@@ -651,3 +652,37 @@ def test_word_counts_of_one_archive_never_answer_for_another_opened_later_in_the
             record(engine, "e1", text)
             found = recall(engine, HOME, "kiln", search_mode="fast").raw_fallback
             assert [hit.event.event_id for hit in found][:1] == (["e1"] if n else [])
+
+
+@pytest.mark.parametrize(
+    ("query", "lifted"),
+    [("What did I say about the garden beds?", True), ("What did you recommend for the garden beds?", False)],
+)
+def test_the_users_turns_are_lifted_unless_the_query_asks_what_the_assistant_said(
+    engine: Engine, query: str, lifted: bool
+) -> None:
+    record(engine, "u", "I want raised garden beds this spring.")
+    record(engine, "a", "Raised garden beds of cedar would last longest.", role="assistant", source="assistant")
+
+    def scores(tuning: Any) -> dict[str, float]:
+        found = recall(engine, HOME, query, search_mode="fast", tuning=tuning).raw_fallback
+        return {hit.event.event_id: hit.score for hit in found}
+
+    with_lift, without = scores(DEFAULT_TUNING), scores(replace(DEFAULT_TUNING, user_turn=0.0, standing=0.0))
+    factor = 1 + DEFAULT_TUNING.user_turn if lifted else 1.0
+    assert with_lift["u"] == pytest.approx(without["u"] * factor, rel=1e-5)
+    assert with_lift["a"] == pytest.approx(without["a"], rel=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("query", "about"),
+    [
+        ("What approach did you recommend to balance speed and fairness?", True),
+        ("Which libraries you suggested should I drop?", True),
+        ("How did you help me plan my budget?", True),
+        ("Can you suggest some movies for Michelle?", False),
+        ("When did I say I met my partner?", False),
+    ],
+)
+def test_a_query_is_about_the_assistants_replies_when_it_asks_what_you_said(query: str, about: bool) -> None:
+    assert about_replies(query) is about

@@ -28,6 +28,7 @@ from ..archive import event_dates, events, memories, timeline
 from ..errors import InvalidArgument, MemLikeHumanError
 from ..records import Coverage, Kind, Memory, MemoryHit, RawHit, RecallResult, Scope
 from ..text import ngrams
+from ..text.asking import about_replies
 from ..text.dates import date_windows, in_windows, spans_meet
 from . import coverage, covered, echoes, gaps, gist, phrasings, ranking, search, second_look
 from .excerpts import excerpt, gap_excerpt
@@ -337,7 +338,10 @@ class _Recall:
 
     def _told(self, scores: dict[int, float], info: dict[int, search.Hit]) -> set[int]:
         """The user's turns that tell something: all of them but a short question among the best (only
-        those are read: a question further down stays there, lifted or not)."""
+        those are read: a question further down stays there, lifted or not). None when the query asks
+        what the assistant said ("What approach did you recommend ...?"): its replies hold the answer."""
+        if about_replies(self.query):
+            return set()
         users = {seq for seq in scores if info[seq].role == "user"}
         if not self.tuning.user_turn or not users:
             return users
