@@ -603,16 +603,18 @@ def test_statements_that_share_half_the_querys_words_come_newest_first_and_one_s
     assert order.index("aside") == 2 and found[2].newer is None  # one word of four: another matter
 
 
+def scores_of(engine: Engine, query: str, tuning: Any) -> dict[str, float]:
+    """Event ID -> score of a fast recall's raw hits with this tuning."""
+    found = recall(engine, HOME, query, search_mode="fast", tuning=tuning).raw_fallback
+    return {hit.event.event_id: hit.score for hit in found}
+
+
 def test_a_users_standing_rule_or_preference_weighs_a_little_more_than_another_statement(engine: Engine) -> None:
     record(engine, "a", "The dashboard is slow.")
     record(engine, "r", "Always include version numbers when I ask you about any of the libraries in my stack.")
     query = "Which libraries and frameworks does the dashboard use?"
-
-    def scores(tuning: Any) -> dict[str, float]:
-        found = recall(engine, HOME, query, search_mode="fast", tuning=tuning).raw_fallback
-        return {hit.event.event_id: hit.score for hit in found}
-
-    lifted, plain = scores(DEFAULT_TUNING), scores(replace(DEFAULT_TUNING, standing=0.0))
+    lifted = scores_of(engine, query, DEFAULT_TUNING)
+    plain = scores_of(engine, query, replace(DEFAULT_TUNING, standing=0.0))
     assert lifted["r"] == pytest.approx(plain["r"] * (1 + DEFAULT_TUNING.standing), rel=1e-5)
     assert lifted["a"] == plain["a"] and DEFAULT_TUNING.standing > 0
 
@@ -663,12 +665,8 @@ def test_the_users_turns_are_lifted_unless_the_query_asks_what_the_assistant_sai
 ) -> None:
     record(engine, "u", "I want raised garden beds this spring.")
     record(engine, "a", "Raised garden beds of cedar would last longest.", role="assistant", source="assistant")
-
-    def scores(tuning: Any) -> dict[str, float]:
-        found = recall(engine, HOME, query, search_mode="fast", tuning=tuning).raw_fallback
-        return {hit.event.event_id: hit.score for hit in found}
-
-    with_lift, without = scores(DEFAULT_TUNING), scores(replace(DEFAULT_TUNING, user_turn=0.0, standing=0.0))
+    with_lift = scores_of(engine, query, DEFAULT_TUNING)
+    without = scores_of(engine, query, replace(DEFAULT_TUNING, user_turn=0.0, standing=0.0))
     factor = 1 + DEFAULT_TUNING.user_turn if lifted else 1.0
     assert with_lift["u"] == pytest.approx(without["u"] * factor, rel=1e-5)
     assert with_lift["a"] == pytest.approx(without["a"], rel=1e-5)
