@@ -22,6 +22,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import numpy as np
 
@@ -152,15 +153,9 @@ def lexical_overlap(engine: Engine, queries: Sequence[str], cap: int) -> float:
     return report.mean(shares)
 
 
-@contextlib.contextmanager
 def _swapped(owner: Any, name: str, value: Any) -> Any:
     """A module constant set to `value` in this process for the length of a measurement."""
-    old = getattr(owner, name)
-    setattr(owner, name, value)
-    try:
-        yield
-    finally:
-        setattr(owner, name, old)
+    return mock.patch.object(owner, name, value)
 
 
 def _budgets() -> list[tuple[str, Tuning, Any]]:

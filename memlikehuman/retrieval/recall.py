@@ -257,8 +257,10 @@ class _Recall:
             return scores
         pool = ranking.top(scores, self.tuning.second_look)
         t = self.tuning
-        sources, cap = (self.db, self.sources.vectors, self.model, self.filters), t.second_look_length_cap
-        looks = second_look.gather(*sources, query, pool, self._neighbours, cap)
+        looks = second_look.gather(
+            self.db, self.sources.vectors, self.model, self.filters, query, pool, self._neighbours,
+            t.second_look_length_cap,
+        )  # fmt: skip
         return second_look.reordered(scores, pool, looks, t.second_look_weights, t.second_look_length_cap)
 
     def _scan(self, kind: Kind, searched: Sequence[phrasings.Phrasing]) -> list[Hits | None]:
