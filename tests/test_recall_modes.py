@@ -347,26 +347,27 @@ def test_memories_over_stdio_with_a_real_extractor_as_of_history_correction_and_
             assert detailed["content"] == "Ana hiked up Pico on 3 May 2024" and detailed["detail"] == "full"
 
 
-def test_the_background_indexer_finds_missing_vectors_anywhere_walking_the_archive_in_slices(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(indexer, "SCAN_CHUNK", 3)  # 13 events: five slices
-    path = tmp_path / "a.db"
-    with ScriptedOpenAI() as api:
-        with Engine(openai_settings(path, api.base_url, "m")) as engine:
-            for i in range(12):
-                engine.record(HOME, f"e{i}", f"Note {i} about the garden.", "user", "Ana", session_id=f"s{i}")
-            engine.indexer.notify()
-            assert engine.indexer.wait_idle(30)
-            assert indexer.count_missing(engine.db, "openai:m") == 0
-            # Old vectors go missing, as when forgetting an event changes its successor's passage.
-            with engine.db.write() as conn:
-                conn.execute("DELETE FROM event_vectors WHERE event_sequence IN (2, 7)")
-        with Engine(openai_settings(path, api.base_url, "m")) as engine:  # a new indexer scans from the start
-            engine.record(HOME, "last", "One more note.", "user", "Ana")
-            assert engine.indexer.wait_idle(30)
-            assert indexer.count_missing(engine.db, "openai:m") == 0
-            assert engine.db.scalar("SELECT count(*) FROM event_vectors WHERE event_sequence IN (2, 7)") == 2
+def test_the_background_indexer_finds_missing_vectors_anywhere_walking_the_archive_in_slices(tmp_path: Path) -> None:
+    with ScriptedOpenAI() as api, Engine(openai_settings(tmp_path / "a.db", api.base_url, "m")) as engine:
+        for i in range(12):
+            engine.record(HOME, f"e{i}", f"Note {i} about the garden.", "user", "Ana", session_id=f"s{i}")
+        engine.indexer.notify()
+        assert engine.indexer.wait_idle(30)
+        assert indexer.count_missing(engine.db, "openai:m") == 0
+        # Old vectors go missing, as when forgetting an event changes its successor's passage.
+        with engine.db.write() as conn:
+            conn.execute("DELETE FROM event_vectors WHERE event_sequence IN (2, 7)")
+        # A new indexer scans from the top down, here 3 ids at a time: 12 events, four slices.
+        walker = indexer.Indexer(
+            engine.db, engine.indexer.cache, engine.settings, engine.indexer.embedder, scan_chunk=3
+        )
+        try:
+            walker.notify()
+            assert walker.wait_idle(30)
+        finally:
+            walker.close()
+        assert indexer.count_missing(engine.db, "openai:m") == 0
+        assert engine.db.scalar("SELECT count(*) FROM event_vectors WHERE event_sequence IN (2, 7)") == 2
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="thread priorities are per thread only on Linux")
