@@ -56,8 +56,15 @@ def children_cpu() -> float:
     return used.ru_utime + used.ru_stime
 
 
+def wait_reaping(pid: int) -> None:
+    """Wait for `pid`, reaping every process the run leaves to this subreaper as it ends (a test that
+    waits for a process it killed to go must not find it a zombie)."""
+    while os.waitpid(-1, 0)[0] != pid:
+        pass
+
+
 def reap_orphans() -> int:
-    """Wait for the processes a run left behind (adopted by this subreaper); how many outlived REAP_SECONDS."""
+    """Wait for the processes a run left behind; how many outlived REAP_SECONDS."""
     deadline = time.monotonic() + REAP_SECONDS
     while time.monotonic() < deadline:
         try:
@@ -94,13 +101,14 @@ def warm(tree: Path) -> None:
 def run(tree: Path, logs: Path, number: int) -> Run:
     name = short(tree)
     cpu, busy, load, started = children_cpu(), busy_seconds(), os.getloadavg()[0], time.perf_counter()
-    done = subprocess.run(["scripts/test", "--quick", *EXTRA], cwd=tree, capture_output=True, text=True)
+    log = logs / f"{number}-{name}.log"
+    with log.open("w") as out:
+        process = subprocess.Popen(["scripts/test", "--quick", *EXTRA], cwd=tree, stdout=out, stderr=subprocess.STDOUT)
+        wait_reaping(process.pid)
     wall = time.perf_counter() - started
     left = reap_orphans()
     cpu, busy = children_cpu() - cpu, busy_seconds() - busy
-    output = done.stdout + done.stderr
-    (logs / f"{number}-{name}.log").write_text(output)
-    lines = output.strip().splitlines()
+    lines = log.read_text().strip().splitlines()
     said = next((line for line in reversed(lines) if line.startswith("scripts/test --quick:")), "-")
     summary = next((line.strip("= ") for line in reversed(lines) if re.match(r"=+ .* in [\d.]+s", line)), "-")
     if left:
