@@ -46,6 +46,7 @@ AREAS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("PostgreSQL", ("postgres", "conversation-recall-postgres", "forget-postgres-10000", "forget-postgres-100000")),
     ("UI", ("ui",)),
     ("Multilingual", ("multilingual",)),
+    ("Test suite", ("test-suite",)),
 )  # fmt: skip
 PREFIXES = {
     "ablation": "Recall quality", "forget-postgres": "PostgreSQL", "conversation-recall": "Recall quality",
