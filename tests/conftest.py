@@ -39,7 +39,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--quick",
         action="store_true",
         default=False,
-        help="the inner loop: SQLite only, without the suites QUICK_LEAVES_OUT names or tests marked heavy",
+        help="the inner loop: SQLite only, without QUICK_LEAVES_OUT's suites or tests marked heavy or lifecycle",
     )
 
 
@@ -70,6 +70,7 @@ def left_out_of_quick(item: pytest.Item) -> bool:
     return (
         path.startswith(QUICK_LEAVES_OUT)
         or "heavy" in item.keywords
+        or "lifecycle" in item.keywords
         or ("pg_server" in fixtures and "backend" not in fixtures)
         or (callspec is not None and callspec.params.get("backend") == "postgres")
     )

@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+import pytest
 from conftest import connected, stdio_params
 from hook_support import Archive, hook_archive, side_file, spawn_hook, stored
 
@@ -20,6 +21,7 @@ SCOPE = {"persona_id": "default", "project_id": "shared"}
 __all__ = ["hook_archive"]  # the `db` fixture: each backend in turn
 
 
+@pytest.mark.lifecycle
 def test_a_hook_and_two_servers_write_one_archive_without_losing_anything(tmp_path: Path, db: Archive) -> None:
     project = tmp_path / "app"
     project.mkdir()

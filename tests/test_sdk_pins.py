@@ -76,6 +76,7 @@ INIT = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"nam
 INITIALIZED = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n"
 
 
+@pytest.mark.lifecycle
 def test_the_sdks_stdio_reader_leaves_a_request_with_a_lone_surrogate_unanswered():
     params = '{"name": "echo", "arguments": {"text": "\\ud83d"}}'
     broken = '{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": ' + params + "}\n"
@@ -83,6 +84,7 @@ def test_the_sdks_stdio_reader_leaves_a_request_with_a_lone_surrogate_unanswered
     assert 2 not in answers  # the host would wait for it until its own timeout
 
 
+@pytest.mark.lifecycle
 def test_the_sdk_leaves_a_call_unanswered_when_stdin_ends_while_it_runs():
     call = _rpc(2, "tools/call", {"name": "slow", "arguments": {"text": "hi"}})
     done = subprocess.run(
@@ -100,6 +102,7 @@ def test_the_sdk_publishes_titles_and_null_options_in_input_schemas():
     assert {"type": "null"} in schema["properties"]["label"]["anyOf"]  # a host sends all this with every request
 
 
+@pytest.mark.lifecycle
 def test_the_sdk_answers_badly_typed_call_params_without_naming_the_field():
     wrong = _rpc(2, "tools/call", {"name": "echo", "arguments": ["not", "an", "object"]})
     answers = _stdio_answers([_rpc(1, "initialize", INIT), INITIALIZED, wrong], last_id=2)

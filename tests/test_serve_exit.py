@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import BASE_ENV, make_settings
 
 from memlikehuman.admin.stats import ScopeStats
@@ -105,6 +106,7 @@ def test_calls_sent_with_stdin_closed_right_after_them_are_all_answered_and_serv
     assert _totals(db).events == 3
 
 
+@pytest.mark.lifecycle
 def test_serve_ends_cleanly_at_once_while_the_local_embedder_is_busy_with_long_events(tmp_path: Path):
     db = tmp_path / "memory.sqlite3"
     count = 48

@@ -106,6 +106,7 @@ def tool(n: int, name: str, **arguments: Any) -> dict[str, Any]:
 # -- hooks alone ---------------------------------------------------------------------------------
 
 
+@pytest.mark.lifecycle
 def test_five_headless_hook_only_sessions_leave_no_event_without_a_vector(
     db: Path | str, project: Path, runtime: Path
 ) -> None:
@@ -169,6 +170,7 @@ def test_a_hook_neither_waits_for_nor_fails_on_a_warm_process_that_cannot_start(
     assert len(stored(db)) == 1
 
 
+@pytest.mark.lifecycle
 def test_a_suspended_warm_process_costs_a_hook_only_its_wait(db: Path | str, project: Path, runtime: Path) -> None:
     spawn_hook("claude-code", hook("SessionStart", "s", project, source="startup"), db, project, **LOCAL)
     wait_for(lambda: ready(runtime), 60, "the warm process listened for the hooks")
@@ -239,6 +241,7 @@ sys.stderr.write(json.dumps(sorted(m for m in ("memlikehuman.engine", "memlikehu
 """
 
 
+@pytest.mark.lifecycle
 def test_while_the_warm_process_runs_a_hook_process_imports_none_of_the_hook_and_answers_all_the_same(
     db: Path | str, project: Path, runtime: Path
 ) -> None:
@@ -258,6 +261,7 @@ def test_while_the_warm_process_runs_a_hook_process_imports_none_of_the_hook_and
     assert [e["text"] for e in stored(db)] == ["we deploy on Fridays"]
 
 
+@pytest.mark.lifecycle
 def test_a_hook_handed_on_runs_in_its_own_environment_and_working_directory(
     db: Path | str, project: Path, runtime: Path
 ) -> None:
@@ -269,6 +273,7 @@ def test_a_hook_handed_on_runs_in_its_own_environment_and_working_directory(
     assert (event["persona_id"], event["project_id"]) == ("alice", project_name(project))
 
 
+@pytest.mark.lifecycle
 def test_a_hook_without_a_session_runs_in_its_own_process(db: Path | str, project: Path, runtime: Path) -> None:
     warmed(db, project, runtime)
     asked = {"cwd": str(project), "hook_event_name": "UserPromptSubmit", "prompt": "we deploy on Fridays"}
@@ -277,6 +282,7 @@ def test_a_hook_without_a_session_runs_in_its_own_process(db: Path | str, projec
     assert event["session_id"].startswith(f"process-{os.getpid()}-")  # keyed by the host: this test
 
 
+@pytest.mark.lifecycle
 def test_a_suspended_hook_forker_costs_a_hook_at_most_a_second_and_runs_it_once(
     db: Path | str, project: Path, runtime: Path
 ) -> None:
@@ -297,6 +303,7 @@ def test_a_suspended_hook_forker_costs_a_hook_at_most_a_second_and_runs_it_once(
     assert again.returncode == 0 and [e["text"] for e in stored(db)] == ["we deploy on Fridays", "and on Mondays"]
 
 
+@pytest.mark.lifecycle
 def test_the_hook_forker_ends_with_its_warm_process(db: Path | str, project: Path, runtime: Path) -> None:
     warmed(db, project, runtime)
     pid = forker_pid(runtime)
@@ -325,6 +332,7 @@ def test_catch_up_embeds_what_another_process_recorded_before_its_first_look(tmp
 # -- its end -------------------------------------------------------------------------------------
 
 
+@pytest.mark.lifecycle
 def test_the_warm_process_ends_after_its_idle_timeout_and_leaves_no_file(
     db: Path | str, project: Path, runtime: Path
 ) -> None:
@@ -335,6 +343,7 @@ def test_the_warm_process_ends_after_its_idle_timeout_and_leaves_no_file(
     wait_for(lambda: not list(runtime.iterdir()), 10, "its sockets and its forker's were removed")
 
 
+@pytest.mark.lifecycle
 @pytest.mark.sqlite_only
 def test_the_warm_process_ends_when_its_archive_file_is_removed(db: Path, project: Path, runtime: Path) -> None:
     spawn_hook("claude-code", hook("UserPromptSubmit", "s", project, prompt="deploy it"), db, project, **LOCAL)
@@ -382,6 +391,7 @@ def test_two_serves_relay_to_one_warm_process_that_answers_each_call(
     assert len(holders(runtime)) == 1  # the warm process outlives the relays until it is idle
 
 
+@pytest.mark.lifecycle
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_a_relay_ends_at_once_on_the_hosts_signal(db: Path | str, project: Path, runtime: Path, stop: int) -> None:
     with serve(db, project, **LOCAL) as server:
@@ -391,6 +401,7 @@ def test_a_relay_ends_at_once_on_the_hosts_signal(db: Path | str, project: Path,
     assert len(holders(runtime)) == 1
 
 
+@pytest.mark.lifecycle
 def test_a_serve_beyond_the_sessions_the_warm_process_takes_serves_by_itself_at_once(
     db: Path | str, project: Path, runtime: Path
 ) -> None:
@@ -432,6 +443,7 @@ except (BrokenPipeError, ConnectionResetError):  # closed before the line was se
 @pytest.mark.skipif(
     os.geteuid() != 0 or not os.path.exists("/usr/bin/python3"), reason="needs root and /usr/bin/python3"
 )
+@pytest.mark.lifecycle
 def test_the_warm_process_closes_a_connection_from_another_user(db: Path | str, project: Path, tmp_path: Path) -> None:
     xdg = Path(tempfile.mkdtemp(prefix="mlh-", dir="/tmp"))  # short: another user's probe connects by path
     runtime = xdg / "memlikehuman"

@@ -153,7 +153,15 @@ def test_a_directory_another_user_made_in_tmp_first_does_not_turn_the_channel_of
         listener.close()
 
 
-@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM, None], ids=["SIGINT", "SIGTERM", "end-of-stdin"])
+@pytest.mark.parametrize(
+    "stop",
+    [
+        pytest.param(signal.SIGINT, marks=pytest.mark.lifecycle),
+        pytest.param(signal.SIGTERM, marks=pytest.mark.lifecycle),
+        None,
+    ],
+    ids=["SIGINT", "SIGTERM", "end-of-stdin"],
+)
 def test_serve_stops_on_the_hosts_signal_and_removes_its_socket_and_rest_mark(
     dirs: Dirs, tmp_path: Path, stop: int | None
 ) -> None:
