@@ -103,7 +103,8 @@ def commit() -> str:
     found = git("rev-parse", "--short", "HEAD").stdout.strip()
     if not found:
         return "unknown"
-    dirty = git("diff", "--quiet", "HEAD", "--", "memlikehuman", "bench").returncode == 1
+    # what a run writes (bench/results) is not the code it measured
+    dirty = git("diff", "--quiet", "HEAD", "--", "memlikehuman", "bench", ":(exclude)bench/results").returncode == 1
     return found + (" with uncommitted changes to memlikehuman/ or bench/" if dirty else "")
 
 
