@@ -33,7 +33,9 @@ BASE_ENV = {"MEMLIKEHUMAN_EXTRACTOR": "none", "MEMLIKEHUMAN_EMBEDDER": "none", "
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--runslow", action="store_true", default=False, help="run long variants")
     parser.addoption(
-        "--backends", default="sqlite,postgres,pgvector", help="archive backends the `backend` fixture runs (comma-separated)"
+        "--backends",
+        default="sqlite,postgres,pgvector",
+        help="archive backends the `backend` fixture runs (comma-separated)",
     )
     parser.addoption(
         "--quick",
