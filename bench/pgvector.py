@@ -33,7 +33,7 @@ MODES = ("semantic", "deep")
 WRITERS, WRITES = 8, 50
 # A team server's settings for an archive of this size: the HNSW graph built in memory (maintenance_work_mem),
 # the index and the vectors kept in shared buffers.
-SERVER_SETTINGS = "shared_buffers = '2GB'\nmaintenance_work_mem = '2GB'\n"
+SERVER_SETTINGS = "shared_buffers = '2GB'\nmaintenance_work_mem = '3GB'\nmax_wal_size = '8GB'\n"
 
 
 # -- what runs in the child processes (standard library, numpy and the memlikehuman on the path) ----------
@@ -133,15 +133,15 @@ def _writer(spec: dict[str, Any]) -> dict[str, Any]:
 def run_child(spec: dict[str, Any], tree: Path | None) -> Any:
     """Run a job in a fresh process with main's tree (or this checkout) first on the path."""
     env = {**os.environ, "PYTHONPATH": str(tree or ROOT)}
-    done = subprocess.run([sys.executable, __file__, "--child", json.dumps(spec)], capture_output=True, text=True,
-                          env=env, check=False)  # fmt: skip
+    done = subprocess.run([sys.executable, __file__, "--child"], input=json.dumps(spec), capture_output=True,
+                          text=True, env=env, check=False)  # fmt: skip
     if done.returncode != 0:
         raise SystemExit(f"child {spec['job']} failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 if __name__ == "__main__" and "--child" in sys.argv:
-    print(json.dumps(child(json.loads(sys.argv[sys.argv.index("--child") + 1]))))
+    print(json.dumps(child(json.loads(sys.stdin.read()))))
     sys.exit(0)
 
 
@@ -231,6 +231,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         tree = main_tree(Path(tmp))
         for n in args.sizes:
             results[n] = measure_size(server, tree, n, args)
+            (Path(tmp) / f"{n}.json").write_text(json.dumps(results[n]))  # what a later failure keeps
+            print(json.dumps(results[n]), file=sys.stderr)
         version = server.version()
     (ROOT / "bench" / "results").mkdir(exist_ok=True)
     body = pgvector_report.body(results, args, version, time.perf_counter() - began)
