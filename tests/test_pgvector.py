@@ -140,31 +140,47 @@ def test_the_migration_moves_the_bytea_vectors_of_an_older_archive_into_the_vect
 
 
 @contextmanager
-def database_of_a_plain_role(server: str) -> Iterator[str]:
-    """A database owned by a login role that is no superuser (it may not create the extension)."""
-    role, name = unique_name("mlh_owner"), unique_name("mlh_test")
+def database_of_a_plain_role(server: str) -> Iterator[tuple[str, str]]:
+    """A database owned by a login role that is no superuser (it may not create the extension), and a
+    second role that may read and write its tables (granted once they exist) but owns none: their URLs."""
+    role, other, name = unique_name("mlh_owner"), unique_name("mlh_user"), unique_name("mlh_test")
     with admin(server) as connection:
         connection.execute(f'CREATE ROLE "{role}" LOGIN')
+        connection.execute(f'CREATE ROLE "{other}" LOGIN')
         connection.execute(f'CREATE DATABASE "{name}" OWNER "{role}"')
     try:
-        yield pg_url_for(server, name, user=role)
+        yield pg_url_for(server, name, user=role), pg_url_for(server, name, user=other)
     finally:
         with admin(server) as connection:
             connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
             connection.execute(f'DROP ROLE IF EXISTS "{role}"')
+            connection.execute(f'DROP ROLE IF EXISTS "{other}"')
+
+
+def grant_tables(owner_url: str, user_url: str) -> None:
+    user = user_url.rsplit("user=", 1)[1]
+    with admin(owner_url) as connection:
+        connection.execute(f'GRANT USAGE ON SCHEMA public TO "{user}"')
+        connection.execute(f'GRANT ALL ON ALL TABLES IN SCHEMA public TO "{user}"')
+        connection.execute(f'GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO "{user}"')
 
 
 def test_an_archive_made_before_pgvector_was_installed_moves_its_vectors_when_a_server_next_opens_it(
     pgvector_server: str,
 ) -> None:
-    with database_of_a_plain_role(pgvector_server) as url:
+    with database_of_a_plain_role(pgvector_server) as (url, user_url):
         with Engine(make_settings(url, MEMLIKEHUMAN_EMBEDDER="local")) as engine:
             fill(engine)
             engine.embed_missing()
         assert vector_columns_bytea(url) == 4  # the role could not create the extension: bytea
         assert doctor(url)["vector index"]["status"] == "warn"
+        grant_tables(url, user_url)
         with admin(pg_url_for(url, user="postgres")) as connection:
             connection.execute(INSTALL)  # what the server's administrator does (docs/team.md)
+        # A role that does not own the tables may not move the vectors: it keeps working on the bytea.
+        with Engine(make_settings(user_url, MEMLIKEHUMAN_EMBEDDER="local")) as engine:
+            assert engine.recall(HOME, "vehicle purchase", search_mode="deep").raw_fallback[0].event.event_id == "car"
+        assert vector_columns_bytea(url) == 4
         with Engine(make_settings(url, MEMLIKEHUMAN_EMBEDDER="local")) as engine:
             assert vector_columns(url) == (4, 4, 0)
             found = engine.recall(HOME, "vehicle purchase", search_mode="deep")

@@ -15,8 +15,8 @@ an in-memory matrix of the whole scope:
   phrasings. The window keeps its meaning exactly: the N rows of highest ID.
 - a dimension without an HNSW index (pg_schema.PGVECTOR_DIMS): exact too.
 
-Without the extension the archive keeps the bytea path (index/vectors.py's matrices): ``advice`` says
-how to install pgvector, once on stderr per process and in the doctor.
+Without the extension the archive keeps the bytea path (index/vectors.py's matrices): ADVICE says how
+to install pgvector, once on stderr per process and in the doctor.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
+from ...errors import MemLikeHumanError
 from ..connection import Connection, Transaction
 from . import pg_schema
 
@@ -117,7 +118,7 @@ def adopt(db: Connection) -> bool:
         with db.write() as conn:
             if conn.execute(_COLUMN).fetchone() is None and pg_schema.pgvector_creatable(conn):
                 pg_schema.pgvector_columns(conn)
-    except psycopg.Error as exc:  # e.g. a member's role, which does not own the tables
+    except (psycopg.Error, MemLikeHumanError) as exc:  # e.g. a role that does not own the tables (Unavailable)
         log.info("pgvector is installed but the archive's vectors stay in bytea (%s)", exc)
     cast(_Flagged, db).pgvector = None
     return present(db)
