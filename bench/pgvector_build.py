@@ -1,4 +1,4 @@
-"""A PostgreSQL archive of N events in seconds per 100k: rows written with COPY, vectors synthetic.
+"""A PostgreSQL archive of N events in about a minute per 100,000: rows written with COPY, vectors synthetic.
 
 The schema is the one before pgvector (migrations p001-p005, which main at 598ea20 also has): events in
 4 scopes (70% in bench.recall_latency.MAIN) with chat-like pseudo-word texts in sessions of 40, their
