@@ -56,6 +56,7 @@ QUICK_LEAVES_OUT = (
     "tests/test_pg_",
     "tests/test_postgres.py",
     "tests/test_forget_postgres.py",
+    "tests/test_pgvector.py",
 )
 
 
@@ -89,7 +90,7 @@ def left_out_of_quick(item: pytest.Item) -> bool:
     return (
         path.startswith(QUICK_LEAVES_OUT)
         or "heavy" in item.keywords
-        or ("pg_server" in fixtures and "backend" not in fixtures)
+        or (("pg_server" in fixtures or "pgvector_server" in fixtures) and "backend" not in fixtures)
         or (callspec is not None and callspec.params.get("backend") in ("postgres", "pgvector"))
     )
 

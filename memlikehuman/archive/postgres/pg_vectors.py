@@ -9,7 +9,7 @@ an in-memory matrix of the whole scope:
   the HNSW index of the dimension, the scope and model filtered in the same statement. pgvector 0.8's
   iterative scan (``relaxed_order``) goes on through the graph until k rows pass the filter, so a
   scope holding a small part of the archive still gets its k rows; they come back nearly in order and
-  are sorted here by their exact distance. ``ef_search`` is k + EF_MARGIN (at most 1,000).
+  are sorted here by their exact distance. ``ef_search`` is 3k + 100 (at most 1,000).
 - ``semantic``'s window (the most recent N vectors of the scope, Settings.semantic_window) and any ID
   filter (session_id, cue_key): exact, the distance of every row inside, in one statement for all
   phrasings. The window keeps its meaning exactly: the N rows of highest ID.
@@ -34,8 +34,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("memlikehuman")
 
-# How far past k the HNSW search looks (hnsw.ef_search = k + EF_MARGIN, at most EF_MAX): recall@10
-# against exact search is measured in docs/decisions/2026-12-07-pgvector.md.
+# How many candidates the HNSW search keeps: hnsw.ef_search = EF_FACTOR * k + EF_MARGIN, at most EF_MAX
+# (pgvector's limit); recall@10 against exact search per setting in docs/decisions/2026-12-07-pgvector.md.
+EF_FACTOR = 3
 EF_MARGIN = 100
 EF_MAX = 1_000
 # How many index tuples an iterative scan visits at most before it gives up on a filter.
@@ -196,7 +197,7 @@ class PgVectors:
         self, conn: Transaction, kind: Kind, model: str, dim: int, scope: Scope, query: Sequence[float], k: int
     ) -> list[tuple[int, float]]:
         table, key, records, record_key = _TABLES[kind]
-        conn.execute(_SETTINGS, (str(min(EF_MAX, k + EF_MARGIN)), str(MAX_SCAN_TUPLES)))
+        conn.execute(_SETTINGS, (str(min(EF_MAX, EF_FACTOR * k + EF_MARGIN)), str(MAX_SCAN_TUPLES)))
         sql = (
             f"SELECT v.{key} AS id, v.embedding::vector({dim}) <=> ?::vector({dim}) AS d"
             f" FROM {table} v JOIN {records} r ON r.{record_key} = v.{key}"
