@@ -11,6 +11,14 @@ variant (or, for a behaviour with no constant, a patch of the step in this proce
     python -m bench.ablation run --label head       # defaults and every variant: bench/out/ablation/results-head.json
     python -m bench.ablation table --label head     # the ablation table from the saved results
     python -m bench.ablation cv --label head        # leave-one-conversation-out refit of the kept constants
+    python -m bench.ablation aliases                # questions calling a speaker by an alias, with and without
+
+Alternatives come in two kinds: rule-made (bench.conversation_recall.rule_alternatives: written from
+the question alone, near-copies of it) and guesses, standing in for an agent that knows a word the
+question lacks: for each question one right guess (the four longest content words of its first gold
+turn) and one wrong guess (the same of a turn of its conversation that answers nothing), the wrong
+one drawn by a seed of the question's text. Only the guesses exercise what the fusion does with an
+alternative's own best record (phrasings.lift_winners).
 
 The decision rule (issue): a layer stays only if it is worth >= 1 point of R@10 somewhere held out
 (LoCoMo 6-10, coding, chat; fast or semantic) and costs < 0.5 anywhere (removing it gains less than
@@ -148,6 +156,20 @@ def stopwords(kind: str) -> Iterator[None]:
         yield
 
 
+def asked_among_all() -> contextlib.AbstractContextManager[None]:
+    """Every user turn of the ranking read to find the questions, not only the best (recall.ASKED_AMONG)."""
+    from memlikehuman.retrieval import recall as recall_module
+
+    return _swap(recall_module, "ASKED_AMONG", 10**9)
+
+
+def asking_chars_unbounded() -> contextlib.AbstractContextManager[None]:
+    """A turn of any length read to find out whether it only asks (search.ASKING_CHARS)."""
+    from memlikehuman.retrieval import search
+
+    return _swap(search, "ASKING_CHARS", 10**9)
+
+
 def no_lift() -> contextlib.AbstractContextManager[None]:
     from memlikehuman.retrieval import phrasings
 
@@ -177,6 +199,12 @@ class Variant:
     patch: Patch | None = None
     alternatives: bool = False  # asked with rule alternatives (written from the question alone)
     held_out_only: bool = False  # LoCoMo 1-5 not asked (NaN rows): for the costlier alternatives rows
+    guesses: bool = False  # asked with a right and a wrong guess as alternatives (module docstring)
+
+    @property
+    def base(self) -> str:
+        """The row this variant is measured against."""
+        return "guesses: defaults" if self.guesses else "alternatives: defaults" if self.alternatives else "defaults"
 
 
 def _t(**changes: Any) -> Tuning:
@@ -261,6 +289,37 @@ def _variants() -> list[Variant | None]:
         _if(
             "fusion",
             lambda: Variant(
+                "alternatives: rrf fusion",
+                "fusion max (vs rrf)",
+                _t(fusion="rrf"),
+                alternatives=True,
+                held_out_only=True,
+            ),
+        ),
+        Variant(
+            "alternatives: full budgets",
+            "alternative budgets 100 / 500 / 30",
+            _t(alternative_pool=d.lexical_pool, alternative_scored_rows=2_000, alternative_neighbours=d.neighbour_pool),
+            alternatives=True,
+            held_out_only=True,
+        ),
+        Variant("guesses: defaults", "-", guesses=True, held_out_only=True),
+        Variant("guesses: no lift", "lift winners", patch=no_lift, guesses=True, held_out_only=True),
+        _if(
+            "fusion",
+            lambda: Variant(
+                "guesses: rrf fusion", "fusion max (vs rrf)", _t(fusion="rrf"), guesses=True, held_out_only=True
+            ),
+        ),
+        Variant("asked among all", "user turns read for questions: the best 50", patch=asked_among_all),
+        Variant(
+            "asking chars unbounded", "a turn read for a question: at most 600 characters", patch=asking_chars_unbounded
+        ),
+        Variant("second look pool 20", "second look pool 30", _t(second_look=20)),
+        Variant("second look pool 50", "second look pool 30", _t(second_look=50)),
+        _if(
+            "fusion",
+            lambda: Variant(
                 "alternatives: no agreement",
                 "agreement share 0.1",
                 patch=no_agreement,
@@ -282,8 +341,46 @@ def rule_alternatives(item: Item, speakers: Sequence[str]) -> list[str]:
     return rule(item.text, speakers)[:8]
 
 
+def _longest_words(text: str) -> str:
+    from memlikehuman.retrieval import search
+
+    return " ".join(sorted(dict.fromkeys(search.terms(text)), key=lambda w: -len(w))[:4])
+
+
+def guessed_alternatives(turns: Sequence[tuple[str, str]], item: Item) -> list[str]:
+    """A right guess (the longest content words of the item's first gold turn) and a wrong one (of a turn
+    of its conversation that is no gold, drawn by a seed of the question's text); `turns`: (event ID, text)
+    of the item's scope, in recording order."""
+    import random
+    import zlib
+
+    texts = dict(turns)
+    right = next((texts[g] for g in sorted(item.gold) if g in texts), "")
+    others = [text for event_id, text in turns if event_id not in item.gold and _longest_words(text)]
+    wrong = random.Random(zlib.crc32(item.text.encode())).choice(others) if others else ""
+    return [guess for guess in (_longest_words(right), _longest_words(wrong)) if guess]
+
+
+def turns_of(engine: Engine, items: Sequence[Item]) -> dict[str, list[tuple[str, str]]]:
+    """(event ID, text) of each item conversation's events, in recording order."""
+    found: dict[str, list[tuple[str, str]]] = {}
+    for item in items:
+        if item.conversation not in found:
+            rows = engine.db.query(
+                "SELECT event_id, text FROM events WHERE persona_id = ? AND project_id = ? ORDER BY sequence",
+                (item.scope.persona_id, item.scope.project_id),
+            )
+            found[item.conversation] = [(r["event_id"], r["text"]) for r in rows]
+    return found
+
+
 def ask(
-    sources: Sources, items: Sequence[Item], mode: str, variant: Variant, speakers: dict[str, list[str]]
+    sources: Sources,
+    items: Sequence[Item],
+    mode: str,
+    variant: Variant,
+    speakers: dict[str, list[str]],
+    turns: dict[str, list[tuple[str, str]]] | None = None,
 ) -> list[list[float]]:
     """[R@1, R@10] of each item, in order."""
     out = []
@@ -293,6 +390,8 @@ def ask(
                 out.append([math.nan, math.nan])
                 continue
             alternatives = rule_alternatives(item, speakers[item.conversation]) if variant.alternatives else None
+            if variant.guesses:
+                alternatives = guessed_alternatives((turns or {})[item.conversation], item)
             result = recall(
                 sources,
                 item.scope,
@@ -349,15 +448,15 @@ def run(
         opened = []
         for data in datasets():
             engine = stack.enter_context(Engine(ablation_data.settings(data.db, DEFAULT_MODEL)))
-            opened.append((data, Sources(engine, cache), speakers_of(engine, data.items)))
+            opened.append((data, Sources(engine, cache), speakers_of(engine, data.items), turns_of(engine, data.items)))
         for variant in chosen:
-            for data, sources, speakers in opened:
+            for data, sources, speakers, turns in opened:
                 for mode in modes:
                     key = f"{variant.name}|{data.name}|{mode}"
                     if key in results:
                         continue
                     started = time.perf_counter()
-                    results[key] = ask(sources, data.items, mode, variant, speakers)
+                    results[key] = ask(sources, data.items, mode, variant, speakers, turns)
                     r10 = statistics.fmean(r[1] for r in results[key] if r[1] == r[1])
                     took = time.perf_counter() - started
                     print(f"{label} {key}: R@10 {r10:.3f} ({took:.0f} s)", file=sys.stderr, flush=True)
@@ -390,7 +489,7 @@ def worth(
 ) -> dict[tuple[str, str], float]:
     """Defaults minus the variant, R@10 (k=1) or R@1 (k=0) in points, per (group, mode): > 0 when what it
     removes helps."""
-    base = "alternatives: defaults" if variant.alternatives else "defaults"
+    base = variant.base
     return {
         (group, mode): 100
         * (score(results, items, base, mode, group, k) - score(results, items, variant.name, mode, group, k))
@@ -424,6 +523,8 @@ REMOVED = {
     "second look, no length cap": "second look length cap 450",
     "second look without length": "second look: the length feature",
     "alternatives: no agreement": "agreement share 0.1",
+    "alternatives: rrf fusion": "fusion max (vs rrf)",
+    "guesses: rrf fusion": "fusion max (vs rrf)",
 }
 
 
@@ -439,8 +540,9 @@ def table(label: str, k: int = 1) -> str:
     headers += [f"{g} {m[:3]}" for g in GROUPS for m in MODES] + (["verdict"] if k else [])
     rows: list[list[object]] = []
     for name in names:
-        variant = Variant(name, described[name], alternatives=name.startswith("alternatives:"))
-        if name in ("defaults", "alternatives: defaults"):
+        kinds = {"alternatives": name.startswith("alternatives:"), "guesses": name.startswith("guesses:")}
+        variant = Variant(name, described[name], **kinds)
+        if name in ("defaults", "alternatives: defaults", "guesses: defaults"):
             cells = [f"{100 * score(results, items, name, m, g, k):.1f}" for g in GROUPS for m in MODES]
             rows.append([f"**{name}** ({'R@10' if k else 'R@1'})", variant.layer, *cells] + ([""] if k else []))
             continue
@@ -610,6 +712,49 @@ def headline(main_label: str, new_label: str) -> str:
     return report.table(headers, [r + [""] * (width - len(r)) for r in rows])
 
 
+def alias_items() -> list[Item]:
+    """LoCoMo's questions that name a speaker with a learned alias, asked with the alias instead of the
+    label (bench.conversation_recall.nickname_questions: the speaker's most used alias), as items of the
+    ablation's LoCoMo archive."""
+    from bench.conversation_recall import CATEGORIES, DATA, load, nickname_questions
+
+    items = []
+    for number, conv in enumerate(load(DATA, 10), 1):
+        group = "locomo 1-5" if number <= 5 else "locomo 6-10"
+        prefix = f"locomo-{conv.sample_id}-"
+        for q in nickname_questions(conv):
+            gold = frozenset(prefix + g for g in q.gold)
+            items.append(Item(conv.scope, q.text, gold, group, CATEGORIES[q.category], conv.sample_id))
+    return items
+
+
+def aliases_table() -> str:
+    """R@10 and R@1 of the questions that call a speaker by an alias, with the alias phrasing (defaults)
+    and without it (speaker_aliases off), per LoCoMo half and mode."""
+    from bench import report
+    from memlikehuman.providers.local import DEFAULT_MODEL
+
+    items = alias_items()
+    _, cache = _query_cache(DEFAULT_MODEL)
+    chosen = [
+        Variant("defaults", "-"),
+        Variant("no speaker aliases", "speaker-alias phrasing", _t(speaker_aliases=False)),
+    ]
+    rows: list[list[object]] = []
+    with Engine(ablation_data.settings(ablation_data.locomo().db, DEFAULT_MODEL)) as engine:
+        sources, speakers = Sources(engine, cache), speakers_of(engine, items)
+        for mode in MODES:
+            found = {v.name: ask(sources, items, mode, v, speakers) for v in chosen}
+            for group in ("locomo 1-5", "locomo 6-10"):
+                picked = [n for n, item in enumerate(items) if item.group == group]
+                cells: list[object] = [group, mode, len(picked)]
+                for k in (1, 0):
+                    cells += [f"{statistics.fmean(found[v.name][n][k] for n in picked):.3f}" for v in chosen]
+                rows.append(cells)
+    headers = ["questions", "mode", "n", "R@10 with aliases", "R@10 without", "R@1 with aliases", "R@1 without"]
+    return report.table(headers, rows)
+
+
 def multilingual_stopwords() -> str:
     """bench/multilingual.py's set asked with English stopwords (recall's list), the function words of each
     query's language (text/function_words.content) and none, fast and semantic."""
@@ -672,7 +817,7 @@ def write_report(head: str, new: str, notes: Sequence[str]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=("run", "table", "cv", "main", "headline", "report", "stopwords"))
+    parser.add_argument("command", choices=("run", "table", "cv", "main", "headline", "report", "stopwords", "aliases"))
     parser.add_argument("--field", help="cv: the Tuning field")
     parser.add_argument("--values", nargs="*", type=float, help="cv: its grid")
     parser.add_argument("--label", default="head")
@@ -688,6 +833,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         return
     if args.command == "stopwords":
         print(multilingual_stopwords())
+        return
+    if args.command == "aliases":
+        text = aliases_table()
+        (OUT / "aliases.txt").write_text(text + "\n")
+        print(text)
         return
     if args.command == "report":
         print(write_report("head", args.label, NOTES))

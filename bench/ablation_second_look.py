@@ -1,6 +1,6 @@
 """The second look's seven weights refitted by leave-one-conversation-out over LoCoMo's 10 conversations.
 
-The shipped weights were fitted on conversations 1-5 only (design.md, "The second look that shipped").
+The shipped weights were fitted on conversations 1-5 only (docs/decisions/ranking-ablation.md).
 Here every `semantic` recall of LoCoMo is run once with the defaults while the second look's input is
 captured (its pool of 30, their scores and Looks); for each conversation a class-balanced logistic
 regression (numpy, the same seven features) is fitted on the other nine, and recall is run on the one

@@ -16,7 +16,8 @@ says: a hit is a returned record whose event is a gold message.
 - hook: the share of gold messages among what the prompt hook would inject for the question;
 - ms p50/p95 per query (recall with limit 10).
 Floors in the same run: plain FTS5 bm25 over whole messages (stopwords out, porter), and plain cosine
-over the same embedder's vector of each message (its first 2,000 characters, as the embedder reads).
+over the same embedder's vector of each message (the indexer's, read from the archive: the message's
+first 2,000 characters, as the embedder reads, after its speaker and the previous turn's tail).
 `--baseline REV` runs the same questions on the engine of another revision (its own archive, the
 package extracted from git into the work directory), and `--locomo N` times fast recall over the first
 N LoCoMo conversations in the same run, for the per-query cost on short chat turns.
@@ -55,6 +56,7 @@ MAX_CHARS = 200_000
 PART_ROOM = 100
 BUDGET = 2_000
 KS = (1, 5, 10)
+REPORT_HALF = range(11, 21)  # conversations nothing was chosen on
 _MARK = re.compile(r"\s*->->\s*\d+\s*,\s*\d+\s*$")
 _WORD = re.compile(r"\w+")
 
@@ -257,22 +259,25 @@ def bm25_floor(conv: Conversation) -> list[list[int]]:
     return ranked
 
 
-def cosine_floor(conv: Conversation, cache: Path) -> list[list[int]]:
-    """Plain cosine between the question and each message's vector (the default local embedder)."""
+def cosine_floor(conv: Conversation, archive: Path) -> list[list[int]]:
+    """Plain cosine between the question and each message's vector: the vectors the engine's indexer made
+    of the messages (the default local embedder), read from the archive; nothing else of the ranking."""
     import numpy as np
 
     from memlikehuman.providers.local import LocalEmbedder
 
     embedder = LocalEmbedder()
-    file = cache / f"floor-vectors-{conv.n}.npy"
-    if file.exists():
-        vectors = np.load(file)
-    else:
-        vectors = embedder.embed([m.text for m in conv.messages], "passage")
-        np.save(file, vectors)
+    db = sqlite3.connect(f"file:{archive}?mode=ro", uri=True)
+    rows = db.execute(
+        "SELECT e.event_id, v.vector FROM events e JOIN event_vectors v ON v.event_sequence = e.sequence"
+        " WHERE e.project_id = ? AND v.model = ?",
+        (conv.project, embedder.model_id),
+    ).fetchall()
+    db.close()
+    ids = np.asarray([message_of(event_id) for event_id, _ in rows])
+    vectors = np.stack([np.frombuffer(blob, dtype="<f4") for _, blob in rows])
     queries = embedder.embed([q.text for q in conv.questions], "query")
-    ids = np.asarray([m.id for m in conv.messages])
-    return [ids[np.argsort(-(vectors @ query))[:10]].tolist() for query in queries]
+    return [list(dict.fromkeys(ids[np.argsort(-(vectors @ query))[:20]].tolist()))[:10] for query in queries]
 
 
 # -- scoring -------------------------------------------------------------------------------------------
@@ -374,7 +379,9 @@ def _baseline(rev: str, work: Path, args: argparse.Namespace) -> tuple[str, dict
         with tarfile.open(fileobj=BytesIO(archive.stdout)) as tar:
             tar.extractall(src, filter="data")
     commit = subprocess.run(["git", "rev-parse", "--short", rev], cwd=REPO, check=True, capture_output=True, text=True)
-    result = work / f"answers-{rev}.json"
+    result = work / f"answers-{rev}-{args.conversations}-{'-'.join(args.modes)}.json"
+    if result.exists():  # measured before in this work directory (--archive): the same revision's answers
+        return commit.stdout.strip(), json.loads(result.read_text())
     env = {**os.environ, "PYTHONPATH": f"{src}{os.pathsep}{REPO}"}
     command = [sys.executable, "-m", "bench.beam", "--measure-only", str(result), "--archive", str(work / rev),
                "--conversations", args.conversations, "--modes", *args.modes, "--locomo", str(args.locomo)]  # fmt: skip
@@ -409,19 +416,24 @@ def main(argv: Sequence[str] | None = None) -> None:
     from memlikehuman.sessions.tokens import counter_for
 
     count = counter_for("gpt-4o").count
-    systems: dict[str, Score] = {}
+    answered: Answers = {}
     notes: list[str] = []
     baseline = _baseline(args.baseline, work, args) if args.baseline else None
     ours = measure(work / "beam.sqlite3", convs, args.modes, args.locomo)
     for label, measured in [(f"at {baseline[0]} (before)", baseline[1])] if baseline else []:
-        _add(systems, notes, label, measured, convs, count)
-    _add(systems, notes, f"this checkout ({report.commit()})", ours, convs, count)
+        _add(answered, notes, label, measured)
+    _add(answered, notes, f"this checkout ({report.commit()})", ours)
     if not args.no_floors:
-        systems["floor: FTS5 bm25 over messages"] = score(convs, _as_answers(convs, map(bm25_floor, convs)), count)
-        cosine = (cosine_floor(conv, work) for conv in convs)
-        systems["floor: cosine over message vectors"] = score(convs, _as_answers(convs, cosine), count)
-    n_questions = sum(len(c.questions) for c in convs)
-    body = f"Conversations {args.conversations} ({n_questions} questions with evidence).\n\n{render(systems)}"
+        answered["floor: FTS5 bm25 over messages"] = _as_answers(convs, map(bm25_floor, convs))
+        cosine = (cosine_floor(conv, work / "beam.sqlite3") for conv in convs)
+        answered["floor: cosine over message vectors"] = _as_answers(convs, cosine)
+    body = _tables(convs, answered, count, args.conversations)
+    held_out = [i for i, conv in enumerate(convs) if conv.n in REPORT_HALF]
+    if 0 < len(held_out) < len(convs):
+        half = [convs[i] for i in held_out]
+        chosen = {name: [answers[i] for i in held_out] for name, answers in answered.items()}
+        body += "\n\nThe half nothing was chosen on (the ranking's rules were chosen on conversations 1-10):\n\n"
+        body += _tables(half, chosen, count, "11-20")
     body += "\n\n" + "\n".join(f"- {note}" for note in notes)
     print(body)
     if not args.no_write:
@@ -430,20 +442,26 @@ def main(argv: Sequence[str] | None = None) -> None:
         report.write_section("beam", "BEAM 100K: recall of long working sessions", command, body)
 
 
+Answers = dict[str, list[list[dict[str, Any]]]]  # per system, per conversation, per question
+
+
+def _tables(convs: list[Conversation], answered: Answers, count: Any, spec: str) -> str:
+    systems = {name: score(convs, answers, count) for name, answers in answered.items()}
+    n_questions = sum(len(c.questions) for c in convs)
+    return f"Conversations {spec} ({n_questions} questions with evidence).\n\n{render(systems)}"
+
+
 def _add(
-    systems: dict[str, Score],
-    notes: list[str],
-    label: str,
-    measured: dict[str, Any],
-    convs: list[Conversation],
-    count: Any,
+    answered: dict[str, list[list[dict[str, Any]]]], notes: list[str], label: str, measured: dict[str, Any]
 ) -> None:
     for mode, answers in measured["modes"].items():
-        systems[f"{label}, {mode}"] = score(convs, answers, count)
+        answered[f"{label}, {mode}"] = answers
     notes.extend(f"{label}: {note}" for note in measured["notes"])
     if measured.get("locomo_ms"):
-        ms = [x * 1000 for x in measured["locomo_ms"]]
-        notes.append(f"{label}: LoCoMo fast recall p50 {statistics.median(ms):.1f} ms over {len(ms)} questions")
+        ms = statistics.median(measured["locomo_ms"]) * 1000
+        fast = [a["seconds"] for conv in measured["modes"].get("fast", []) for a in conv]
+        ratio = f"; BEAM fast p50 {statistics.median(fast) * 1000 / ms:.2f}x that in the same run" if fast else ""
+        notes.append(f"{label}: LoCoMo fast recall p50 {ms:.1f} ms over {len(measured['locomo_ms'])} questions{ratio}")
 
 
 def _as_answers(convs: list[Conversation], rankings: Iterable[list[list[int]]]) -> list[list[dict[str, Any]]]:

@@ -43,7 +43,6 @@ from memlikehuman.engine import Engine
 from memlikehuman.index.indexer import count_missing
 from memlikehuman.providers.local import DEFAULT_MODEL, MODELS
 from memlikehuman.records import Scope
-from memlikehuman.retrieval import phrasings
 from memlikehuman.retrieval.recall import DEFAULT_TUNING, Tuning, recall
 from memlikehuman.text import aliases
 
@@ -288,16 +287,15 @@ def with_alternatives(
     source: str,
     rewriter: rewriter_module.Rewriter | None,
 ) -> dict[str, Scores]:
-    """Every question asked with alternatives (from the rule or the model), in each fusion, and in the
-    default fusion with the query weighing as much as an alternative, or every alternative lending to
-    as many neighbours as the query (the two choices of docs/decisions/2026-12-01-recall-alternatives.md)."""
+    """Every question asked with alternatives (from the rule or the model), with the defaults, with the
+    query weighing as much as an alternative, and with every alternative lending to as many neighbours
+    as the query (the two choices of docs/decisions/2026-12-01-recall-alternatives.md)."""
     results = {}
     default = DEFAULT_TUNING
-    variants = [(f"{fusion} fusion", dataclasses.replace(default, fusion=fusion)) for fusion in phrasings.FUSIONS]
-    variants.append((f"{default.fusion}, query weight 1", dataclasses.replace(default, query_weight=1.0)))
+    variants = [("max fusion", default), ("max, query weight 1", dataclasses.replace(default, query_weight=1.0))]
     variants.append(
         (
-            f"{default.fusion}, {default.neighbour_pool} neighbours per alternative",
+            f"max, {default.neighbour_pool} neighbours per alternative",
             dataclasses.replace(default, alternative_neighbours=default.neighbour_pool),
         )
     )
@@ -500,7 +498,7 @@ def run(args: argparse.Namespace) -> tuple[dict[str, Scores], list[str]]:
     if args.alternatives == "aliases":
         notes.append(
             "speaker aliases: memory_recall (default) adds the query with the speaker's label where it calls a"
-            " speaker by an alias the archive learned (alias_evidence, aliases.toward_labels; rrf fusion);"
+            " speaker by an alias the archive learned (alias_evidence, aliases.toward_labels);"
             ' "not used": Tuning(speaker_aliases=False); "phrasings both ways": aliases.phrasings (every other'
             ' name of each named speaker, also label -> alias) as alternatives; "questions calling a speaker by an'
             ' alias": the questions naming a speaker with a learned alias, asked with that alias (the most used'
@@ -531,9 +529,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--alternatives",
         choices=("none", "rule", "llm", "aliases"),
         default="none",
-        help="also ask every question with alternatives, in each fusion: rule = rule_alternatives(),"
+        help="also ask every question with alternatives: rule = rule_alternatives(),"
         " llm = the local model of ../shared/guides/local-llm.md (bench/rewriter.py, cached); aliases ="
-        " the phrasings of memlikehuman.text.aliases learned from the conversation (rrf fusion only)",
+        " the phrasings of memlikehuman.text.aliases learned from the conversation",
     )
     parser.add_argument(
         "--rewrites", type=Path, help="cache file of the model's phrasings (default: in the archive dir)"

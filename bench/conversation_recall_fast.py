@@ -57,13 +57,11 @@ def scores(engine: Engine, conversations: list[Conversation], plain_only: bool) 
             for name, row in alias_rows(engine, conversations, "fast").items()
         }
     )
-    for fusion in ("rrf", "max"):
-        name = f"rule alternatives, {fusion} fusion"
-        rows[name] = Scores()
-        for conv in conversations:
-            speakers = sorted({t.speaker for t in conv.turns})
-            tuning = dataclasses.replace(DEFAULT_TUNING, fusion=fusion)
-            ask(engine, conv, "fast", rows[name], tuning, lambda q, s=speakers: rule_alternatives(q, s))  # type: ignore[misc]
+    name = "rule alternatives, max fusion"
+    rows[name] = Scores()
+    for conv in conversations:
+        speakers = sorted({t.speaker for t in conv.turns})
+        ask(engine, conv, "fast", rows[name], DEFAULT_TUNING, lambda q, s=speakers: rule_alternatives(q, s))  # type: ignore[misc]
     return rows
 
 

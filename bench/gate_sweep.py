@@ -1,7 +1,7 @@
 """The injection gate's constants measured where they were not chosen: LoCoMo 6-10 and the coding archive.
 
-bench/injection.py chose the gate (retrieval/injection.py `Gate`: coverage 0.25, similarity margin 0.02,
-step 0.01, 5 items, 2,000 characters) on LoCoMo 1-5 and the first half of its coding prompts. This
+bench/injection.py chose the gate (config.py `Gate`: coverage 0.25, step 0.01 at first, 0.02 since
+2026-12-06, 5 items, 2,000 characters) on LoCoMo 1-5 and the first half of its coding prompts. This
 sweep reads the candidates of every prompt once with an open gate (`Engine.inject`, 15 candidates)
 from the ablation's archives (bench/ablation_data.py: LoCoMo recorded as bench/conversation_recall.py
 records it; the coding archive of bench/second_look_coding.py, whose 24 notes sit among 400 file
@@ -10,15 +10,25 @@ reads), then applies `injection.passing` for each setting. Answerable prompts: L
 LoCoMo 6-10 category 5 (no answer in the conversation) and bench/injection_set.py's 24 unrelated
 prompts (any injected).
 
-    python -m bench.gate_sweep     # prints the tables (and saves the candidates under bench/out/ablation/)
+Beside each setting: how many prompts got another set of items than with the defaults. (Until
+2026-12-07 a cosine counted less the prompt's best cosine to eight sentences of small talk, with a
+floor of 0.02 on that margin; this sweep at commit 250108c replayed the gate without them: no prompt
+of either set changed. docs/decisions/2026-12-03-injection-gate.md.)
+
+    python -m bench.gate_sweep         # prints the tables (and saves the candidates under bench/out/ablation/)
+    python -m bench.gate_sweep --vary memlikehuman.retrieval.injection.POOL 10 15 30   # the default gate as a
+        module constant of its path takes each value in turn (in this process only; --modes fast: fast alone)
 """
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import json
 import statistics
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from bench import ablation_data, report
@@ -30,7 +40,7 @@ from memlikehuman.providers.local import DEFAULT_MODEL
 from memlikehuman.records import Scope
 from memlikehuman.retrieval.injection import Gate, passing
 
-OPEN = {"items": 15, "chars": 10**6, "coverage": 0.0, "similarity": -9.0, "step": 0.0}
+OPEN = {"items": 15, "chars": 10**6, "coverage": 0.0, "step": 0.0}
 DEFAULT = Gate()
 
 
@@ -70,48 +80,87 @@ def prompts() -> list[Prompt]:
 Candidates = list[tuple[str, float, float | None, int]]
 
 
-def candidates(mode: str) -> list[Candidates]:
-    path = OUT / f"gate-candidates-{mode}.json"
+@dataclass(frozen=True)
+class Found:
+    """A prompt's candidates: record ID, coverage, cosine (None in fast mode), line length; and how long
+    reading them took (seconds)."""
+
+    candidates: Candidates
+    seconds: float = 0.0
+
+
+def candidates(mode: str, varied: tuple[str, float] | None = None) -> list[Found]:
+    """Every prompt's candidates read with an open gate (and a module constant at another value)."""
+    path = OUT / f"gate-candidates-{mode}{'' if varied is None else f'-{varied[0]}={varied[1]}'}.json"
     if path.exists():
-        return [[tuple(c) for c in found] for found in json.loads(path.read_text())]  # type: ignore[misc]
-    found: list[Candidates] = []
+        saved = json.loads(path.read_text())
+        if isinstance(saved, dict) and "seconds" in saved:
+            pairs = zip(saved["candidates"], saved["seconds"], strict=True)
+            return [Found([tuple(c) for c in found], s) for found, s in pairs]  # type: ignore[misc]
+    found: list[Found] = []
     asked = prompts()
-    for name, db in (("locomo", OUT / "locomo.sqlite3"), ("coding", OUT / "coding.sqlite3")):
-        with Engine(ablation_data.settings(db, DEFAULT_MODEL)) as engine:
-            for n, p in enumerate(asked):
-                if (p.set == "coding") != (name == "coding"):
-                    continue
-                items = engine.inject(p.scope, p.text, mode=mode, session_id=f"gate-{n}", gate=OPEN)
-                found.append([(i.record_id, i.coverage, i.similarity, len(i.line)) for i in items])
-                print(f"\r{mode} {len(found)}/{len(asked)}", end="", file=sys.stderr, flush=True)
+    with _varied(*varied) if varied else contextlib.nullcontext():
+        for name, db in (("locomo", OUT / "locomo.sqlite3"), ("coding", OUT / "coding.sqlite3")):
+            with Engine(ablation_data.settings(db, DEFAULT_MODEL)) as engine:
+                for n, p in enumerate(asked):
+                    if (p.set == "coding") != (name == "coding"):
+                        continue
+                    started = time.perf_counter()
+                    items = engine.inject(p.scope, p.text, mode=mode, session_id=f"gate-{n}", gate=OPEN)
+                    rows = [(i.record_id, i.coverage, i.similarity, len(i.line)) for i in items]
+                    found.append(Found(rows, time.perf_counter() - started))
+                    print(f"\r{mode} {len(found)}/{len(asked)}", end="", file=sys.stderr, flush=True)
     print(file=sys.stderr)
-    path.write_text(json.dumps(found))
+    path.write_text(json.dumps({"candidates": [f.candidates for f in found], "seconds": [f.seconds for f in found]}))
     return found
 
 
-def measure(asked: Sequence[Prompt], found: Sequence[Candidates], gate: Gate, group: str) -> list[float]:
+@contextlib.contextmanager
+def _varied(path: str, value: float) -> Iterator[None]:
+    """The module constant at `path` (memlikehuman.text.overlap.STEM_CHARS) set to `value` in this process."""
+    module, name = path.rsplit(".", 1)
+    owner = importlib.import_module(module)
+    old = getattr(owner, name)
+    setattr(owner, name, type(old)(value))
+    try:
+        yield
+    finally:
+        setattr(owner, name, old)
+
+
+def chosen(found: Found, gate: Gate) -> list[int]:
+    """The positions of the candidates the gate lets through, in order."""
+    return passing([(c, m, length) for _, c, m, length in found.candidates], gate)
+
+
+def measure(asked: Sequence[Prompt], found: Sequence[Found], gate: Gate, group: str) -> list[float]:
     """hit@injected, noise (share of no-answer prompts given anything), items and chars per answerable prompt."""
     hits, noise, items, chars = [], [], [], []
     for p, f in zip(asked, found, strict=True):
         if p.set != group:
             continue
-        chosen = [f[n] for n in passing([(c, m, length) for _, c, m, length in f], gate)]
+        passed = [f.candidates[n] for n in chosen(f, gate)]
         if p.gold:
-            hits.append(any(rid in p.gold for rid, *_ in chosen))
-            items.append(len(chosen))
-            chars.append(sum(c[3] for c in chosen))
+            hits.append(any(rid in p.gold for rid, *_ in passed))
+            items.append(len(passed))
+            chars.append(sum(c[3] for c in passed))
         else:
-            noise.append(bool(chosen))
+            noise.append(bool(passed))
     return [statistics.fmean(hits), statistics.fmean(noise), statistics.fmean(items), statistics.fmean(chars)]
 
 
+def changed(asked: Sequence[Prompt], found: Sequence[Found], gate: Gate, group: str) -> int:
+    """How many of the group's prompts get other items through `gate` than through the defaults."""
+    return sum(1 for p, f in zip(asked, found, strict=True) if p.set == group and chosen(f, DEFAULT) != chosen(f, gate))
+
+
 GRID = (
-    [Gate(coverage=c) for c in (0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 1.01)]
-    + [Gate(similarity=s) for s in (0.0, 0.01, 0.03, 0.04, 0.06, 9.0)]
-    + [Gate(step=s) for s in (0.0, 0.005, 0.015, 0.02, 0.03)]
+    [Gate(coverage=c) for c in (0.15, 0.2, 0.3, 0.35, 0.4, 0.5, 1.01)]
+    + [Gate(step=s) for s in (0.0, 0.005, 0.01, 0.015, 0.03, 9.0)]
     + [Gate(items=i) for i in (1, 3, 8)]
     + [Gate(chars=c) for c in (500, 1000, 4000)]
 )
+FIELDS = ("items", "chars", "coverage", "step")
 
 
 def tables() -> str:
@@ -120,16 +169,15 @@ def tables() -> str:
     for mode in ("fast", "semantic"):
         found = candidates(mode)
         headers = ["gate (changed from default)", "set", "hit@injected", "noise: any injected", "items", "chars"]
+        headers.append("prompts changed")
         rows: list[list[object]] = []
         for gate in [DEFAULT, *GRID]:
-            changed = ", ".join(
-                f"{k} {getattr(gate, k)}"
-                for k in ("items", "chars", "coverage", "similarity", "step")
-                if getattr(gate, k) != getattr(DEFAULT, k)
-            )
+            diff = ", ".join(f"{k} {getattr(gate, k)}" for k in FIELDS if getattr(gate, k) != getattr(DEFAULT, k))
+            name = diff or "default"
             for group in ("locomo 6-10", "coding"):
                 hit, noise, items, chars = measure(asked, found, gate, group)
-                rows.append([changed or "default", group, hit, noise, f"{items:.2f}", f"{chars:.0f}"])
+                moved = changed(asked, found, gate, group)
+                rows.append([name, group, hit, noise, f"{items:.2f}", f"{chars:.0f}", moved])
         parts.append(f"{mode}:\n\n" + report.table(headers, rows))
     counts = {
         g: (sum(1 for p in asked if p.set == g and p.gold), sum(1 for p in asked if p.set == g and not p.gold))
@@ -139,5 +187,39 @@ def tables() -> str:
     return "\n\n".join(parts)
 
 
+def vary_table(path: str, values: Sequence[float], modes: Sequence[str]) -> str:
+    """The default gate over the candidates read with the constant at `path` at each value: hit@injected,
+    noise, the prompts whose items change against today's, and the median time of reading a prompt's
+    candidates."""
+    asked = prompts()
+    headers = ["mode", path.rsplit(".", 2)[-2] + "." + path.rsplit(".", 1)[1], "set", "hit@injected"]
+    headers += ["noise: any injected", "prompts changed", "ms per prompt"]
+    rows: list[list[object]] = []
+    for mode in modes:
+        today = candidates(mode)
+        for value in values:
+            found = candidates(mode, (path, value))
+            for group in ("locomo 6-10", "coding"):
+                hit, noise, _, _ = measure(asked, found, DEFAULT, group)
+                mine = [(f, o) for p, f, o in zip(asked, found, today, strict=True) if p.set == group]
+                moved = sum(1 for f, o in mine if _ids(f) != _ids(o))
+                ms = 1000 * statistics.median(f.seconds for f, _ in mine)
+                rows.append([mode, value, group, hit, noise, moved, f"{ms:.0f}"])
+    return report.table(headers, rows)
+
+
+def _ids(found: Found) -> list[str]:
+    return [found.candidates[n][0] for n in chosen(found, DEFAULT)]
+
+
 if __name__ == "__main__":
-    print(tables())
+    if sys.argv[1:2] == ["--vary"]:
+        fast_only = sys.argv[-2:] == ["--modes", "fast"]
+        path, *values = sys.argv[2 : -2 if fast_only else None]
+        text = vary_table(path, [float(v) for v in values], ["fast"] if fast_only else ["fast", "semantic"])
+        (OUT / f"gate-{path.rsplit('.', 1)[1]}.txt").write_text(text + "\n")
+        print(text)
+        raise SystemExit(0)
+    text = tables()
+    (OUT / "gate.txt").write_text(text + "\n")
+    print(text)

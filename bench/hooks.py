@@ -20,14 +20,13 @@ import resource
 import shutil
 import subprocess
 import sys
-import sysconfig
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench import hooks_real  # noqa: E402
+from bench.installed import at_revision, pip_installed, this_checkout  # noqa: E402
 from bench.report import percentile, table, write_section  # noqa: E402
 from memlikehuman import config  # noqa: E402
 from memlikehuman.engine import Engine  # noqa: E402
@@ -68,38 +67,6 @@ def timed(argv: list[str], stdin: bytes, env: dict[str, str]) -> tuple[float, fl
 
 Payload = Callable[[int], dict[str, object] | None]
 Case = tuple[str, list[str], Payload, dict[str, str]]  # label, argv, stdin JSON per run, extra environment
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def this_checkout(tmp: Path) -> Path:
-    """A copy of the package as this checkout has it (committed or not), ready to build."""
-    src = tmp / "src"
-    shutil.copytree(ROOT / "memlikehuman", src / "memlikehuman", ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("pyproject.toml", "README.md", "LICENSE"):
-        if (ROOT / name).exists():
-            shutil.copy(ROOT / name, src / name)
-    return src
-
-
-def pip_installed(src: Path, tmp: Path) -> Path:
-    """The package at src as `pip install` puts it (a wheel, its .pyc compiled) into a scratch venv; its python."""
-    tmp.mkdir(parents=True, exist_ok=True)
-    pip = [sys.executable, "-m", "pip", "--quiet"]
-    subprocess.run([*pip, "wheel", "--no-deps", "-w", str(tmp / "wheel"), str(src)], check=True)
-    venv = tmp / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    python = venv / "bin" / "python"
-    wheel = next((tmp / "wheel").glob("memlikehuman-*.whl"))
-    subprocess.run([*pip, "--python", str(python), "install", "--no-deps", str(wheel)], check=True)
-    site = subprocess.run(
-        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    # The dependencies (apsw, ...) from this venv, after the scratch venv's own site-packages: no download.
-    Path(site, "zz_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    return python
 
 
 def measure(cases: list[Case], runs: int, env: dict[str, str]) -> dict[str, tuple[list[float], list[float]]]:
@@ -121,14 +88,8 @@ def baseline_cases(rev: str, tmp: Path, args: list[str], start: Payload, prompt:
     They run on their own copy of the archive: one version's close (a WAL checkpoint or none) must
     not change what the other's next run finds.
     """
-    commit = subprocess.run(["git", "rev-parse", "--short", rev], capture_output=True, text=True, check=True)
-    src = tmp / "baseline-src"
-    src.mkdir()
-    files = ["memlikehuman", "pyproject.toml", "README.md"]
-    tar = subprocess.run(["git", "archive", rev, *files], capture_output=True, check=True, cwd=ROOT).stdout
-    subprocess.run(["tar", "-x", "-C", str(src)], input=tar, check=True)
+    src, name = at_revision(rev, tmp / "baseline-src")
     script = str(pip_installed(src, tmp / "baseline").with_name("memlikehuman"))
-    name = commit.stdout.strip()
     copy = tmp / "baseline.sqlite3"
     shutil.copy(db, copy)
     own = {"MEMLIKEHUMAN_DB": str(copy)}
@@ -138,34 +99,11 @@ def baseline_cases(rev: str, tmp: Path, args: list[str], start: Payload, prompt:
     ]
 
 
-def _real_rows(real: dict[str, object] | None, started: dict[str, list[float]]) -> str:
-    """The real `claude -p` rows (hooks_real.py) and the server's start, as a second table."""
-    rows = []
-    if real is not None:
-        label = (
-            f"UserPromptSubmit inside claude -p 2.1.197, warm server ({real['semantic']} of {real['runs']} semantic)"
-        )
-        rows.append((label, f"{real['p50']:.0f}", f"{real['p95']:.0f}"))
-    for label, times in started.items():
-        rows.append((label, f"{percentile(times, 50):.0f}", f"{percentile(times, 95):.0f}"))
-    note = (
-        "The prompt hook as Claude Code runs it: `claude -p` headless against the stand-in model of"
-        " tests/hosts_real after a plain `install claude-code`, a `memlikehuman serve` of the same archive"
-        " warm beside it; the hook command wrapped by a timer (process start included). Target: p50 <= 300"
-        " ms, semantic. `serve` to `initialize`: a new process each time; its floor is the MCP SDK's import."
-    )
-    if real is None:
-        note += " Claude Code is not installed here (.ci/hosts): its row is missing."
-    return table(["what a host waits for", "p50 ms", "p95 ms"], rows) + "\n\n" + note
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=2000)
     parser.add_argument("--runs", type=int, default=40)
     parser.add_argument("--baseline", default=None, help="also time the hooks of this git revision (e.g. main)")
-    parser.add_argument("--claude-runs", type=int, default=20, help="claude -p sessions with a warm server")
-    parser.add_argument("--serve-runs", type=int, default=10, help="serve starts up to `initialize`")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "memory.sqlite3"
@@ -201,8 +139,6 @@ def main() -> None:
         if args.baseline:
             cases += baseline_cases(args.baseline, Path(tmp), args_, start, prompt, db)
         found = measure(cases, args.runs, env)
-        real = hooks_real.prompt_hook(Path(tmp) / "claude", args.claude_runs) if hooks_real.available() else None
-        started = hooks_real.serve_start(Path(tmp) / "serve.sqlite3", args.serve_runs)
     floors = {name: percentile(found[name][0], 50) for name in (FLOOR, EDITABLE_FLOOR)}
     rows = []
     for label, (walls, cpus) in found.items():
@@ -212,7 +148,6 @@ def main() -> None:
         print(f"{label}: p50 {p50:.0f} ms, p95 {p95:.0f} ms, CPU p50 {cpu:.0f} ms", flush=True)
     headers = ["process (new for every run)", "p50 ms", "p95 ms", "p50 above its floor", "CPU p50 ms"]
     body = table(headers, rows)
-    body += "\n\n" + _real_rows(real, started)
     body += (
         f"\n\n{args.runs} runs of each, round-robin, after 3 warm-up rounds; archive of {args.events:,} events in"
         " the hooks' scope; target: SessionStart and UserPromptSubmit p50 <= 150 ms. The first four rows are"

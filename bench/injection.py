@@ -8,8 +8,8 @@ speaker as `user`, the second as `assistant`, the speaker's name as the source, 
 one scope per conversation; the coding set (bench/injection_set.py) in a scope of its own. Vectors
 are made once (the archive can be kept with --archive). Then:
 1. tuning, in-process on conversations 1-5 and the coding set's first half: every question's
-   candidates with their coverage and cosine margin (injection.choose with an open gate), and the
-   share of hits and of noise for each pair of floors;
+   candidates with their coverage and cosine (injection.choose with an open gate), and the share of
+   hits and of noise for each coverage floor and lead (step; 9.0: no item passes by meaning);
 2. the report, over the real `memlikehuman hook claude-code` command on conversations 6-10 and the
    coding set's second half, each question a UserPromptSubmit prompt of a session of its own: once
    with no server running (fast, in the hook) and once with `memlikehuman serve` running on the
@@ -53,11 +53,9 @@ PERSONA = "locomo"
 CODING = Scope("default", "coding")
 ENV = {"MEMLIKEHUMAN_EXTRACTOR": "none", "MEMLIKEHUMAN_CONFIG": "/nonexistent"}
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "no answer"}
-OPEN = {"items": 15, "chars": 10**6, "coverage": 0.0, "similarity": -9.0, "step": 0.0}  # every candidate passes
-FAST_GRID = [(c, 9.0, 0.0) for c in (0.0, 0.1, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5)]
-SEMANTIC_GRID = [(c, 9.0, 0.0) for c in (0.25, 0.3)] + [
-    (c, m, s) for c in (0.25, 0.3) for m in (0.02, 0.03, 0.04, 0.05, 0.06) for s in (0.0, 0.01, 0.015, 0.02, 0.03)
-]
+OPEN = {"items": 15, "chars": 10**6, "coverage": 0.0, "step": 0.0}  # every candidate passes
+FAST_GRID = [(c, 9.0) for c in (0.0, 0.1, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5)]
+SEMANTIC_GRID = [(c, s) for c in (0.25, 0.3) for s in (9.0, 0.0, 0.01, 0.015, 0.02, 0.03)]
 
 
 @dataclass(frozen=True)
@@ -126,7 +124,7 @@ def _index(question: Question) -> int:
 # -- tuning: the gate's floors, in-process ---------------------------------------------------------
 
 
-Candidates = list[tuple[str, float, float | None, int]]  # record ID, coverage, margin, line length
+Candidates = list[tuple[str, float, float | None, int]]  # record ID, coverage, cosine, line length
 
 
 def candidates(engine: Engine, questions: list[Question], mode: str) -> list[Candidates]:
@@ -137,21 +135,19 @@ def candidates(engine: Engine, questions: list[Question], mode: str) -> list[Can
     return out
 
 
-def gated(found: Candidates, coverage: float, margin: float, step: float) -> list[str]:
+def gated(found: Candidates, coverage: float, step: float) -> list[str]:
     """injection.passing (the gate choose applies) over candidates it let through open."""
-    gate = Gate(5, 2000, coverage, margin, step)
+    gate = Gate(coverage=coverage, step=step)
     return [found[n][0] for n in passing([(c, m, length) for _, c, m, length in found], gate)]
 
 
-def sweep(
-    questions: list[Question], found: list[Candidates], grid: list[tuple[float, float, float]]
-) -> list[list[object]]:
+def sweep(questions: list[Question], found: list[Candidates], grid: list[tuple[float, float]]) -> list[list[object]]:
     rows: list[list[object]] = []
-    for coverage, margin, step in grid:
+    for coverage, step in grid:
         by: dict[str, Tally] = defaultdict(Tally)
         for q, f in zip(questions, found, strict=True):
-            by[q.group].add(q, gated(f, coverage, margin, step), 0)
-        rows.append([coverage, margin, step, *_summary(by)])
+            by[q.group].add(q, gated(f, coverage, step), 0)
+        rows.append([coverage, step, *_summary(by)])
     return rows
 
 
@@ -336,7 +332,7 @@ ORDER = [item["sample_id"] for item in json.loads(DATA.read_text(encoding="utf-8
 
 def tuning_tables(engine: Engine, locomo: list[Question], coding: list[Question]) -> str:
     parts = []
-    headers = ["coverage", "margin", "step", "hit@injected", "noise: any injected", "items per answerable"]
+    headers = ["coverage", "step", "hit@injected", "noise: any injected", "items per answerable"]
     for mode, grid in (("fast", FAST_GRID), ("semantic", SEMANTIC_GRID)):
         for name, questions in (("LoCoMo conversations 1-5", locomo), ("coding set, first half", coding)):
             found = candidates(engine, questions, mode)
@@ -357,8 +353,8 @@ def render(results: dict[str, dict[str, object]], settings: config.Settings) -> 
              json.dumps(result["labels"])]
         )  # fmt: skip
     gate = (
-        f"items {settings.inject_items}, chars {settings.inject_chars}, coverage {settings.inject_coverage},"
-        f" similarity margin {settings.inject_similarity}, step {settings.inject_step}, wait {settings.inject_wait} s"
+        f"items {settings.gate.items}, chars {settings.gate.chars}, coverage {settings.gate.coverage},"
+        f" step {settings.gate.step}, wait {settings.inject_wait} s"
     )
     return (
         "Report over the real hook command, LoCoMo conversations 6-10 and the coding set's second half;"

@@ -7,11 +7,13 @@ vector scan does not depend on what the vectors mean. Queries are embedded by th
 
     python -m bench.recall_latency                 # 100k events, writes docs/benchmarks.md
     python -m bench.recall_latency --events 10000  # a quick look, no doc update
+    python -m bench.recall_latency --budgets       # each budget of recall lifted in turn: time and results
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import random
 import sys
@@ -20,6 +22,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import numpy as np
 
@@ -150,11 +153,97 @@ def lexical_overlap(engine: Engine, queries: Sequence[str], cap: int) -> float:
     return report.mean(shares)
 
 
+def _swapped(owner: Any, name: str, value: Any) -> Any:
+    """A module constant set to `value` in this process for the length of a measurement."""
+    return mock.patch.object(owner, name, value)
+
+
+def _budgets() -> list[tuple[str, Tuning, Any]]:
+    """(what is lifted, tuning, a patch of a module constant or None): each budget of recall in turn."""
+    from memlikehuman.retrieval import recall as recall_module
+
+    d, t = DEFAULT_TUNING, dataclasses.replace
+    return [
+        ("defaults", d, None),
+        ("lexical and dense pools 300 -> 1,000", t(d, lexical_pool=1_000, dense_pool=1_000), None),
+        ("neighbour pool 100 -> all hits", t(d, neighbour_pool=10**6), None),
+        ("scored rows 2,000 -> all (search.SCORED_ROWS)", d, lambda: _swapped(search, "SCORED_ROWS", 10**9)),
+        (
+            "user turns read for questions 50 -> all (ASKED_AMONG)",
+            d,
+            lambda: _swapped(recall_module, "ASKED_AMONG", 10**9),
+        ),
+        (
+            "turn read for a question 600 characters -> any (ASKING_CHARS)",
+            d,
+            lambda: _swapped(search, "ASKING_CHARS", 10**9),
+        ),
+        ("raw page 50 -> 500 (RAW_PAGE)", d, lambda: _swapped(recall_module, "RAW_PAGE", 500)),
+        ("second look pool 30 -> 50", t(d, second_look=50), None),
+    ]
+
+
+def budget_rows(engine: Engine, queries: Sequence[str], alternatives: Sequence[Sequence[str]]) -> list[list[object]]:
+    """p50 per mode and how many queries' top 10 differ from the defaults', each budget lifted in turn; then
+    the alternatives' budgets against the query's."""
+    rows: list[list[object]] = []
+    base: dict[str, list[list[str]]] = {}
+    for name, tuning, patch in _budgets():
+        cells: list[object] = [name]
+        with patch() if patch else contextlib.nullcontext():
+            for mode in ("fast", "semantic"):
+                seconds, tops = measure_tops(engine, queries, mode, tuning)
+                base.setdefault(mode, tops)
+                moved = sum(1 for a, b in zip(base[mode], tops, strict=True) if a != b)
+                cells += [f"{report.percentile(seconds, 50) * 1000:.1f}", moved]
+        rows.append(cells)
+        print(" | ".join(map(str, cells)), file=sys.stderr)
+    full = dataclasses.replace(
+        DEFAULT_TUNING,
+        alternative_pool=DEFAULT_TUNING.lexical_pool,
+        alternative_scored_rows=search.SCORED_ROWS,
+        alternative_neighbours=DEFAULT_TUNING.neighbour_pool,
+    )
+    for name, tuning in (
+        ("4 alternatives: budgets 100 / 500 / 30", DEFAULT_TUNING),
+        ("4 alternatives: the query's budgets", full),
+    ):
+        cells = [name]
+        for mode in ("fast", "semantic"):
+            seconds, tops = measure_tops(engine, queries, mode, tuning, alternatives)
+            base.setdefault(f"{mode} alternatives", tops)
+            moved = sum(1 for a, b in zip(base[f"{mode} alternatives"], tops, strict=True) if a != b)
+            cells += [f"{report.percentile(seconds, 50) * 1000:.1f}", moved]
+        rows.append(cells)
+        print(" | ".join(map(str, cells)), file=sys.stderr)
+    return rows
+
+
+def measure_tops(
+    engine: Engine,
+    queries: Sequence[str],
+    mode: str,
+    tuning: Tuning,
+    alternatives: Sequence[Sequence[str]] | None = None,
+) -> tuple[list[float], list[list[str]]]:
+    """Seconds of each recall and its top 10 (event IDs)."""
+    recall(engine, MAIN, queries[0], search_mode=mode, tuning=tuning)  # warm-up
+    seconds, tops = [], []
+    for n, query in enumerate(queries):
+        others = list(alternatives[n]) if alternatives else None
+        started = time.perf_counter()
+        result = recall(engine, MAIN, query, search_mode=mode, alternatives=others, tuning=tuning)
+        seconds.append(time.perf_counter() - started)
+        tops.append([hit.event.event_id for hit in result.raw_fallback])
+    return seconds, tops
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--events", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--archive", help="build the archive in this directory and reuse it on later runs")
+    parser.add_argument("--budgets", action="store_true", help="only the budgets, each lifted in turn")
     args = parser.parse_args(argv)
     rng = random.Random(42)
     workdir = Path(args.archive) if args.archive else Path(tempfile.mkdtemp(prefix="recall-latency-"))
@@ -175,6 +264,14 @@ def main(argv: Sequence[str] | None = None) -> None:
             f"what did {rng.choice(['Ana', 'Bob'])} say about " + " ".join(words.content(rng.randint(2, 6)))
             for _ in range(args.queries)
         ]
+        if args.budgets:
+            alternatives = [[" ".join(words.content(rng.randint(2, 4))) for _ in range(4)] for _ in queries]
+            headers = ["budget lifted", "fast p50 ms", "fast: queries whose top 10 changed"]
+            headers += ["semantic p50 ms", "semantic: queries whose top 10 changed"]
+            text = report.table(headers, budget_rows(engine, queries, alternatives))
+            text += f"\n\n- {args.events:,} events, the queried scope {in_scope:,}; {args.queries} queries (as above)"
+            print(text)
+            return
         raw_bm25(engine, queries[:5])  # warm-up
         timings = [("baseline: raw FTS5 bm25 top 10 (no scope, no fusion)", raw_bm25(engine, queries))]
         timings += [(mode, measure(engine, queries, mode)) for mode in ("fast", "semantic", "deep")]

@@ -39,7 +39,7 @@ AREAS: tuple[tuple[str, tuple[str, ...]], ...] = (
     )),
     ("Recall latency", ("recall-latency", "scale", "scale-models", "vectors-scale", "vector-refresh")),
     ("Record, forget, resume, export", ("record", "forget", "resume", "portability")),
-    ("Hooks", ("hooks",)),
+    ("Hooks", ("hooks", "hooks-real")),
     ("Injection", ("injection",)),
     ("Extraction", ("record-extracting", "extraction", "sampling", "sampling-schema")),
     ("Embedding", ("embedding",)),

@@ -41,13 +41,41 @@ KEYS = (
     "MEMLIKEHUMAN_INJECT_ITEMS",
     "MEMLIKEHUMAN_INJECT_CHARS",
     "MEMLIKEHUMAN_INJECT_COVERAGE",
-    "MEMLIKEHUMAN_INJECT_SIMILARITY",
     "MEMLIKEHUMAN_INJECT_STEP",
     "MEMLIKEHUMAN_INJECT_SEARCH",
     "MEMLIKEHUMAN_INJECT_WAIT",
+    "MEMLIKEHUMAN_WARM_IDLE",
 )
 # where the prompt hook's recall runs: auto asks a running server (semantic), else searches in-process (fast)
 INJECT_SEARCHES = ("auto", "fast")
+
+
+@dataclass(frozen=True)
+class Gate:
+    """The prompt hook's relevance gate (retrieval/injection.py), set by MEMLIKEHUMAN_INJECT_*.
+
+    Its defaults are written here only: the settings take them from here, the README's configuration
+    table and docs/hosts.md are checked against them (tests/test_constants_documented.py), and
+    docs/decisions/constants.md has the measurement behind each.
+    """
+
+    items: int = 5  # at most this many items are injected ...
+    chars: int = 2000  # ... and this many characters of them
+    coverage: float = 0.25  # an item passes by its words when it holds this share of the prompt's content words
+    step: float = 0.02  # ... or by meaning, when it is the item nearest the prompt by this much over the next
+
+    def with_values(self, given: Mapping[str, float]) -> Gate:
+        """This gate with the values `given` (a hook's request) instead where present, each as its type."""
+        return replace(self, **{k: type(getattr(self, k))(v) for k, v in given.items() if k in GATE_KEYS})
+
+
+# The environment variable of each of the gate's values, and the least value it takes.
+GATE_KEYS = {
+    "items": ("MEMLIKEHUMAN_INJECT_ITEMS", 0),
+    "chars": ("MEMLIKEHUMAN_INJECT_CHARS", 0),
+    "coverage": ("MEMLIKEHUMAN_INJECT_COVERAGE", 0),
+    "step": ("MEMLIKEHUMAN_INJECT_STEP", 0),
+}
 
 
 # none: events stay pending; openai: any OpenAI-compatible chat API; sampling: the connected MCP
@@ -97,15 +125,14 @@ class Settings:
     # what the hooks record at turn end besides prompts: a comma-separated list of assistant, tools,
     # subagents (None: assistant only); parsed by hosts/tools.py
     hook_record: str | None = None
-    # the prompt hook's injection gate (retrieval/injection.py; bench/injection.py chose the defaults)
-    inject_items: int = 5
-    inject_chars: int = 2000
-    inject_coverage: float = 0.25
-    inject_similarity: float = 0.02
-    inject_step: float = 0.02
+    # the prompt hook's injection gate
+    gate: Gate = Gate()
     inject_search: str = "auto"
     # seconds the prompt hook waits for a running server's answer before it searches in-process
     inject_wait: float = 0.5
+    # seconds the archive's warm process (hosts/warm.py) stays without a client, a hook or a new record
+    # before it exits; 0: no warm process (serve runs in its own process, hooks build no vectors)
+    warm_idle: float = 300.0
     # a PostgreSQL archive (MEMLIKEHUMAN_DB=postgresql://...); db_path then only places side files
     # (the hooks' log and state, the UI's key) in the user data directory
     db_url: str | None = None
@@ -241,13 +268,18 @@ def load(db: str | Path | None = None, env: Mapping[str, str] | None = None) -> 
         persona_id=values.get("MEMLIKEHUMAN_PERSONA") or "default",
         project_id=_project(values.get("MEMLIKEHUMAN_PROJECT")),
         hook_record=values.get("MEMLIKEHUMAN_HOOK_RECORD"),
-        inject_items=int(_number(values, "MEMLIKEHUMAN_INJECT_ITEMS", 5, 0)),
-        inject_chars=int(_number(values, "MEMLIKEHUMAN_INJECT_CHARS", 2000, 0)),
-        inject_coverage=_number(values, "MEMLIKEHUMAN_INJECT_COVERAGE", 0.25, 0),
-        inject_similarity=_number(values, "MEMLIKEHUMAN_INJECT_SIMILARITY", 0.02, -2),
-        inject_step=_number(values, "MEMLIKEHUMAN_INJECT_STEP", 0.02, 0),
+        gate=_gate(values),
         inject_search=_choice(values, "MEMLIKEHUMAN_INJECT_SEARCH", INJECT_SEARCHES),
         inject_wait=_number(values, "MEMLIKEHUMAN_INJECT_WAIT", 0.5, 0),
+        warm_idle=_number(values, "MEMLIKEHUMAN_WARM_IDLE", 300.0, 0),
+    )
+
+
+def _gate(values: Mapping[str, str]) -> Gate:
+    """The gate's values from MEMLIKEHUMAN_INJECT_*, each the default where it is not set."""
+    default = Gate()
+    return default.with_values(
+        {name: _number(values, key, getattr(default, name), low) for name, (key, low) in GATE_KEYS.items()}
     )
 
 

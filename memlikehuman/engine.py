@@ -362,9 +362,10 @@ class Engine:
 
     def inject(self, scope: Scope, query: str, *, gate: Mapping[str, float] | None = None, **options: Any) -> Injected:
         """The prompt hook's context (injection.choose and its options); `gate` overrides configured values."""
-        from .retrieval.injection import Gate, choose
+        from .retrieval.injection import choose
 
-        return choose(self, scope, query, gate=Gate.of(self.settings, gate), upkeep=self._upkeep, **options)
+        configured = self.settings.gate.with_values(gate or {})
+        return choose(self, scope, query, gate=configured, upkeep=self._upkeep, **options)
 
     def _upkeep(self, upkeep: Upkeep) -> None:
         if upkeep.stale_events:
@@ -568,9 +569,12 @@ class Engine:
 
         return indexing.index_pending(self.indexer, progress)
 
+    def catch_up(self) -> bool:
+        """Embed in the background what other processes recorded since the last call; True when they did."""
+        return self.background.catch_up()
+
     def warm_injection(self) -> None:
-        """Ready a server for the prompt hooks' semantic requests: the embedder and the injection anchors
-        built, unembedded events (hooks record without vectors) embedded in the background."""
+        """Ready a server for the prompt hooks' semantic requests (its embedder loaded, backlog embedding)."""
         self.background.warm(self)
 
     def retry_queue(self, persona_id: str | None = None, project_id: str | None = None) -> list[int]:
@@ -584,12 +588,7 @@ class Engine:
         claims.requeue(self.db, sequences)
 
     def drain(
-        self,
-        scope: Scope | None,
-        report: Callable[[Outcome], bool],
-        *,
-        follow: bool = False,
-        patient: bool = True,
+        self, scope: Scope | None, report: Callable[[Outcome], bool], *, follow: bool = False, patient: bool = True
     ) -> None:
         """Run the extraction worker over the pending events of a scope (None: all); see Worker.drain."""
         self.worker.drain(scope, report, follow=follow, patient=patient)

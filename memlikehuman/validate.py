@@ -13,6 +13,8 @@ MAX_DERIVED_CHARS = 4_000
 MAX_CUES = 20
 MAX_QUERY_CHARS = 4_000
 MAX_LABEL_CHARS = 1_000
+MAX_LIMIT = 100  # the most results of one memory_recall (tools.md: limit 1-100)
+MAX_BUDGET = 1_000_000  # the largest token_budget of session_resume
 RESERVED_PREFIXES = ("mem_", "corr_", "ckpt_")
 
 PERSONA_ID = re.compile(r"[A-Za-z0-9._:\-]{1,128}")

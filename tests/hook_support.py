@@ -164,6 +164,14 @@ def _rows(db: Path | str, sql: str) -> list[dict[str, Any]]:
         opened.close()
 
 
+def missing_vectors(db: Path | str, persona: str | None = None) -> int:
+    """How many events (of `persona`, or of all) have no vector yet."""
+    sql = "SELECT count(*) AS n FROM events e LEFT JOIN event_vectors v ON v.event_sequence = e.sequence"
+    sql += " WHERE v.event_sequence IS NULL" + ("" if persona is None else f" AND e.persona_id = '{persona}'")
+    rows = _rows(db, sql)
+    return int(rows[0]["n"]) if rows else 0
+
+
 def stored(db: Path | str) -> list[dict[str, Any]]:
     """Every event row of the archive, oldest first (read straight from the database)."""
     columns = "event_id, persona_id, project_id, session_id, role, source, text"

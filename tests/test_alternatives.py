@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,7 @@ from openai_stub import ScriptedOpenAI
 from memlikehuman.engine import Engine
 from memlikehuman.records import Scope
 from memlikehuman.retrieval import phrasings
-from memlikehuman.retrieval.recall import DEFAULT_TUNING, recall
+from memlikehuman.retrieval.recall import recall
 
 HOME = Scope("ana", "home")
 QUERY = "what dishes did she cook for her friends"
@@ -71,53 +70,42 @@ def test_a_blank_alternative_is_refused(tmp_path: Path) -> None:
     assert error.startswith("invalid_argument: alternatives[1] is blank: leave it out")
 
 
-@pytest.mark.parametrize("fusion", phrasings.FUSIONS)
-def test_phrasings_that_repeat_the_query_do_not_crowd_out_what_one_alternative_alone_finds(
-    engine: Engine, fusion: str
-) -> None:
+def test_phrasings_that_repeat_the_query_do_not_crowd_out_what_one_alternative_alone_finds(engine: Engine) -> None:
     for i in range(8):
         engine.record(HOME, f"dish{i}", f"Ana cooked dishes for friends, round {i}.", "user", "Ana", session_id="a")
     engine.record(HOME, "soup", SOUP, "user", "Ana", session_id="b")
     repeats = ["dishes Ana cooked for friends", "Ana cooking dishes for her friends", "cooked dishes friends"]
-    tuning = dataclasses.replace(DEFAULT_TUNING, fusion=fusion)
     # Five phrasings: each one's best is kept among the first five.
-    result = recall(engine, HOME, QUERY, limit=5, alternatives=[*repeats, "tomato soup"], tuning=tuning)
+    result = recall(engine, HOME, QUERY, limit=5, alternatives=[*repeats, "tomato soup"])
     assert "soup" in [hit.event.event_id for hit in result.raw_fallback]
 
 
-def test_a_lone_find_is_crowded_out_by_summed_ranks_but_kept_by_either_fusion() -> None:
+def test_a_lone_find_is_kept_among_the_first_results_and_the_querys_best_first() -> None:
     # Four near-copies of the query find the same records; a fifth phrasing alone finds record 99.
     shared = {i: 10.0 - i for i in range(8)}
-    rankings = [shared, shared, shared, shared, {99: 5.0}]
-    summed = phrasings.reciprocal_ranks(rankings)
-    assert sorted(summed, key=lambda k: -summed[k]).index(99) == 8
-    for method in phrasings.FUSIONS:
-        fused = phrasings.fuse(rankings, method)
-        order = sorted(fused, key=lambda k: (-fused[k], -k))
-        assert order.index(99) <= len(rankings), method
-        assert order[0] == 0, method  # the query's best keeps the first place
+    fused = phrasings.fuse([shared, shared, shared, shared, {99: 5.0}])
+    order = sorted(fused, key=lambda k: (-fused[k], -k))
+    assert order.index(99) <= 5
+    assert order[0] == 0
 
 
 def test_a_guess_joins_the_first_results_but_does_not_take_the_first_place() -> None:
     query = {1: 9.0, 2: 8.0, 3: 7.0, 4: 6.0}
     guess = {50: 3.0, 3: 2.0}  # an alternative that alone finds record 50
-    for method in phrasings.FUSIONS:
-        fused = phrasings.fuse([query, guess], method, query_weight=2.0)
-        order = sorted(fused, key=lambda k: (-fused[k], -k))
-        assert order[0] != 50, method
-        assert order.index(50) <= 2, method  # here within n + 1 = 3: ahead of records only the query found
+    fused = phrasings.fuse([query, guess], query_weight=2.0)
+    order = sorted(fused, key=lambda k: (-fused[k], -k))
+    assert order[0] != 50
+    assert order.index(50) <= 2  # here within n + 1 = 3: ahead of records only the query found
 
 
-def test_the_query_counts_query_weight_times_an_alternative_under_rrf() -> None:
-    query, other = {1: 2.0, 2: 1.0}, {2: 2.0, 1: 1.0}
-    equal = phrasings.reciprocal_ranks([query, other])
-    assert equal[1] == equal[2]
-    weighted = phrasings.reciprocal_ranks([query, other], [2.0, 1.0])
-    assert weighted[1] == pytest.approx(2 / 61 + 1 / 62)
-    assert weighted[2] == pytest.approx(2 / 62 + 1 / 61)
-    # With no words of its own, the query's empty ranking leaves the alternatives equal.
-    fused = phrasings.fuse([{}, query, other], "rrf", query_weight=2.0)
-    assert fused[1] == fused[2]
+def test_the_query_counts_query_weight_times_an_alternative() -> None:
+    query, other = {1: 2.0, 2: 1.0, 3: 0.5}, {3: 2.0, 1: 1.0}
+    fused = phrasings.fuse([query, other], query_weight=2.0)
+    # record 3: its best scaled score is the alternative's 1.0, halved; the query's best is lifted first
+    assert fused[3] == pytest.approx(0.5)
+    assert max(fused, key=lambda k: fused[k]) == 1
+    # With no words of its own, the query's empty ranking leaves the alternative alone.
+    assert phrasings.fuse([{}, other], query_weight=2.0) == other
 
 
 def test_duplicate_alternatives_and_a_repeated_query_are_searched_once() -> None:
@@ -174,15 +162,14 @@ def test_alternatives_also_search_beside_a_cue_key_with_an_empty_query(engine: E
 def test_the_query_best_stays_first_when_an_alternative_ties_it() -> None:
     # Equal weights: record 2 sums to exactly what record 1 sums to; the higher ID would win the tie.
     query, other = {1: 2.0, 2: 1.0}, {2: 2.0, 1: 1.0}
-    for method in phrasings.FUSIONS:
-        fused = phrasings.fuse([query, other], method, query_weight=1.0)
-        assert sorted(fused, key=lambda k: (-fused[k], -k))[0] == 1, method
+    fused = phrasings.fuse([query, other], query_weight=1.0)
+    assert sorted(fused, key=lambda k: (-fused[k], -k))[0] == 1
 
 
-def test_rankings_without_a_positive_score_neither_crash_nor_get_lifted_under_max() -> None:
-    assert phrasings.fuse([{1: 0.0}, {2: 0.0}], "max") == {}
-    assert phrasings.fuse([{1: -1.0}, {2: -2.0}], "max") == {}
+def test_rankings_without_a_positive_score_neither_crash_nor_get_lifted() -> None:
+    assert phrasings.fuse([{1: 0.0}, {2: 0.0}]) == {}
+    assert phrasings.fuse([{1: -1.0}, {2: -2.0}]) == {}
     # The query found only zeros: the alternative's ranking stands alone, record 2 is not lifted.
-    assert phrasings.fuse([{1: 0.0, 2: 0.0}, {2: 1.0, 3: 0.5}], "max", query_weight=2.0) == {2: 1.0, 3: 0.5}
+    assert phrasings.fuse([{1: 0.0, 2: 0.0}, {2: 1.0, 3: 0.5}], query_weight=2.0) == {2: 1.0, 3: 0.5}
     with pytest.raises(ValueError, match="positive"):
-        phrasings.fuse([{1: 1.0}, {2: 1.0}], "max", query_weight=0.0)
+        phrasings.fuse([{1: 1.0}, {2: 1.0}], query_weight=0.0)

@@ -172,7 +172,9 @@ def test_a_truncated_file_is_refused_without_writing_anything(source: Path, tmp_
         ("not json at all", "line 3 is not a JSON object"),
         ('{"type": "event", "event_id": "x"}', "line 3: event record has wrong fields (missing"),
         ('{"type": "spaceship"}', "line 3: unknown record type 'spaceship'"),
+        ('{"type": "event", "x": %s}' % ("[" * 5000 + "]" * 5000), "line 3 is nested 5,001 levels deep, too deep"),
     ],
+    ids=["not-json", "wrong-fields", "unknown-type", "nested-too-deep"],
 )
 def test_a_malformed_line_is_named_and_nothing_is_written(
     source: Path, tmp_path: Path, line: str, message: str

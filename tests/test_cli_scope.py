@@ -59,6 +59,15 @@ def test_recall_in_a_project_folder_finds_what_the_hooks_recorded_there_without_
     assert "--project default for the default scope" in found.stderr
 
 
+def test_a_command_that_fails_in_a_project_folder_prints_only_its_one_coded_error_line(tmp_path: Path) -> None:
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    db = install_and_prompt(tmp_path, folder, "The plumber comes on Tuesday")
+    refused = cli(db, "recall", "plumber", "--persona", "no such persona!", cwd=folder)
+    assert refused.exit_code == 2 and refused.stderr.startswith("error: invalid_argument: persona_id")
+    assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+
+
 def test_project_on_the_command_line_wins_over_the_folder(tmp_path: Path) -> None:
     folder = tmp_path / "notes"
     folder.mkdir()

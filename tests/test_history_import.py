@@ -282,3 +282,34 @@ def test_a_transcript_byte_that_is_no_utf_8_is_imported_as_ufffd_as_the_hooks_re
     db = tmp_path / "m.sqlite3"
     assert report(db, str(transcript))["added"] == 2
     assert [e["text"] for e in stored(db)] == ["cafe \ufffd", "Noted"]
+
+
+DEEP = "[" * 5000 + "]" * 5000  # nested past Python's JSON parser: it raises RecursionError
+
+
+def test_a_transcript_line_nested_thousands_deep_is_skipped_and_counted_and_the_history_imported(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "projects" / "-work-app"
+    folder.mkdir(parents=True)
+    deep = write_transcript(folder / "s-1.jsonl", "s-1", [("user", "Before it"), ("assistant", "After it")])
+    lines = deep.read_text().splitlines(keepends=True)
+    tool = {"type": "assistant", "message": {"role": "assistant", "content": [{"type": "tool_use", "input": 0}]}}
+    deep.write_text("".join(lines[:2]) + json.dumps(tool).replace("0}", DEEP + "}") + "\n" + "".join(lines[2:]))
+    write_transcript(folder / "s-2.jsonl", "s-2", [("user", "Another session"), ("assistant", "Its reply")])
+    db = tmp_path / "m.sqlite3"
+    found = report(db, str(tmp_path / "projects"))
+    assert found["added"] == 4
+    assert found["skipped"] == {"lines nested too deep to read (a tool's input or output)": 1}
+    assert [e["text"] for e in stored(db)] == ["Before it", "After it", "Another session", "Its reply"]
+
+
+@pytest.mark.parametrize("fmt", ["chatgpt", "claude-ai"])
+def test_an_export_nested_thousands_deep_is_refused_naming_the_file(tmp_path: Path, fmt: str) -> None:
+    export = tmp_path / "conversations.json"
+    export.write_text(f'[{{"mapping": {{}}, "chat_messages": [], "x": {DEEP}}}]')
+    db = tmp_path / "m.sqlite3"
+    result = run(db, "--format", fmt, str(export))
+    assert result.exit_code == 1
+    assert f"{export}: nested 5,002 levels deep, too deep to read: is this" in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)

@@ -17,12 +17,11 @@ from typing import Any
 
 import pytest
 from conftest import BASE_ENV
-from hook_support import SCRIPT, Ran, injected_records, run_hook, side_file, stored
+from hook_support import SCRIPT, Ran, injected_records, missing_vectors, run_hook, side_file, stored
 from hook_support import hook_archive as hook_archive  # noqa: F401  # the `db` fixture, both backends
 
 from memlikehuman import config
-from memlikehuman.archive.db import open_database
-from memlikehuman.hosts import channel, prompt_context
+from memlikehuman.hosts import channel, prompt_context, warm
 
 EARLIER = [
     "I prefer pnpm over npm for this repo",
@@ -225,15 +224,6 @@ def test_a_socket_file_of_another_user_is_never_trusted(
 # -- semantic recall from a running server ---------------------------------------------------------
 
 
-def missing_vectors(db: Path) -> int:
-    opened = open_database(db)
-    try:
-        sql = "SELECT count(*) FROM events e LEFT JOIN event_vectors v ON v.event_sequence = e.sequence"
-        return int(opened.scalar(sql + " WHERE v.event_sequence IS NULL AND e.persona_id = 'default'") or 0)
-    finally:
-        opened.close()
-
-
 def serve(db: Path, runtime: Path) -> subprocess.Popen[bytes]:
     env = {**BASE_ENV, "MEMLIKEHUMAN_EMBEDDER": "local", "MEMLIKEHUMAN_DB": str(db), "XDG_RUNTIME_DIR": str(runtime)}
     env.update(PATH=os.environ.get("PATH", ""), HOME=str(db.parent / "home"))
@@ -252,7 +242,7 @@ def ready(db: Path, project: Path, runtime: Path, process: subprocess.Popen[byte
         # Each probe differs from the last (a prompt said again is never injected), and finds it.
         ask = f"ruff check number {n}"
         probe = run_hook("claude-code", prompt(f"p{n}", ask, project), db, project, "--persona", "probe", **env)
-        if search_of(probe) == "semantic" and missing_vectors(db) == 0:
+        if search_of(probe) == "semantic" and missing_vectors(db, "default") == 0:
             return
         assert process.poll() is None, (db.parent / "serve.log").read_text()
         assert time.monotonic() < deadline, "the server never answered semantically"
@@ -278,7 +268,9 @@ def test_with_the_server_running_a_paraphrase_gets_its_memory_and_an_unrelated_p
         assert process.stdin is not None
         process.stdin.close()  # what a host does when it is done with a server
         process.wait(30)
+        stopped = warm.stop(socket_dir(runtime))  # serve relayed to the archive's warm process: it outlives serve
     assert (injected(paraphrase), search_of(paraphrase)) == ([EARLIER[2]], "semantic")
     assert injected_records(unrelated) == []
     assert (injected(other), search_of(other)) == ([EARLIER[0]], "fast")
-    assert not list(socket_dir(runtime).glob("*.sock"))  # the server removed its socket on the way out
+    assert len(stopped) == 1
+    assert not list(socket_dir(runtime).iterdir())  # the warm process removed its sockets and lock on the way out

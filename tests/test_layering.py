@@ -18,12 +18,13 @@ EDGES = ("server", "cli", "hosts", "ui")
 FRAMEWORKS = {"mcp", "click", "starlette", "uvicorn"}
 # What an edge may import from the core: the facade, the records, the errors, the settings, the JSON
 # shapes of results, three small rule modules edges need to read their input (validate, clock, projects),
-# the SHA-256 helper that keeps hashlib (OpenSSL) off the hooks' path (digest), and the one-line quote
-# the hooks share with the injection gate (lines), the owner-only file helpers every writer uses (files),
-# and what the agent is told to do with memory, one text for every edge (instructions).
+# the SHA-256 helper that keeps hashlib (OpenSSL) off the hooks' path (digest), the one-line quote the
+# hooks share with the injection gate (lines), how deep a JSON text nests, read before it is parsed
+# (nesting), the owner-only file helpers every writer uses (files), and what the agent is told to do
+# with memory, one text for every edge (instructions).
 EDGE_MAY_IMPORT = {
     "engine", "records", "errors", "config", "shapes", "validate", "clock", "text.projects", "text.digest",
-    "text.lines", "files", "instructions", "",
+    "text.lines", "text.nesting", "files", "instructions", "",
 }  # fmt: skip
 # The browser UI still reads the archive for its list pages (timeline, checkpoints, counts): read-only
 # SQL through these modules. Tables are written only through the facade (tests below).

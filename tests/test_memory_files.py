@@ -182,6 +182,22 @@ def test_a_memory_file_that_is_a_link_is_refused_and_nothing_is_stored(tmp_path:
     assert not (tmp_path / "a.db").exists()  # the file is read before the archive is opened
 
 
+@pytest.mark.parametrize("link", [".cursor", ".cursor/rules"])
+def test_a_cursor_rules_folder_planted_as_a_link_is_refused_and_nothing_is_stored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, link: str
+) -> None:
+    private = tmp_path / "other-project" / ".cursor" / "rules"
+    private.mkdir(parents=True)
+    (private / "deploy.mdc").write_text("- The staging password is hunter2.\n")
+    repo = tmp_path / "repo"
+    (repo / link).parent.mkdir(parents=True, exist_ok=True)
+    (repo / link).symlink_to(private if link.endswith("rules") else private.parent)
+    monkeypatch.chdir(repo)
+    done = cli(tmp_path / "a.db", "import", "--format", "cursor-rules", ".cursor/rules")
+    assert done.exit_code == 1 and f"{repo / link} is a symbolic link" in done.stderr
+    assert not (tmp_path / "a.db").exists()
+
+
 def test_a_file_that_is_not_utf8_is_refused_with_its_line(tmp_path: Path) -> None:
     path = tmp_path / "GEMINI.md"
     path.write_bytes(b"- fine\n- caf\xe9\n")
@@ -359,6 +375,20 @@ def test_a_memory_file_the_hook_cannot_write_does_not_break_the_session_start(tm
     assert "is a symbolic link" in started.stderr
     assert not (home / "elsewhere.md").exists()
     assert "is a symbolic link" in (home / "m.db.hooks.log").read_text()
+
+
+def test_a_folder_planted_as_a_link_is_refused_when_the_project_was_installed_through_a_link(tmp_path: Path) -> None:
+    home, real, elsewhere = tmp_path / "home", tmp_path / "data" / "app", tmp_path / "elsewhere"
+    for folder in (home, real, elsewhere):
+        folder.mkdir(parents=True)
+    (tmp_path / "src").symlink_to(tmp_path / "data")  # the user's own link: ~/src -> /data
+    named = tmp_path / "src" / "app"
+    installed = install_cli(home, "install", "claude-code", "--project", str(named), "--memory-file", "docs/CLAUDE.md")
+    assert installed.exit_code == 0, installed.output
+    (real / "docs").symlink_to(elsewhere)  # planted after install, e.g. by a git pull
+    started = run_installed_hook(home, real, "SessionStart")  # a host names its working directory resolved
+    assert started.returncode == 0 and "is a symbolic link" in started.stderr
+    assert list(elsewhere.iterdir()) == []
 
 
 @pytest.mark.parametrize(

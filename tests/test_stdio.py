@@ -18,6 +18,18 @@ def _rpc(message_id: int, method: str, params: dict) -> str:
     return json.dumps({"jsonrpc": "2.0", "id": message_id, "method": method, "params": params}) + "\n"
 
 
+def _serve(db_path: Path) -> subprocess.Popen[str]:
+    """A real `memlikehuman serve` on the archive, written to and read as raw text."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "memlikehuman", "serve", "--db", str(db_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **BASE_ENV},
+    )
+
+
 def test_a_raw_stdio_session_writes_only_json_rpc_to_stdout(db_path: Path):
     init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}
     calls = [
@@ -43,14 +55,7 @@ def test_a_raw_stdio_session_writes_only_json_rpc_to_stdout(db_path: Path):
         _rpc(7, "tools/call", {"name": "memory_read", "arguments": ["raw-1"]}),
         _rpc(8, "tools/call", {"name": 5, "arguments": {}}),
     ]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "memlikehuman", "serve", "--db", str(db_path)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, **BASE_ENV},
-    )
+    proc = _serve(db_path)
     assert proc.stdin and proc.stdout
     proc.stdin.write("".join(calls))
     proc.stdin.flush()
@@ -161,3 +166,27 @@ def test_four_processes_recording_at_once_lose_and_duplicate_nothing(db_path: Pa
     for n in range(4):
         mine = [acknowledged[f"w{n}-{i}"] for i in range(count)]
         assert mine == sorted(mine), "each writer's sequences increase in its recording order"
+
+
+def test_a_request_nested_thousands_of_levels_deep_gets_an_answer_and_the_server_keeps_serving(db_path: Path):
+    # A model writes a tool's arguments: one nested 5,000 levels deep (10 kB of brackets) is refused by the
+    # SDK's parser, and reading its ID must not overflow Python's own parser.
+    init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}
+    deep = "[" * 5000 + "]" * 5000
+    calls = [
+        _rpc(1, "initialize", init),
+        json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n",
+        '{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "memory_recall", "arguments": '
+        f'{{"query": "x", "cues": {deep}}}}}}}\n',
+        _rpc(3, "tools/call", {"name": "memory_recall", "arguments": {"query": "tea"}}),
+    ]
+    with _serve(db_path) as proc:
+        try:
+            out, err = proc.communicate("".join(calls), timeout=60)
+        finally:
+            proc.kill()
+    by_id = {m["id"]: m for m in map(json.loads, out.splitlines()) if "id" in m}
+    assert by_id[2]["error"]["code"] == -32602
+    assert by_id[2]["error"]["message"].startswith("invalid_argument: the request is nested 5,003 levels deep")
+    assert by_id[3]["result"]["isError"] is False
+    assert proc.returncode == 0 and "Traceback" not in err

@@ -46,9 +46,8 @@ PINNED = {
 
 # The facade's operations, as the edges call them: a rename or removal is an interface change.
 ENGINE_METHODS = [
-    "checkpoint", "client_seen", "close", "correct", "count_records", "current_memories", "drain", "drop_tombstones",
-    "embed_missing",
-    "export_lines",
+    "catch_up", "checkpoint", "client_seen", "close", "correct", "count_records", "current_memories", "drain",
+    "drop_tombstones", "embed_missing", "export_lines",
     "extract_answer", "extraction_prompt", "forget",
     "forget_preview", "import_history", "import_lines", "inject", "latest_checkpoint", "persona", "persona_history",
     "persona_with_memories", "prepare_import", "read", "recall", "record", "reindex_fulltext", "reindex_vectors",

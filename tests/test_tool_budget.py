@@ -24,7 +24,7 @@ from memlikehuman.lifecycle.extract import MAX_ITEMS as MAX_MEMORIES
 from memlikehuman.retrieval.phrasings import MAX_ALTERNATIVES
 from memlikehuman.server import build_server
 from memlikehuman.server.models import PERSONA_PATTERN
-from memlikehuman.sessions.context import MAX_BUDGET
+from memlikehuman.validate import MAX_BUDGET
 
 TOOLS_BUDGET = 8_000  # characters of json.dumps({name, description, inputSchema}), all tools together
 INSTRUCTIONS_BUDGET = 700

@@ -79,6 +79,20 @@ def require_extractor(settings: config.Settings) -> None:
     sys.exit(EXIT_PROBLEM)
 
 
+NOTES = "memlikehuman.notes"  # click's Context.meta key: lines said on stderr once a command succeeded
+
+
+def say_after(line: str) -> None:
+    """Say ``line`` on stderr when the command ends well (cli/main.py); an error stays one line."""
+    click.get_current_context().meta.setdefault(NOTES, []).append(line)
+
+
+def say_notes(ctx: click.Context) -> None:
+    """The lines say_after kept, each once."""
+    for line in dict.fromkeys(ctx.meta.pop(NOTES, [])):
+        click.echo(line, err=True)
+
+
 def fail(exc: MemLikeHumanError, status: int = EXIT_ERROR) -> NoReturn:
     """Print a coded error on stderr and exit with ``status`` (1, or EXIT_USAGE for a refused command line)."""
     click.echo(f"error: {exc}", err=True)

@@ -29,15 +29,20 @@ from . import (
     ui,
     uninstall,
 )
-from .common import EXIT_INTERRUPTED, db_option, fail
+from .common import EXIT_INTERRUPTED, db_option, fail, say_notes
 
 
 class Group(click.Group):
-    """The command group; an archive SQLite cannot read ends any command with a coded error, not a traceback."""
+    """The command group; an archive SQLite cannot read ends any command with a coded error, not a traceback.
+    A command that ends well says its notes last (common.say_after); one that fails prints only its error."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            return super().invoke(ctx)
+            result = super().invoke(ctx)
+        except SystemExit as exc:
+            if exc.code in (0, None):
+                say_notes(ctx)
+            raise
         except apsw.Error as exc:
             fail(Unavailable(unreadable(None, exc)))
         except (KeyboardInterrupt, click.Abort):
@@ -45,6 +50,8 @@ class Group(click.Group):
             # README promises the shell's 130.
             click.echo("\ninterrupted: work committed so far is kept", err=True)
             sys.exit(EXIT_INTERRUPTED)
+        say_notes(ctx)
+        return result
 
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})

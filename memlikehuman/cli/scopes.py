@@ -5,7 +5,8 @@ names a project (`auto`: this folder's), else this folder's project as the hooks
 (text/projects.project_name: the top folder of the git work tree holding the working directory, else
 that directory itself). The home folder and the file-system root are no project folder: there a
 command keeps its own default, the `default` scope (recall, retry) or every scope (stats,
-export, extract). When the folder chose the project, the command says so on stderr, once. `forget`
+export, extract). When the folder chose the project, the command says so on stderr, once, after it
+succeeded (cli/main.py): a failed command prints its one coded error line and nothing else. `forget`
 needs none of this: an ID names one record, whatever its scope (cli/forget.py).
 """
 
@@ -20,7 +21,7 @@ import click
 from .. import config, validate
 from ..records import Scope
 from ..text.projects import AUTO, project_name
-from .common import as_usage, usage_error
+from .common import as_usage, say_after, usage_error
 
 EVERY = "--all for every scope"
 F = TypeVar("F", bound=Callable[..., Any])
@@ -65,7 +66,7 @@ def _chosen(settings: config.Settings, also: str = "") -> str | None:
     project, from_folder = default_project(settings)
     if from_folder:
         ways = ", ".join(part for part in ("--project default for the default scope", also) if part)
-        click.echo(f"memlikehuman: project {project!r} (this folder; {ways})", err=True)
+        say_after(f"memlikehuman: project {project!r} (this folder; {ways})")
     return project
 
 

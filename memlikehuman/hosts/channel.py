@@ -13,7 +13,7 @@ Where: in `runtime_dir()` (files.runtime_dir: $XDG_RUNTIME_DIR/memlikehuman, els
 the user's cache directory; never /tmp), one socket file per listener, `<archive_key>-<pid>.sock`
 (further listeners of one process: `<archive_key>-<pid>-<n>.sock`); a path longer than a socket address
 holds (a long home directory) is bound and reached through /proc/self/fd/N of its directory
-(`_address`), so such a home does not turn the channel off. A socket is bound 0600 under a hidden name
+(`address`), so such a home does not turn the channel off. A socket is bound 0600 under a hidden name
 and renamed into place once listening, so a visible socket file that refuses connections is stale; a
 server starts listening only once it can answer at once (server/app.py warms it first), so a hook never
 waits on a server that is still loading its embedder. A listener removes the socket files and rest marks
@@ -76,7 +76,7 @@ def runtime_dir(create: bool = True) -> Path | None:
     return files.runtime_dir(create)
 
 
-def _ours(info: os.stat_result) -> bool:
+def ours(info: os.stat_result) -> bool:
     return info.st_uid == os.getuid() and info.st_mode & 0o077 == 0
 
 
@@ -123,7 +123,7 @@ class Listener:
             n = next(_SEQUENCE)
             path = directory / f"{archive_key(self._target)}-{os.getpid()}{f'-{n}' if n else ''}.sock"
             try:
-                self._socket, self._inode = _bind(path)
+                self._socket, self._inode = bind(path)
             except OSError as error:
                 _log().warning("channel: cannot listen on %s: %s", path, error)
                 return None
@@ -149,7 +149,7 @@ class Listener:
         thread.join(CONNECTION_SECONDS)
         sock.close()
         with contextlib.suppress(OSError):
-            if _identity(os.lstat(path)) == inode:
+            if identity(os.lstat(path)) == inode:
                 os.unlink(path)
         with contextlib.suppress(OSError):
             os.unlink(_rest_marker(path))  # a hook's mark of this server: gone with it
@@ -175,7 +175,7 @@ class Listener:
         deadline = time.monotonic() + CONNECTION_SECONDS
         try:
             with connection, contextlib.suppress(OSError):
-                if _peer_uid(connection) != os.getuid():
+                if peer_uid(connection) != os.getuid():
                     return
                 line = _read_line(connection, deadline)
                 if line is not None:
@@ -215,7 +215,7 @@ def ask(target: str, request: dict[str, Any], timeout: float) -> dict[str, Any] 
     except (TypeError, ValueError) as error:
         _log().warning("channel: request not sent: %s", error)
         return None
-    found = [(path, info) for directory in _client_dirs() for path, info in _candidates(directory, archive_key(target))]
+    found = [(path, info) for directory in client_dirs() for path, info in _candidates(directory, archive_key(target))]
     candidates = [(path, info) for path, info in found if not _resting(path)]
     if not candidates:
         return None
@@ -262,15 +262,15 @@ class _Exchange:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             sock.setblocking(False)
-            with _address(path) as address:
-                sock.connect(address)
-            if _peer_uid(sock) != os.getuid():
+            with address(path) as where:
+                sock.connect(where)
+            if peer_uid(sock) != os.getuid():
                 sock.close()
                 return None
         except ConnectionRefusedError:
             sock.close()
             with contextlib.suppress(OSError):
-                if _identity(os.lstat(path)) == _identity(info):  # still the file that passed the checks
+                if identity(os.lstat(path)) == identity(info):  # still the file that passed the checks
                     os.unlink(path)
             return None
         except OSError:  # its backlog is full (EAGAIN), or it went away
@@ -317,6 +317,29 @@ class _Exchange:
                     os.utime(marker)
 
 
+def connect(path: Path) -> socket.socket | None:
+    """A blocking connection to the socket file `path` when it is a socket of ours (owner, mode) and the
+    peer listening on it is this user; else None, never raises. (`ask` connects without blocking.)"""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    if not stat.S_ISSOCK(info.st_mode) or not ours(info):
+        return None
+    import socket  # only with a socket there: `socket` costs a hook ~4 ms
+
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        with address(path) as where:
+            sock.connect(where)
+        if peer_uid(sock) == os.getuid():
+            return sock
+    except OSError:
+        pass
+    sock.close()
+    return None
+
+
 def _decoded(line: bytes) -> dict[str, Any] | None:
     try:
         answer = json.loads(line)
@@ -337,7 +360,7 @@ def _resting(path: Path) -> bool:
         return False
 
 
-def _client_dirs() -> list[Path]:
+def client_dirs() -> list[Path]:
     """Where a hook looks for servers: the runtime directory its own environment names, and the one a server
     started with less of it uses (Codex starts MCP servers without XDG_RUNTIME_DIR): both are the user's
     own private directories. A hook without a server leaves no directory behind."""
@@ -357,7 +380,7 @@ def _candidates(directory: Path, key: str) -> list[tuple[Path, os.stat_result]]:
             if entry.name.startswith(f"{key}-") and entry.name.endswith(".sock"):
                 with contextlib.suppress(OSError):
                     info = entry.stat(follow_symlinks=False)
-                    if stat.S_ISSOCK(info.st_mode) and _ours(info):
+                    if stat.S_ISSOCK(info.st_mode) and ours(info):
                         found.append((Path(entry.path), info))
     return sorted(found, key=lambda item: item[1].st_mtime_ns, reverse=True)
 
@@ -371,7 +394,7 @@ def _sweep(directory: Path) -> None:
                 continue
             with contextlib.suppress(OSError):
                 info = entry.stat(follow_symlinks=False)
-                if _ours(info) and (stat.S_ISSOCK(info.st_mode) or stat.S_ISREG(info.st_mode)):
+                if ours(info) and (stat.S_ISSOCK(info.st_mode) or stat.S_ISREG(info.st_mode)):
                     os.unlink(entry.path)
 
 
@@ -397,7 +420,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _bind(path: Path) -> tuple[socket.socket, tuple[int, int]]:
+def bind(path: Path) -> tuple[socket.socket, tuple[int, int]]:
     """A socket listening on `path`, and the file's identity: made 0600 under a hidden name, renamed
     into place once listening. Raises OSError."""
     hidden = path.with_name(f".{path.name}")
@@ -409,10 +432,10 @@ def _bind(path: Path) -> tuple[socket.socket, tuple[int, int]]:
     try:
         # No umask change: it is process-wide, and the server's other threads may be creating files. The
         # directory is the user's alone (0700), so nobody else can reach the file before the chmod.
-        with _address(hidden) as address:
-            sock.bind(address)
+        with address(hidden) as where:
+            sock.bind(where)
         os.chmod(hidden, 0o600)
-        identity = _identity(os.lstat(hidden))
+        bound = identity(os.lstat(hidden))
         sock.listen(socket.SOMAXCONN)
         os.rename(hidden, path)
     except OSError:
@@ -420,11 +443,11 @@ def _bind(path: Path) -> tuple[socket.socket, tuple[int, int]]:
         with contextlib.suppress(OSError):
             os.unlink(hidden)
         raise
-    return sock, identity
+    return sock, bound
 
 
 @contextlib.contextmanager
-def _address(path: Path) -> Iterator[str]:
+def address(path: Path) -> Iterator[str]:
     """What bind and connect take for `path`: the path when it fits a socket address, else the same file
     reached through a descriptor of its directory (/proc/self/fd/N/NAME), which fits whatever the home
     directory's length. Raises OSError (the directory is gone, or there is no /proc)."""
@@ -438,11 +461,12 @@ def _address(path: Path) -> Iterator[str]:
         os.close(directory)
 
 
-def _identity(info: os.stat_result) -> tuple[int, int]:
+def identity(info: os.stat_result) -> tuple[int, int]:
+    """A file's device and inode: what tells it from a file put in its place."""
     return info.st_dev, info.st_ino
 
 
-def _peer_uid(sock: socket.socket) -> int:
+def peer_uid(sock: socket.socket) -> int:
     import socket
 
     _, uid, _ = _UCRED.unpack(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _UCRED.size))

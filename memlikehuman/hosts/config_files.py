@@ -38,11 +38,28 @@ class Place:
 
 
 def place(path: Path, project: Path | None) -> Place:
-    """The place of a config file: below `project` when it is there, else in its own folder."""
-    if project is not None and path.is_relative_to(project):
-        relative = path.relative_to(project).parts
-        return Place(project, relative[:-1], relative[-1])
+    """The place of a config file: below `project` when it is there, else in its own folder.
+
+    A path may name the project through a link above it (installed as ~/src/app, ~/src a link to
+    /data/src) while a host names its working directory resolved (/data/src/app): the deepest folder of
+    the path that is no link and resolves to the project counts as the project."""
+    root = None if project is None else _project_in(path, project)
+    if root is not None:
+        relative = path.relative_to(root).parts
+        return Place(root, relative[:-1], relative[-1])
     return Place(path.parent, (), path.name)
+
+
+def _project_in(path: Path, project: Path) -> Path | None:
+    """The folder of `path` that is `project` (as written, else resolved); None when none is."""
+    if path.is_relative_to(project):
+        return project
+    real = os.path.realpath(project)
+    for folder in path.parents:
+        with contextlib.suppress(OSError):
+            if not stat.S_ISLNK(os.lstat(folder).st_mode) and os.path.realpath(folder) == real:
+                return folder
+    return None
 
 
 @contextlib.contextmanager

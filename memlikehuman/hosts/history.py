@@ -27,6 +27,7 @@ from typing import Any
 from .. import clock
 from ..errors import InvalidArgument, MemLikeHumanError
 from ..records import HistoryMessage, HistoryReport
+from ..text import nesting
 from ..text.projects import project_name
 from . import markers, storable
 from . import transcript as transcripts
@@ -95,6 +96,10 @@ def _load_json(path: Path) -> tuple[Any, str]:
         return json.loads(raw), raw
     except json.JSONDecodeError as exc:
         raise InvalidArgument(f"{path}, line {exc.lineno}: not valid JSON ({exc.msg})") from None
+    except RecursionError:  # Python's json gives up near a thousand levels
+        raise InvalidArgument(
+            f"{path}: nested {nesting.depth(raw):,} levels deep, too deep to read: is this the service's own export?"
+        ) from None
 
 
 def as_stored(
@@ -235,7 +240,7 @@ def claude_code(path: Path, report: HistoryReport) -> Iterator[HistoryMessage]:
             raise InvalidArgument(f"cannot read {file} ({exc}): check the file") from None
         project = _transcript_project(lines)
         report.conversations += 1
-        for message in transcripts.parse_lines(lines, str(file), strict=True):
+        for message in transcripts.parse_lines(lines, str(file), strict=True, skipped=report.skipped):
             when = _iso(message.timestamp, f"{file}, line {message.line}")
             session = (message.session_id or file.stem, None)
             yield from as_stored("claude-code", session, message.role, message.text, when, project)
@@ -245,7 +250,7 @@ def _transcript_project(lines: list[str]) -> str | None:
     for line in lines[:50]:
         try:
             cwd = json.loads(line).get("cwd")
-        except (ValueError, AttributeError):
+        except (ValueError, AttributeError, RecursionError):
             continue
         if isinstance(cwd, str) and cwd:
             return project_name(Path(cwd))

@@ -21,7 +21,7 @@ from ..records import Mark, Scope
 from ..text.digest import sha256_hex
 from ..text.lines import one_line
 from ..text.projects import resolve_project
-from . import adapters, markers, memory_files, state, storable, tools
+from . import adapters, markers, memory_files, state, storable, tools, warm
 
 if TYPE_CHECKING:
     from ..config import Settings
@@ -106,6 +106,7 @@ def _dispatch(hook: adapters.HookInput, settings: Settings, options: Options) ->
     persona = options.persona or settings.persona_id
     configured = options.project or (settings.project_id if settings.project_id != "default" else None)
     scope = Scope(persona, resolve_project(configured, hook.cwd))
+    warm.ensure(options.db)  # the archive's warm process embeds what this hook records (hosts/warm.py)
     engine = Engine(settings, backfill_seconds=BACKFILL_SECONDS)
     try:
         memory_files.keep(engine, scope, hook, options.memory_file)  # start and end: the host's memory file

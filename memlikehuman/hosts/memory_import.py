@@ -56,12 +56,16 @@ class MemoryFile:
 
 def read(source: Path, fmt: str, scope: Scope) -> list[MemoryFile]:
     """The file (for cursor-rules also a folder of `*.mdc` rules), its items as messages. Below the current
-    directory (or the rules folder) no folder of it is followed through a link.
+    directory no folder of it is followed through a link, nor the rules folder itself, nor below it.
 
     Raises InvalidArgument naming the file (and line) when a file cannot be read, is a link, is not UTF-8
     or holds an item over the event limit."""
     path, here = absolute(source), absolute(Path.cwd())
     if fmt == "cursor-rules" and path.is_dir():
+        try:
+            config_files.check(config_files.place(path, here))
+        except files.LinkRefused as exc:
+            raise _link(exc) from None
         rules = sorted(p for p in path.rglob("*.mdc"))
         if not rules:
             raise InvalidArgument(f"{path}: no Cursor rules (*.mdc) in this folder")
@@ -107,12 +111,16 @@ def _bytes(path: Path, base: Path | None) -> bytes:
     try:
         data = config_files.read(config_files.place(path, base))
     except files.LinkRefused as exc:
-        raise InvalidArgument(
-            f"{exc.path} is a symbolic link; import reads a memory file only where it is, never through a link"
-            " (a repository's link could point at any file of yours): import the file it points to"
-        ) from None
+        raise _link(exc) from None
     except OSError as exc:
         raise InvalidArgument(f"cannot read {path} ({exc.strerror or exc}): check the path") from None
     if data is None:
         raise InvalidArgument(f"cannot read {path} (no such file): check the path")
     return data
+
+
+def _link(exc: files.LinkRefused) -> InvalidArgument:
+    return InvalidArgument(
+        f"{exc.path} is a symbolic link; import reads a memory file only where it is, never through a link"
+        " (a repository's link could point at any file of yours): import the file it points to"
+    )

@@ -37,13 +37,7 @@ def target(settings: Settings) -> str:
 
 def gate_of(settings: Settings) -> dict[str, float]:
     """The gate settings a request carries (the hook's, so hook and server inject alike)."""
-    return {
-        "items": settings.inject_items,
-        "chars": settings.inject_chars,
-        "coverage": settings.inject_coverage,
-        "similarity": settings.inject_similarity,
-        "step": settings.inject_step,
-    }
+    return {name: float(value) for name, value in asdict(settings.gate).items()}
 
 
 def items_for(engine: Engine, scope: Scope, query: str, session_id: str) -> tuple[list[dict[str, Any]], str]:
@@ -63,7 +57,7 @@ def items_for(engine: Engine, scope: Scope, query: str, session_id: str) -> tupl
         }
         answer = channel.ask(target(settings), request, settings.inject_wait)
         if answer is not None and isinstance(answer.get("items"), list):
-            items = [i for i in answer["items"] if _well_formed(i)][: settings.inject_items]
+            items = [i for i in answer["items"] if _well_formed(i)][: settings.gate.items]
             return items, str(answer.get("search_mode", "semantic"))
     found = engine.inject(scope, query, mode="fast", session_id=session_id, exclude=exclude, query_stored=True)
     return [asdict(item) for item in found], "fast"
@@ -118,7 +112,7 @@ def _inject(engine: Engine, request: dict[str, Any], exclude: Any, gate: Any) ->
 
 
 def warm(engine: Engine) -> None:
-    """Ready a server for the hooks' first request: the embedder, the anchors, vectors of unembedded events."""
+    """Ready a server for the hooks' first request: the embedder loaded, vectors of unembedded events made."""
     from ..errors import MemLikeHumanError
 
     try:

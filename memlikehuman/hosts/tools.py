@@ -116,8 +116,8 @@ def _entries(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
     for raw in lines:
         try:
             entry = json.loads(raw)
-        except json.JSONDecodeError:
-            continue  # a line being written, or not ours to read
+        except (json.JSONDecodeError, RecursionError):
+            continue  # a line being written, not ours to read, or nested past what json reads
         if isinstance(entry, dict) and not entry.get("isSidechain") and not entry.get("isMeta"):
             yield entry
 
@@ -155,6 +155,6 @@ def _json_or_text(value: Any) -> Any:
     if isinstance(value, str):
         try:
             return json.loads(value)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             return value
     return value

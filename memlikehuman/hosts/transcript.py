@@ -15,6 +15,7 @@ import json
 import os
 import re
 import stat
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +29,7 @@ from . import markers
 LIMIT_BYTES = 20_000_000
 MAX_LINES = 10_000
 CHUNK_BYTES = 1 << 16  # what one read takes, going backwards
+TOO_DEEP = "lines nested too deep to read (a tool's input or output)"
 _USER = re.compile(rb'"(?:type|role)"\s*:\s*"user"')  # a line that may be a prompt: parsed to tell
 
 
@@ -87,12 +89,16 @@ def _codex(entry: dict[str, Any], line: int) -> Message | None:
     return Message(payload["role"], text, None, stamp, None, line)
 
 
-def parse_lines(lines: Iterable[str], source: str, *, strict: bool, sidechain: bool = False) -> Iterator[Message]:
+def parse_lines(
+    lines: Iterable[str], source: str, *, strict: bool, sidechain: bool = False, skipped: Counter[str] | None = None
+) -> Iterator[Message]:
     """The messages of transcript lines, in order.
 
     strict: a line that is not a JSON object raises InvalidArgument naming `source` and the line;
     otherwise it is skipped (a transcript being written may end in a partial line).
     sidechain: also subagent lines (a subagent's own transcript has only those).
+    A line nested past what Python's json reads (RecursionError: a tool's input or output thousands of
+    levels deep) is skipped in either case, and counted in `skipped` under TOO_DEEP.
     """
     pending: Message | None = None
     pending_id: str | None = None
@@ -104,6 +110,10 @@ def parse_lines(lines: Iterable[str], source: str, *, strict: bool, sidechain: b
         except json.JSONDecodeError as exc:
             if strict:
                 raise InvalidArgument(f"{source}, line {number}: not JSON ({exc.msg}): is this a transcript?") from None
+            continue
+        except RecursionError:
+            if skipped is not None:
+                skipped[TOO_DEEP] += 1
             continue
         if not isinstance(entry, dict):
             if strict:

@@ -159,6 +159,12 @@ def _top(db: Connection, kind: Kind) -> int:
     return int(db.scalar(sql) or 0)
 
 
+def newest(db: Connection) -> tuple[int, int]:
+    """The newest event sequence and memory rowid, read in one snapshot (0 where there is none)."""
+    with db.read():
+        return _top(db, "event"), _top(db, "memory")
+
+
 def _events_without_vectors(db: Connection) -> int:
     """Events of every scope without a vector of any model (from the trigger-kept counts, m003)."""
     sql = "SELECT (SELECT total(events) FROM scope_counts) - (SELECT total(events) FROM scope_vector_counts)"

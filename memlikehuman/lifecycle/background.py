@@ -38,6 +38,7 @@ class Background:
         self.clock = clock  # the worker's (None: the real one)
         self.closed = False
         self._parts: dict[str, Any] = {}
+        self._newest: tuple[int, int] | None = None  # catch_up's last look
         self._lock = threading.Lock()  # tool threads share the engine: each part is built once
 
     @property
@@ -53,7 +54,7 @@ class Background:
         return self._part("worker")
 
     def warm(self, sources: Sources) -> None:
-        """Build the embedder and the injection anchors, then wake the indexer; a close under it (which
+        """Build the embedder and load its model (one call), then wake the indexer; a close under it (which
         stops the embedder) cuts it short, quietly."""
         from ..retrieval import injection
 
@@ -63,6 +64,19 @@ class Background:
         except Unavailable:
             if not self.closed:
                 raise
+
+    def catch_up(self) -> bool:
+        """Wake the indexer when the archive holds an event or a memory newer than at the last call (another
+        process recorded it: a hook, the command line), or at the first call anything at all; True when it
+        did. Without an embedder, only says so."""
+        from ..index.indexer import newest
+
+        now = newest(self.db)
+        seen, self._newest = self._newest, now
+        if now == (seen or (0, 0)):
+            return False
+        self.notify_indexer()
+        return True
 
     def notify_indexer(self) -> None:
         """Indexer.notify, which does nothing without an embedder: then nothing is built either."""

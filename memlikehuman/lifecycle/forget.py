@@ -238,7 +238,7 @@ def _unindex(conn: Transaction, plan: Plan, dependents: list[int]) -> None:
     """Remove the full-text rows of what goes, and of the dependents whose context changes.
 
     FTS5 rows are not reached by foreign keys. The 'delete' command with secure-delete on takes
-    each row's terms out of the index b-tree at once (see docs/design.md, "Forgetting").
+    each row's terms out of the index b-tree at once (docs/decisions/2026-11-30-no-readable-residue.md).
     """
     for rowid in [*plan.memories, *plan.requoted]:
         fulltext.unindex_memory(conn, rowid)

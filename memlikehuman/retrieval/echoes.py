@@ -43,7 +43,7 @@ only_asks, asks = asking.only_asks, asking.asks
 
 def same_words(text: str) -> str:
     """The comparison key of a turn: its words, lowercased, one space apart."""
-    return " ".join(w.casefold() for w in _WORD.findall(text))
+    return " ".join(_WORD.findall(text.casefold()))
 
 
 @dataclass

@@ -5,13 +5,13 @@ An item is injected only when it is about the prompt, measured relative to the p
   word it never saw as the rarest, but for the n-grams of unsegmented scripts) that the item holds, in
   its text, its speaker, for a memory its subject slot, or for an event the turn before it in its
   session (an answer often holds none of the question's words);
-- similarity (semantic and deep only): the cosine between the prompt and the item's vector, less
-  the prompt's best cosine to a few content-free sentences (ANCHORS). Cosines of one embedder sit in
-  a narrow band (e5: 0.75-0.88 for related and unrelated text alike) and some prompts are near
-  everything; the margin over the anchors says how much nearer this item is than small talk.
+- similarity (semantic and deep only): the cosine between the prompt and the item's vector. Cosines
+  of one embedder sit in a narrow band (e5: 0.75-0.88 for related and unrelated text alike) and some
+  prompts are near everything, so a cosine says nothing alone: only how much nearer the nearest item
+  is than the next one does.
 An item passes by its words (coverage >= Gate.coverage), or by its meaning (`passing`: the one
-nearest item, with a margin >= Gate.similarity that leads the next by Gate.step); nothing passes,
-nothing is injected. Then at most Gate.items items and Gate.chars characters, best first. The words
+nearest item, when its cosine leads the next nearest by Gate.step); nothing passes, nothing is
+injected. Then at most Gate.items items and Gate.chars characters, best first. The words
 that count are the prompt's content words: the function words and politeness of its language do not
 (text/function_words.py), so that "please" never makes a match, in a small archive as in a large one.
 This session's own turns (the prompt itself among them), earlier turns that say the same as the prompt,
@@ -28,9 +28,11 @@ import math
 import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from .. import validate
 from ..archive import events, fulltext
+from ..config import Gate
 from ..records import Event, InjectedItem, Kind, Memory, RawHit, RecallResult, Scope
 from ..shapes import data_line
 from ..text import asking, dates, function_words, ngrams, overlap
@@ -39,55 +41,12 @@ from . import echoes, excerpts, search
 from .recall import Dense, recall
 from .sources import Sources, Upkeep
 
-if TYPE_CHECKING:
-    import numpy as np
-
-    from ..config import Settings
-else:
-    from ..providers.lazy_numpy import np  # numpy stays unimported on the hooks' fast path
-
 # A reply of at most this many words to a statement acknowledges it ("Noted, pnpm from now on."): two
 # sentences of chat; a reply that did the work is longer (docs/decisions/2026-12-07-long-working-sessions.md).
 ACKNOWLEDGEMENT_WORDS = 30
 # Candidates read from recall for each prompt: enough that the gate can refuse some and still fill the cap.
 POOL = 15
-MAX_POOL = 100  # recall's own limit
 _WORD = re.compile(r"\w+", re.UNICODE)
-# Sentences about nothing: a prompt's cosine to them is its floor of similarity to any text.
-ANCHORS = (
-    "Okay, sounds good.",
-    "Thanks, that helps.",
-    "Let me check and get back to you.",
-    "Yes, go ahead.",
-    "What do you think?",
-    "I see, tell me more.",
-    "Hello, how are you?",
-    "Can you help me with something?",
-)
-_ANCHORS: dict[str, Any] = {}  # embedder model -> the anchors' vectors
-
-
-@dataclass(frozen=True)
-class Gate:
-    """The injection gate's settings (MEMLIKEHUMAN_INJECT_*)."""
-
-    items: int = 5
-    chars: int = 2000
-    coverage: float = 0.25
-    similarity: float = 0.02
-    step: float = 0.02
-
-    @classmethod
-    def of(cls, settings: Settings, given: Mapping[str, float] | None = None) -> Gate:
-        """The configured gate, with the values `given` (a hook's request) instead where present."""
-        s, g = settings, dict(given or {})
-        return cls(
-            int(g.get("items", s.inject_items)),
-            int(g.get("chars", s.inject_chars)),
-            float(g.get("coverage", s.inject_coverage)),
-            float(g.get("similarity", s.inject_similarity)),
-            float(g.get("step", s.inject_step)),
-        )
 
 
 def choose(
@@ -95,10 +54,10 @@ def choose(
     scope: Scope,
     query: str,
     *,
+    gate: Gate,
     mode: str = "fast",
     session_id: str | None = None,
     exclude: Collection[str] = (),
-    gate: Gate = Gate(),
     upkeep: Callable[[Upkeep], None] | None = None,
     query_stored: bool = False,
 ) -> list[InjectedItem]:
@@ -117,13 +76,12 @@ def choose(
     # This session's own turns are left out inside recall, not after it: the prompt just recorded and the
     # turns around it share its words and its session's score, and would fill the pool.
     # What was injected earlier is dropped after it, so the pool grows by as many.
-    limit = min(POOL + len(exclude), MAX_POOL)
+    limit = min(POOL + len(exclude), validate.MAX_LIMIT)
     found = recall(
         sources, scope, query, limit=limit, search_mode=mode, upkeep=upkeep, dense=dense, outside_session=session_id
     )
     windows = dates.date_windows(query)
     weigh = _coverage(sources, query, found, 1 if query_stored else 0, dated=bool(windows))
-    floor = _anchor_floor(sources, dense)
     asked = echoes.same_words(query)
     words = search.terms(query)
     fresh = [c for c in _candidates(sources, found, session_id, exclude, words) if c.words != asked or c.role != "user"]
@@ -133,12 +91,12 @@ def choose(
     for group in groups:
         best = max(group.members, key=lambda c: dense.cosines.get(c.key, -2.0))
         cosine = dense.cosines.get(best.key) if group.item.by_meaning else None
-        margin = None if cosine is None or floor is None else round(cosine - floor, 4)
         keys = [f"{c.key[0]}:{c.key[1]}" for c in group.members]
         said = sum(c.said for c in group.members)
         line = data_line(_said(group.item.record, said, min(c.first_at or c.occurred_at for c in group.members)))
         covered = round(weigh(group.item.text, group.item.key in on_date), 3)
-        measured.append(InjectedItem(group.item.record_id, line, covered, margin, keys[0]))
+        similarity = None if cosine is None else round(cosine, 4)
+        measured.append(InjectedItem(group.item.record_id, line, covered, similarity, keys[0]))
         measured[-1] = replace(measured[-1], also=tuple(k for k in keys if k != measured[-1].key))
     chosen = [measured[i] for i in passing([(m.coverage, m.similarity, len(m.line)) for m in measured], gate)]
     return _answers_first(sources, chosen)
@@ -171,18 +129,16 @@ def _answers_first(sources: Sources, chosen: list[InjectedItem]) -> list[Injecte
 
 
 def passing(measured: Sequence[tuple[float, float | None, int]], gate: Gate) -> list[int]:
-    """The positions of the candidates (coverage, margin, line length; best first) the gate lets through.
+    """The positions of the candidates (coverage, cosine, line length; best first) the gate lets through.
 
     A candidate passes by its words (coverage >= gate.coverage), or by its meaning when it is the one
-    nearest the prompt and clearly so: its margin >= gate.similarity and >= the next nearest
-    candidate's + gate.step. A prompt near many items at once (an unrelated coding request among
-    coding notes) has no such lead, and a prompt that shares no word with anything gets one item
+    nearest the prompt and clearly so: its cosine >= the next nearest candidate's + gate.step. A
+    prompt near many items at once (an unrelated coding request among coding notes) has no such lead,
+    a lone candidate has nothing to lead, and a prompt that shares no word with anything gets one item
     at most.
     """
-    margins = sorted((m for _, m, _ in measured if m is not None), reverse=True)
-    nearest = margins[0] if margins else None
-    lead = (margins[0] - margins[1]) if len(margins) > 1 else (margins[0] if margins else 0.0)
-    standing = nearest if nearest is not None and nearest >= gate.similarity and lead >= gate.step else None
+    cosines = sorted((m for _, m, _ in measured if m is not None), reverse=True)
+    standing = cosines[0] if len(cosines) > 1 and cosines[0] - cosines[1] >= gate.step else None
     chosen: list[int] = []
     used = 0
     for n, (covered, margin, length) in enumerate(measured):
@@ -342,16 +298,8 @@ def _coverage(
 
 
 def warm(sources: Sources) -> None:
-    """Build the embedder and embed the anchors now, so that the first prompt's answer is not late."""
+    """Build the embedder and have it embed once now (the local model loads on its first call, ~0.4 s),
+    so that the first prompt's answer is not late."""
     embedder = sources.embedder
-    if embedder is not None and embedder.model_id not in _ANCHORS:
-        _ANCHORS[embedder.model_id] = np.asarray(embedder.embed(list(ANCHORS), "passage"), dtype=np.float32)
-
-
-def _anchor_floor(sources: Sources, dense: Dense) -> float | None:
-    """The query's best cosine to the anchors; None in fast mode (no query vector)."""
-    embedder = sources.embedder if dense.query is not None else None
-    if embedder is None or dense.query is None:
-        return None
-    warm(sources)
-    return float((_ANCHORS[embedder.model_id] @ dense.query).max())
+    if embedder is not None:
+        embedder.embed(["ready"], "query")

@@ -3,21 +3,18 @@
 A question names a category ("dishes") where the remembered turn names an instance ("I made soup");
 the agent that calls memory_recall can supply the missing words as further phrasings. Each phrasing
 is ranked on its own (recall.py), and the rankings are fused here. The query's own rankings weigh
-`Tuning.query_weight` (2), each alternative 1. Two fusions are offered:
-
-- `max` (the default): score fusion, each ranking scaled by its best score times its weight over
-  the query's, a record keeping its best scaled score (a share of its other scores was added until the
-  ranking ablation measured it worth nothing: docs/decisions/ranking-ablation.md);
-- `rrf`: reciprocal-rank fusion, sum of weight / (RRF_K + rank) over the phrasings that found a record.
-
-Both then lift the query's best record to the first place and each other phrasing's best into the
-first 2n places, n = the number of phrasings (`lift_winners`), so records that every phrasing finds
-cannot crowd out what one phrasing alone finds, and a weak guess cannot take the first place.
+`Tuning.query_weight` (2), each alternative 1: each ranking is scaled by its best score times its
+weight over the query's, and a record keeps its best scaled score (a share of its other scores was
+added until the ranking ablation measured it worth nothing; reciprocal-rank fusion was offered until
+it measured no better: docs/decisions/constants.md). Then the query's best record is lifted to the
+first place and each other phrasing's best into the first 2n places, n = the number of phrasings
+(`lift_winners`), so what one phrasing alone finds is not crowded out and a weak guess cannot take
+the first place.
 
 `by_alias` adds a phrasing of its own: the query with a speaker's label where it calls the speaker
 by an alias learned from the conversation (text/aliases.py, archive/alias_evidence.py).
 
-docs/design.md ("Several phrasings per recall") has the measurements that chose the default.
+docs/decisions/2026-12-01-recall-alternatives.md has the measurements that chose the default.
 """
 
 from __future__ import annotations
@@ -38,8 +35,6 @@ if TYPE_CHECKING:
     from ..records import Scope
 
 MAX_ALTERNATIVES = 8
-FUSIONS = ("rrf", "max")
-RRF_K = 60
 
 
 class Phrasing:
@@ -115,39 +110,25 @@ def distinct(texts: Sequence[str]) -> list[str]:
 
 
 def fuse(
-    rankings: Sequence[dict[int, float]], method: str, own: Sequence[bool] | None = None, query_weight: float = 1.0
+    rankings: Sequence[dict[int, float]], own: Sequence[bool] | None = None, query_weight: float = 1.0
 ) -> dict[int, float]:
     """One ranking from several rankings of the same kind of record (higher score = better).
 
     `own` says which rankings are the query's own (the query, and the query with a speaker's label
     for an alias: `by_alias`); default: the first. Each of them counts `query_weight` times an
-    alternative's (under `max`: an alternative's scaled scores are divided by it).
+    alternative's: an alternative's scaled scores are divided by it.
     """
     if query_weight <= 0:
         raise ValueError(f"query_weight must be positive, not {query_weight}")
     own = list(own) if own is not None else [n == 0 for n in range(len(rankings))]
-    # Under max a ranking without a positive score scales nothing: it is left out (and not lifted).
-    useful = (lambda r: bool(r) and max(r.values()) > 0) if method == "max" else bool
-    kept = [(ranking, mine) for ranking, mine in zip(rankings, own, strict=True) if useful(ranking)]
+    # A ranking without a positive score scales nothing: it is left out (and not lifted).
+    kept = [(r, mine) for r, mine in zip(rankings, own, strict=True) if r and max(r.values()) > 0]
     if len(kept) <= 1:
         return dict(kept[0][0]) if kept else {}
     rankings = [ranking for ranking, _ in kept]
     flags = [mine for _, mine in kept]
     weights = [query_weight if mine else 1.0 for mine in flags]
-    if method == "rrf":
-        return lift_winners(reciprocal_ranks(rankings, weights), rankings, flags)
-    if method == "max":
-        return lift_winners(best_scores(rankings, weights), rankings, flags)
-    raise ValueError(f"unknown fusion {method!r}")
-
-
-def reciprocal_ranks(rankings: Sequence[dict[int, float]], weights: Sequence[float] | None = None) -> dict[int, float]:
-    """Sum over the rankings of weight / (RRF_K + rank); rank 1 is a ranking's best."""
-    fused: dict[int, float] = {}
-    for ranking, weight in zip(rankings, weights or [1.0] * len(rankings), strict=True):
-        for rank, key in enumerate(sorted(ranking, key=lambda k: (-ranking[k], -k))):
-            fused[key] = fused.get(key, 0.0) + weight / (RRF_K + rank + 1)
-    return fused
+    return lift_winners(best_scores(rankings, weights), rankings, flags)
 
 
 def best_scores(rankings: Sequence[dict[int, float]], weights: Sequence[float] | None = None) -> dict[int, float]:
@@ -176,7 +157,8 @@ def lift_winners(
     every phrasing finds (near-copies of the query find the same ones) add up across rankings;
     without this they push what one phrasing alone finds out of the first results. An alternative
     is a guess, so its best joins the first results rather than taking the first place (lifting all
-    of them to the top cost R@1 0.47 -> 0.41 on LoCoMo, docs/design.md).
+    of them to the top, with equal weights, cost R@1 0.465 -> 0.313 on LoCoMo with a local model's
+    phrasings: docs/decisions/2026-12-01-recall-alternatives.md).
     """
     if not fused:
         return fused

@@ -2,8 +2,8 @@
 
 Scores are dicts of record ID (event sequence or memory rowid) -> score. recall.py gathers the
 inputs (lexical and dense candidates, sessions, neighbours, speakers and dates named in the query)
-and applies these steps in order; docs/design.md ("Embedder and retrieval in detail") has the
-measurements behind each constant of `Tuning`.
+and applies these steps in order; docs/decisions/constants.md has the measurement behind each
+constant of `Tuning` (a test holds its table to these values).
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from dataclasses import dataclass
 class Tuning:
     """The ranking's constants. Each stayed because removing it cost >= 1 point of recall@10 on data it
     was not fitted on (LoCoMo conversations 6-10, the coding set, the chat set) and keeping it cost
-    < 0.5 anywhere: docs/decisions/ranking-ablation.md has the worth of each, `python -m bench.ablation`
+    < 0.5 anywhere: docs/decisions/constants.md has the worth of each, `python -m bench.ablation`
     measures it. Budgets (pools, scored rows, neighbour lookups) bound the work and were checked to
-    leave recall where it is."""
+    leave recall where it is. These values are written here only."""
 
     # budgets: the lexical and dense candidates of one phrasing
     lexical_pool: int = 300
@@ -27,8 +27,8 @@ class Tuning:
     # before (an answer's subject sits in the question): worth 1.3 / 1.6 points in fast on LoCoMo 6-10
     event_weights: tuple[float, float, float] = (1.0, 1.0, 0.5)
     memory_weights: tuple[float, float] = (1.0, 0.3)  # content, attribution (no memories in any set: unmeasured)
-    lexical: float = 1.0
-    # the dense share against lexical 1.0: 1.5 is worth 3.5 points on the chat set (semantic) over 1.0
+    # the dense share against the lexical one (each phrasing's bm25 scores scaled to [0, 1]): 1.5 is worth
+    # 3.5 points on the chat set (semantic) over 1.0
     dense: float = 1.5
     # a hit lends this share of its score to the events before and after it in its session (chat +4.5)
     neighbour: float = 0.5
@@ -55,12 +55,10 @@ class Tuning:
     # queries with runs in CJK, Thai, Cyrillic, Arabic, ... also search the n-gram index (ngrams.py;
     # bench.multilingual: fast recall@5 0.500 -> 0.929)
     ngram: bool = True
-    # how the rankings of several phrasings (query + alternatives) become one (phrasings.FUSIONS)
-    fusion: str = "max"
     # the query's own ranking counts this many times an alternative's (phrasings.fuse)
     query_weight: float = 2.0
     # budgets of each further phrasing: a smaller lexical and dense pool, fewer scored rows, fewer hits
-    # lending to neighbours (bench.recall_latency; design.md, "Budgets of an alternative")
+    # lending to neighbours (bench.recall_latency; docs/decisions/2026-12-01-recall-alternatives.md)
     alternative_pool: int = 100
     alternative_scored_rows: int = 500
     alternative_neighbours: int = 30
@@ -74,8 +72,8 @@ class Tuning:
     # it re-orders conversation turns only (second_look.py)
     second_look_weights: tuple[float, ...] = (0.414, 1.0, -1.235, 2.676, 0.154, -0.127)
     # characters past this add nothing to an event's length: the longest LoCoMo turn the weights saw (454).
-    # Beyond it the model would extrapolate (design.md, "Long events and the length feature"); a lower cap
-    # costs LoCoMo 6-10 0.5 (150 characters) to 1.5 points (60)
+    # Beyond it the model would extrapolate; a lower cap costs LoCoMo 6-10 0.5 (150 characters) to 1.5
+    # points (60): docs/decisions/ranking-ablation.md
     second_look_length_cap: int = 450
 
 

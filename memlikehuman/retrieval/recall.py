@@ -88,7 +88,7 @@ def recall(
     """
     scope = Scope(*validate.scope(scope.persona_id, scope.project_id))
     query = validate.text(query, "query", validate.MAX_QUERY_CHARS, allow_empty=True)
-    validate.int_range(limit, "limit", 1, 100)
+    validate.int_range(limit, "limit", 1, validate.MAX_LIMIT)
     validate.choice(detail, "detail", DETAILS)
     validate.choice(search_mode, "search_mode", MODES)
     if cue_key is not None:
@@ -107,7 +107,6 @@ def recall(
     found.as_of_given = as_of is not None
     result = found.run()
     if dense is not None:
-        dense.query = found.phrasings[0].qvec if found.phrasings else None
         dense.cosines.update(found.similarity)
     if upkeep is not None and (found.stale or found.unindexed):
         upkeep(Upkeep(scope, tuple(found.stale), found.unindexed))
@@ -146,6 +145,7 @@ class _Recall:
         # sequence -> (score, whether the event's own text holds a query word).
         self.covered: dict[int, tuple[float, bool]] = {}
         self.similarity: dict[tuple[Kind, int], float] = {}
+        self.dated = any(date_windows(p.text) for p in self.phrasings)  # a date named: newest-first does not apply
 
     def run(self) -> RecallResult:
         mode = self._prepare_dense()
@@ -229,7 +229,7 @@ class _Recall:
         scanned = self._scan(kind, searched)
         rankings = [self._rank_one(kind, p, hits) for p, hits in zip(searched, scanned, strict=True)]
         own = [not p.further for p in searched]
-        return phrasings.fuse(rankings, self.tuning.fusion, own, self.tuning.query_weight)
+        return phrasings.fuse(rankings, own, self.tuning.query_weight)
 
     def _rank_one(self, kind: Kind, phrasing: phrasings.Phrasing, hits: Hits | None) -> dict[int, float]:
         t = self.tuning
@@ -239,7 +239,7 @@ class _Recall:
         lexical = search.lexical(self.db, kind, phrasing.words, self.filters, pool, weights, text, cap)
         info = {hit.id: hit for hit in lexical}
         scores = ranking.fused(
-            ranking.normalized([(hit.id, hit.score) for hit in lexical], t.lexical),
+            ranking.normalized([(hit.id, hit.score) for hit in lexical], 1.0),
             ranking.normalized(self._dense(kind, info, hits), t.dense, floor=True),
         )
         if kind == "event" and scores:
@@ -257,8 +257,10 @@ class _Recall:
             return scores
         pool = ranking.top(scores, self.tuning.second_look)
         t = self.tuning
-        sources, cap = (self.db, self.sources.vectors, self.model, self.filters), t.second_look_length_cap
-        looks = second_look.gather(*sources, query, pool, self._neighbours, cap)
+        looks = second_look.gather(
+            self.db, self.sources.vectors, self.model, self.filters, query, pool, self._neighbours,
+            t.second_look_length_cap,
+        )  # fmt: skip
         return second_look.reordered(scores, pool, looks, t.second_look_weights, t.second_look_length_cap)
 
     def _scan(self, kind: Kind, searched: Sequence[phrasings.Phrasing]) -> list[Hits | None]:
@@ -434,10 +436,10 @@ class _Recall:
         holds, two or more of them or all the query has ("" for none: one word shared of several says too
         little, "car" of "car purchase"). A question states nothing, and a query that names a date asks for
         what was said then."""
-        if echoes.only_asks(text) or any(date_windows(p.text) for p in self.phrasings):
+        if self.dated or echoes.only_asks(text):
             return ""
         asked = set(self.words)
-        held = asked.intersection(search.terms(text, limit=None))
+        held = search.held(text, asked)
         if not held or (len(held) < 2 and held != asked):
             return ""
         return f"{role}/{source}\n{' '.join(sorted(held))}"

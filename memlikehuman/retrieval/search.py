@@ -65,12 +65,17 @@ class Filters:
         }
 
 
-def terms(query: str, limit: int | None = MAX_TERMS) -> list[str]:
-    """The query's distinct lowercase word tokens without stopwords (all of them if only stopwords), the
-    first `limit` of them."""
+def held(text: str, words: set[str]) -> set[str]:
+    """The words (lowercase tokens, as `terms` cuts them) that the text holds as whole words."""
+    lowered = text.lower()
+    return {w for w in words if w in lowered and re.search(rf"(?<!\w){re.escape(w)}(?!\w)", lowered)}
+
+
+def terms(query: str) -> list[str]:
+    """The query's distinct lowercase word tokens without stopwords (all of them if only stopwords)."""
     words = list(dict.fromkeys(w.lower() for w in _WORD.findall(query)))
     content = [w for w in words if w not in STOPWORDS]
-    return (content or words)[:limit]
+    return (content or words)[:MAX_TERMS]
 
 
 def _event_rules(filters: Filters) -> str:

@@ -110,8 +110,9 @@ def gather(
     """The Look of each pool event that is a conversation turn (role user or assistant) of at most `longest`
     characters; none at all when
     fewer than half of the pool have a vector of `model` (the indexer behind, another model's vectors):
-    length and question marks alone re-order worse (design.md). A neighbour counts only if this recall
-    may see it (its filters)."""
+    length and question marks alone are what `fast` has, and re-ordering by them was not shipped there
+    (LoCoMo 6-10 +1 point, open-domain questions lower). A neighbour counts only if this recall may see
+    it (its filters)."""
     links = neighbours(pool)
     around = {after for _, after in links.values() if after is not None} - set(pool)
     seen = [*pool, *search.eligible_events(db, sorted(around), filters)]

@@ -8,8 +8,6 @@ from typing import TYPE_CHECKING, Protocol
 from ..records import Kind, Scope
 
 if TYPE_CHECKING:
-    import numpy as np
-
     from ..archive.connection import Connection
     from ..config import Settings
     from ..index.vectors import VectorCache
@@ -44,7 +42,6 @@ class Upkeep:
 
 @dataclass
 class Dense:
-    """What a recall's dense step saw: the query's vector, each candidate's best cosine by (kind, ID)."""
+    """What a recall's dense step saw: each candidate's best cosine by (kind, ID)."""
 
-    query: np.ndarray | None = None
     cosines: dict[tuple[Kind, int], float] = field(default_factory=dict)

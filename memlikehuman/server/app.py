@@ -162,7 +162,7 @@ class Stopping:
         os._exit(0)  # stopped as asked: the host ends its servers this way
 
 
-def _hook_listener(engine: Engine) -> Listener | None:
+def hook_listener(engine: Engine) -> Listener | None:
     """The socket the prompt hooks of this archive ask for semantic context (hosts/prompt_context.py)."""
     from ..hosts import channel, prompt_context
 
@@ -182,12 +182,13 @@ def _hook_listener(engine: Engine) -> Listener | None:
     return listener
 
 
-def make_server(settings: Settings) -> tuple[MemoryMCPServer, Holder]:
+def make_server(settings: Settings, shared: Engine | None = None) -> tuple[MemoryMCPServer, Holder]:
     """The MCP server for one archive, without tools yet (build_server adds them); the archive opens in
-    the lifespan and closes after it."""
+    the lifespan and closes after it. With `shared`, every session uses that open archive (the warm
+    process's, server/warm.py), which its owner closes."""
     holder = Holder(settings)
     middleware = []
-    if settings.extractor == "sampling":
+    if settings.extractor == "sampling" and shared is None:
         from .sampling import Bridge
 
         holder.sampling = Bridge(settings)
@@ -195,13 +196,17 @@ def make_server(settings: Settings) -> tuple[MemoryMCPServer, Holder]:
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[Any]) -> AsyncIterator[dict[str, Any]]:
+        if shared is not None:
+            holder._engine = shared
+            yield {"engine": shared}
+            return
         engine = Engine(settings)
         holder._engine = engine
         if holder.sampling is not None:
             holder.sampling.opened(engine)
         engine.start_extraction()  # events left pending by an earlier run are extracted again
         log.info("archive open: %s (schema %d)", settings.archive_label, engine.schema_version)
-        listener = _hook_listener(engine)
+        listener = hook_listener(engine)
         steps = [engine.close, *([listener.close] if listener is not None else [])]
         for step in steps:
             server.stopping.add(step)

@@ -14,7 +14,8 @@ it, a pin fails, and the workaround can go (or must change). The parts:
   Reads `_prompt_manager`.
 - `run_stdio_async` with `AnsweringReadStream`: the SDK's stdio reader drops a line it cannot parse
   (a lone UTF-16 surrogate escape, which JavaScript hosts write when they cut a string inside an
-  emoji) and the host waits until its own timeout; such a request gets an `invalid_argument` answer.
+  emoji) and the host waits until its own timeout; such a request gets an `invalid_argument` answer,
+  and so does one nested deeper than DEEPEST levels (read without overflowing Python's own parser).
   A `tools/call` or `prompts/get` whose `name` or `arguments` has the wrong JSON type, or a
   `resources/read` without a string `uri`, gets a coded answer that names the field, where the SDK
   answers a bare "Invalid request parameters". Reads `_lowlevel_server`.
@@ -49,6 +50,8 @@ from mcp.types import (
 )
 from pydantic import ValidationError
 
+from ..text import nesting
+
 MAY_HAVE_CHANGED = (
     "the change may or may not have been made: check with memory_read or memory_recall before you retry,"
     " and report the failure with the server's stderr log"
@@ -61,6 +64,8 @@ log = logging.getLogger("memlikehuman.server")
 EOF_ANSWER_SECONDS = 30.0
 
 
+DEEPEST = 100  # levels of arrays and objects a request may nest (the SDK's parser stops near 200)
+
 SURROGATE_MESSAGE = (
     "invalid_argument: the request contains an unpaired UTF-16 surrogate escape (such as \\ud83d, half of an"
     " emoji cut in two): send valid Unicode text"
@@ -70,15 +75,19 @@ SURROGATE_MESSAGE = (
 def rejection(exc: Exception) -> JSONRPCError | None:
     """The error answer to an unparseable line, or None when it has no request ID to answer to."""
     line = _line(exc)
-    try:
-        message = json.loads(line) if line is not None else None
-    except ValueError:
-        message = None
+    levels = nesting.depth(line) if line is not None else 0
+    message = _read(line)
     request_id = message.get("id") if isinstance(message, dict) and "method" in message else None
     if isinstance(request_id, bool) or not isinstance(request_id, int | str) or not _valid_unicode(request_id):
         log.warning("dropped a message that is not valid JSON-RPC: %s", str(exc).splitlines()[0][:300])
         return None
-    if _valid_unicode(message):
+    if levels > DEEPEST:
+        error = ErrorData(
+            code=INVALID_PARAMS,
+            message=f"invalid_argument: the request is nested {levels:,} levels deep: send arguments nested"
+            f" at most {DEEPEST} levels deep",
+        )
+    elif _valid_unicode(message):
         error = ErrorData(code=INVALID_REQUEST, message=f"invalid request: {str(exc).splitlines()[0][:300]}")
     else:
         error = ErrorData(code=INVALID_PARAMS, message=SURROGATE_MESSAGE)
@@ -113,6 +122,20 @@ def _params_problem(method: str, params: dict[str, Any]) -> str | None:
         if wrong:
             return f"invalid_argument: prompt arguments are strings; {', '.join(map(repr, wrong))} is not"
     return None
+
+
+def _read(line: str | None) -> Any:
+    """The JSON value of a rejected line (None: it is none). Python's json raises RecursionError near a
+    thousand levels: a line nested deeper is read with its levels below the request's own as null."""
+    if line is None:
+        return None
+    try:
+        try:
+            return json.loads(line)
+        except RecursionError:
+            return json.loads(nesting.outline(line, 1))
+    except ValueError:
+        return None
 
 
 def _line(exc: Exception) -> str | None:
@@ -371,8 +394,13 @@ class MemoryMCPServer(MCPServer[Any]):
     async def run_stdio_async(self) -> None:
         """Serve on stdin/stdout; a request the SDK cannot parse gets an error answer, and every request
         read before stdin ends gets its answer before the server stops (AnsweringReadStream)."""
+        await self.run_lines()
+
+    async def run_lines(self, lines: Any = None, out: Any = None) -> None:
+        """One session over the SDK's stdio transport: on stdin/stdout, or on `lines` (an async iterator
+        of JSON-RPC lines) and `out` (async `write(text)` and `flush()`), as server/warm.py's sockets give them."""
         unanswered = Unanswered()
-        async with stdio_server() as (read_stream, write_stream):
+        async with stdio_server(lines, out) as (read_stream, write_stream):
             await self._lowlevel_server.run(
                 AnsweringReadStream(read_stream, write_stream, unanswered),
                 AnsweredWriteStream(write_stream, unanswered),

@@ -9,7 +9,7 @@ from pydantic import Field
 
 from ..records import RecallResult, Scope
 from ..shapes import recall_shape
-from ..validate import MAX_QUERY_CHARS
+from ..validate import MAX_LIMIT, MAX_QUERY_CHARS
 from .app import Holder, MemoryMCPServer, call
 from .convert import counted, tool_result
 from .models import WHEN, PersonaId, ProjectId, RecallOut, at_most, between, chars
@@ -19,7 +19,7 @@ def register(server: MemoryMCPServer, holder: Holder) -> None:
     @server.tool()
     def memory_recall(
         query: Annotated[str, Field(description="empty only with cue_key", json_schema_extra=chars(MAX_QUERY_CHARS))],
-        limit: Annotated[int, Field(strict=True, json_schema_extra=between(1, 100))] = 10,
+        limit: Annotated[int, Field(strict=True, json_schema_extra=between(1, MAX_LIMIT))] = 10,
         as_of: Annotated[str | None, Field(description=f"{WHEN}: as known then; default now")] = None,
         include_history: Annotated[bool, Field(strict=True, description="add superseded versions")] = False,
         detail: Annotated[

@@ -9,13 +9,12 @@ from mcp.types import CallToolResult
 from pydantic import BaseModel, Field
 
 from ..records import Scope
-from ..validate import MAX_DERIVED_CHARS, MAX_QUERY_CHARS
+from ..validate import MAX_BUDGET, MAX_DERIVED_CHARS, MAX_QUERY_CHARS
 from .app import Holder, MemoryMCPServer, call
 from .convert import tool_result
 from .models import TEXT, PersonaId, ProjectId, Strict, at_most, between, chars
 
 MAX_ITEMS = 100  # items of each list of a task state (archive/checkpoints.py)
-MAX_BUDGET = 1_000_000  # the largest token_budget (sessions/context.py)
 Item = Annotated[str, Field(json_schema_extra=chars(MAX_DERIVED_CHARS))]
 
 

@@ -44,7 +44,6 @@ if TYPE_CHECKING:
     from ..retrieval.sources import Sources, Upkeep
 
 DEFAULT_BUDGET = 4_096
-MAX_BUDGET = 1_000_000
 EVENT_EXCERPT_CHARS = 2_000
 RECALL_LIMIT = 10
 EVENT_PAGE = 64
@@ -334,7 +333,7 @@ def _memory_items(hits: list[MemoryHit], raw: list[RawHit], shown: set[str]) -> 
 def _validated(scope: Scope, query: str, token_budget: int, session_id: str | None) -> Scope:
     checked = Scope(*validate.scope(scope.persona_id, scope.project_id))
     validate.text(query, "query", validate.MAX_QUERY_CHARS, allow_empty=True)
-    validate.int_range(token_budget, "token_budget", 1, MAX_BUDGET)
+    validate.int_range(token_budget, "token_budget", 1, validate.MAX_BUDGET)
     if session_id is not None:
         validate.identifier(session_id, "session_id")
     return checked

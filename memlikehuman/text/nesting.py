@@ -14,8 +14,8 @@ from typing import Any
 
 MAX_DEPTH = 32  # an extraction answer is 3 levels deep, a chat completion or a CLI's envelope about 5
 
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
-_BRACKET = re.compile(r"[\[\]{}]")
+# A JSON string (one left open runs to the end: every match succeeds, so a scan stays linear) or a bracket.
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*(?:"|\\?\Z)|[\[\]{}]', re.S)
 
 
 class TooDeep(ValueError):
@@ -25,10 +25,32 @@ class TooDeep(ValueError):
 def depth(text: str) -> int:
     """The deepest nesting of brackets and braces outside JSON strings (0 for a scalar)."""
     deepest = level = 0
-    for bracket in _BRACKET.findall(_STRING.sub("", text)):
-        level = level + 1 if bracket in "[{" else max(0, level - 1)
-        deepest = max(deepest, level)
+    for token in _TOKEN.finditer(text):
+        bracket = token.group()
+        if bracket[0] != '"':
+            level = level + 1 if bracket in "[{" else max(0, level - 1)
+            deepest = max(deepest, level)
     return deepest
+
+
+def outline(text: str, keep: int) -> str:
+    """The JSON text with every array and object that opens deeper than ``keep`` levels replaced by null:
+    its outer levels (a request's ID and method) read by json whatever lies below them."""
+    pieces, level, done, cut = [], 0, 0, -1
+    for token in _TOKEN.finditer(text):
+        bracket = token.group()
+        if bracket[0] == '"':
+            continue
+        if bracket in "[{":
+            level += 1
+            if level == keep + 1:
+                cut = token.start()
+        elif level > 0:
+            if level == keep + 1 and cut >= 0:
+                pieces += [text[done:cut], "null"]
+                done, cut = token.end(), -1
+            level -= 1
+    return "".join(pieces) + (text[done:cut] if cut >= 0 else text[done:])
 
 
 def loads(text: str, max_depth: int = MAX_DEPTH) -> Any:

@@ -59,13 +59,14 @@ def best(text: str, words: Sequence[str], size: int = PASSAGE_CHARS) -> tuple[in
     found = spans(text, size)
     if len(found) == 1 or not words:
         return found[0]
-    positions = match_positions(text, words)
-    if not positions:
+    lowered = text.lower()
+    patterns = [p for p, needle in zip(_patterns(words), _needles(words), strict=True) if needle in lowered]
+    if not patterns:
         return found[0]
 
     def held(span: tuple[int, int]) -> tuple[int, int]:
-        inside = [word for word, at in positions if span[0] <= at < span[1]]
-        return len(set(inside)), len(inside)
+        counts = [len(p.findall(lowered, *span)) for p in patterns]
+        return sum(1 for n in counts if n), sum(counts)
 
     return max(found, key=lambda span: (held(span), -span[0]))
 
@@ -74,10 +75,21 @@ def match_positions(text: str, words: Sequence[str]) -> list[tuple[str, int]]:
     """(word, position) of every place a query word (or its stem; an n-gram of an unsegmented script
     anywhere) occurs in text, in order of position."""
     lowered = text.lower()
-    found: list[tuple[str, int]] = []
+    found = [(word, m.start()) for word, p in zip(words, _patterns(words), strict=True) for m in p.finditer(lowered)]
+    return sorted(found, key=lambda pair: pair[1])
+
+
+def _needles(words: Sequence[str]) -> list[str]:
+    """Per query word, a string every match of its pattern contains (the stem; "" where n-grams match)."""
+    return ["" if ngrams.query(w).grams else (w if len(w) <= 4 else w[: max(4, len(w) - 2)]) for w in words]
+
+
+def _patterns(words: Sequence[str]) -> list[re.Pattern[str]]:
+    """Per query word, what finds it in lowercased text: its stem at a word start (the index's porter
+    stemmer matches "deploy" for "deployed"), or any of its n-grams in an unsegmented script."""
+    out = []
     for word in words:
         stem = word if len(word) <= 4 else word[: max(4, len(word) - 2)]
-        found.extend((word, m.start()) for m in re.finditer(r"\b" + re.escape(stem), lowered))
-        for gram in ngrams.query(word).grams:
-            found.extend((word, m.start()) for m in re.finditer(re.escape(gram), lowered))
-    return sorted(found, key=lambda pair: pair[1])
+        alternatives = [r"\b" + re.escape(stem), *(re.escape(gram) for gram in ngrams.query(word).grams)]
+        out.append(re.compile("|".join(alternatives)))
+    return out

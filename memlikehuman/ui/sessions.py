@@ -8,6 +8,7 @@ from starlette.responses import HTMLResponse
 from ..archive import checkpoints
 from ..records import Scope
 from ..sessions import context
+from ..validate import MAX_BUDGET
 from .common import csrf_of, event_link, html, number, param, scope_nav, scope_of
 from .html import Safe, el, join, table
 
@@ -67,7 +68,7 @@ def _resume_preview(request: Request, scope: Scope) -> Safe:
     result = request.app.state.engine.resume(
         scope,
         query=param(request, "q", "") or "",
-        token_budget=number(param(request, "budget"), "budget", context.DEFAULT_BUDGET, 1, context.MAX_BUDGET),
+        token_budget=number(param(request, "budget"), "budget", context.DEFAULT_BUDGET, 1, MAX_BUDGET),
         target_model=param(request, "model") or None,
         session_id=param(request, "session") or None,
     )

@@ -181,6 +181,52 @@ def check_recall_result_read(world: World, run: Run) -> None:
     )
 
 
+# -- standing facts at the start of a session ------------------------------------------------------
+
+BUN = "We switched to bun: use bun from now on, not pnpm."
+BUN_MEMORY = {"content": "The user uses bun as the package manager of this repo", "quote": "use bun from now on",
+              "kind": "preference", "subject": "user.package_manager"}  # fmt: skip
+STANDING = re.compile(r"«DATA (\d+) standing_facts»\n(.*?)\n«END \1 standing_facts»", re.DOTALL)
+
+
+def standing_facts(request: Request) -> list[str]:
+    """The contents of the standing_facts block the session's start context handed (in any hook context)."""
+    found = [m.group(2) for text in request.hook_context() for m in STANDING.finditer(text)]
+    return [json.loads(line)["content"] for block in found for line in block.splitlines()]
+
+
+def check_standing_facts_at_start(world: World, run: Run) -> None:
+    """A new session's first request holds the memory the agent made in session 1, as a standing fact."""
+    facts = standing_facts(run.first())
+    problems = Problems(f"{world.host.name}: standing facts at the start of session 2")
+    problems.check(PNPM_MEMORY["content"] in facts, f"the standing facts {facts} lack {PNPM_MEMORY['content']!r}")
+    problems.assert_none("\n".join(_cut(text) for text in run.first().hook_context()))
+
+
+def change_script() -> Script:
+    """The model keeps the change as a memory of the recorded turn with the same subject, then answers."""
+
+    def record(request: Request) -> dict[str, Any]:
+        ids = ids_from_context(request)
+        if ids is None:
+            raise LookupError("the hooks' context names no recorded turn to attach memories to")
+        return {"event_id": ids.event_id, "text": request.prompt() or "", "role": "user", "source": ids.source,
+                "session_id": ids.session_id, "memories": [BUN_MEMORY], **scope_from_context(request)}  # fmt: skip
+
+    return Script([Rule("bun", (Call("memory_record", record), Text("Noted: bun from now on.")))])
+
+
+def check_only_the_new_value_at_start(world: World) -> None:
+    """After the change, the next session starts with the new value only."""
+    world.expect_ok(world.run(BUN, change_script()))
+    later = world.expect_ok(world.run("hello", NOTED))
+    facts = standing_facts(later.first())
+    problems = Problems(f"{world.host.name}: standing facts after a change")
+    problems.check(BUN_MEMORY["content"] in facts, f"the standing facts {facts} lack {BUN_MEMORY['content']!r}")
+    problems.check(PNPM_MEMORY["content"] not in facts, f"the standing facts {facts} still hold the old value")
+    problems.assert_none("\n".join(_cut(text) for text in later.first().hook_context()))
+
+
 # -- session 3: the agent's own memories, checkpoint, resume, forget --------------------------------
 
 

@@ -24,6 +24,7 @@ import html
 import json
 import re
 import threading
+import time
 import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -146,6 +147,7 @@ class Request:
     headers: dict[str, str]
     body: Any
     answer: str = ""  # what the script answered (a short description), for failure messages
+    at: float = field(default_factory=time.monotonic)  # when it arrived (bench/hooks_real.py: launch to first request)
 
     @property
     def dialect(self) -> str:

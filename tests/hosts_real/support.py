@@ -31,6 +31,8 @@ from typing import Any
 
 import pytest
 
+from memlikehuman.hosts import warm
+
 from .standin import Request, Script, StandIn, main_requests
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -91,6 +93,7 @@ class Run:
     session_id: str | None = None
     debug_log: Path | None = None  # Claude Code's --debug file
     script_errors: list[str] = field(default_factory=list)
+    started: float = 0.0  # time.monotonic() when the CLI was spawned
 
     def main(self) -> list[Request]:
         """The conversation's own requests (with the host's tools), oldest first."""
@@ -321,13 +324,13 @@ class Archive:
 class World:
     """One host's throwaway home, project, archive and stand-in model."""
 
-    def __init__(self, host: Host, root: Path) -> None:
+    def __init__(self, host: Host, root: Path, log: str = "requests.jsonl") -> None:
         self.host = host
         self.root = root
         self.home = root / "home"
         self.project = root / "project"
         self.db = root / "data" / "memory.sqlite3"
-        self.model = StandIn(Script(), root / "requests.jsonl")
+        self.model = StandIn(Script(), root / log)
         self.runs: list[Run] = []
 
     def start(self) -> World:
@@ -340,7 +343,15 @@ class World:
         return self
 
     def stop(self) -> None:
+        """Stop the stand-in and the warm processes our hooks and servers started in this home."""
         self.model.__exit__(None, None, None)
+        for directory in self.runtime_dirs():
+            warm.stop(directory)
+
+    def runtime_dirs(self) -> list[Path]:
+        """Where a warm process of this world keeps its lock: its runtime directory, and the cache's (Codex
+        starts MCP servers without XDG_RUNTIME_DIR)."""
+        return [self.root / "run" / "memlikehuman", self.home / ".cache" / "memlikehuman" / "run"]
 
     def env(self) -> dict[str, str]:
         """A clean environment: nothing of the developer's (no MEMLIKEHUMAN_*, no CI, no API keys)."""
@@ -427,6 +438,7 @@ class World:
             requests=self.model.since(mark),
             session_id=self.host.session_of(stdout),
             script_errors=self.model.errors[errors_before:],
+            started=started,
         )
         if isinstance(self.host, ClaudeCode) and run.session_id:
             log = self.home / ".claude" / "debug" / f"{run.session_id}.txt"

@@ -26,5 +26,12 @@ def test_the_agent_attaches_memories_checkpoints_resumes_and_forgets(
     scenarios.check_chores(host, scenarios.session_three(host))
 
 
+def test_a_new_session_starts_with_the_standing_facts_of_the_last_and_after_a_change_only_the_new_value(
+    host: World, session2: Run
+) -> None:
+    scenarios.check_standing_facts_at_start(host, session2)
+    scenarios.check_only_the_new_value_at_start(host)
+
+
 def test_uninstall_leaves_the_config_files_as_they_were(fresh: World) -> None:
     scenarios.install_run_uninstall(fresh)

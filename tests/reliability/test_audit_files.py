@@ -19,6 +19,7 @@ from conftest import make_settings
 from hook_support import SCRIPT, run_hook
 
 from memlikehuman.engine import Engine
+from memlikehuman.hosts import warm
 from memlikehuman.records import Scope
 
 
@@ -119,27 +120,30 @@ def test_nothing_of_ours_or_of_our_libraries_writes_into_home_outside_our_own_di
             "query": "where is the boat", "search_mode": "deep"}}},
     ]  # fmt: skip
     pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
-    with subprocess.Popen([str(SCRIPT), "serve"], text=True, env=env, **pipes) as served:
-        assert served.stdin is not None and served.stdout is not None
-        served.stdin.write("".join(json.dumps(call) + "\n" for call in calls))
-        served.stdin.flush()
-        answers = [json.loads(served.stdout.readline()) for _ in range(3)]  # stdin stays open until they came
-        served.stdin.close()
-        assert served.wait(timeout=60) == 0
-    assert [a["id"] for a in answers] == [1, 2, 3] and not answers[2]["result"]["isError"]
-    project = tmp_path / "project"
-    project.mkdir()
-    hook = subprocess.run(
-        [str(SCRIPT), "hook", "claude-code"],
-        input=json.dumps(_prompt("s1", "where is the boat moored")),
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=project,
-        timeout=60,
-        check=False,
-    )
-    assert hook.returncode == 0, hook.stderr
+    try:
+        with subprocess.Popen([str(SCRIPT), "serve"], text=True, env=env, **pipes) as served:
+            assert served.stdin is not None and served.stdout is not None
+            served.stdin.write("".join(json.dumps(call) + "\n" for call in calls))
+            served.stdin.flush()
+            answers = [json.loads(served.stdout.readline()) for _ in range(3)]  # stdin stays open until they came
+            served.stdin.close()
+            assert served.wait(timeout=60) == 0
+        assert [a["id"] for a in answers] == [1, 2, 3] and not answers[2]["result"]["isError"]
+        project = tmp_path / "project"
+        project.mkdir()
+        hook = subprocess.run(
+            [str(SCRIPT), "hook", "claude-code"],
+            input=json.dumps(_prompt("s1", "where is the boat moored")),
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=project,
+            timeout=60,
+            check=False,
+        )
+        assert hook.returncode == 0, hook.stderr
+    finally:
+        assert warm.stop(home / ".cache" / "memlikehuman" / "run")  # serve relayed to the warm process it started
     ours = (home / ".local" / "share" / "memlikehuman", home / ".cache" / "memlikehuman")
     written = [p for p in home.rglob("*") if p.is_file()]
     assert written, "the default archive was not created under HOME"

@@ -74,6 +74,33 @@ def test_a_20_mb_transcript_of_tiny_lines_gets_the_hooks_answer_in_time_and_its_
     assert [e["text"] for e in stored(db)] == ["Teal, say I"]
 
 
+# A tool's input or output nested past Python's JSON parser (a few thousand brackets): it raises RecursionError.
+DEEP_TOOL_LINE = (
+    '{"type": "assistant", "message": {"role": "assistant", "content": [{"type": "tool_use", "input": %s}]}}\n'
+    % ("[" * 5000 + "]" * 5000)
+)
+
+
+def test_a_transcript_line_nested_thousands_deep_keeps_nothing_else_of_its_turn_out(tmp_path: Path, project: Path):
+    path = write_transcript(tmp_path / "t.jsonl", "s1", [("user", "Pick a colour"), ("assistant", "Teal, say I")])
+    lines = path.read_text().splitlines(keepends=True)
+    call = {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "ls paints"}}
+    result = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "teal.png"}
+    tool_lines = [
+        json.dumps({"type": "assistant", "message": {"role": "assistant", "content": [call]}}) + "\n",
+        json.dumps({"type": "user", "message": {"role": "user", "content": [result]}}) + "\n",
+        DEEP_TOOL_LINE,
+        DEEP_TOOL_LINE.replace('"tool_use", "input"', '"tool_use", "id": "toolu_2", "name": "Deep", "input"'),
+    ]
+    path.write_text("".join(lines[:-1] + tool_lines + lines[-1:]))
+    db = tmp_path / "data" / "memory.sqlite3"
+    payload = {"session_id": "s1", "hook_event_name": "Stop", "cwd": str(project), "transcript_path": str(path)}
+    ran = run_hook("claude-code", payload, db, project, "--record", "assistant,tools", timeout=HOOK_TIMEOUT_SECONDS)
+    assert (ran.returncode, ran.stdout.strip(), ran.stderr) == (0, "", "")
+    texts = [e["text"] for e in stored(db)]
+    assert "Teal, say I" in texts and any("ls paints" in t and "teal.png" in t for t in texts), texts
+
+
 @pytest.mark.parametrize(
     ("host", "expected"), [("claude-code", ""), ("codex", ""), ("cursor", {"continue": True}), ("gemini", {})]
 )

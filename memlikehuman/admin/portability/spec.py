@@ -15,6 +15,7 @@ from ...archive.db import Row
 from ...errors import InvalidArgument, MemLikeHumanError
 from ...lifecycle.correct import CORRECTION_PREFIX
 from ...records import BASES, CATEGORIES, MEMORY_KINDS, ROLES, memory_status
+from ...text import nesting
 
 FORMAT = "memlikehuman-export"
 VERSION = 1
@@ -293,9 +294,15 @@ def line(record: Mapping[str, Any]) -> str:
 
 def parse(raw: bytes, number: int) -> dict[str, Any]:
     try:
-        record = json.loads(raw.decode("utf-8"))
+        text = raw.decode("utf-8")
+        record = json.loads(text)
     except (UnicodeDecodeError, ValueError) as exc:
         raise InvalidArgument(f"line {number} is not a JSON object in UTF-8 ({exc}): is this an export file?") from None
+    except RecursionError:  # Python's json gives up near a thousand levels
+        levels = nesting.depth(text)
+        raise InvalidArgument(
+            f"line {number} is nested {levels:,} levels deep, too deep to read: is this an export file?"
+        ) from None
     if not isinstance(record, dict) or not isinstance(record.get("type"), str):
         raise InvalidArgument(f"line {number} has no 'type': is this a memlikehuman export file?")
     return record
