@@ -49,6 +49,7 @@ AREAS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
     ("UI", ("ui",)),
     ("Multilingual", ("multilingual",)),
+    ("Test suite", ("test-suite",)),
 )  # fmt: skip
 PREFIXES = {
     "ablation": "Recall quality", "forget-postgres": "PostgreSQL", "conversation-recall": "Recall quality",

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from . import files
 from .errors import InvalidArgument
 
 KEYS = (
@@ -161,7 +162,7 @@ class Settings:
         return self.db_url is not None or self.db_path.exists()
 
 
-def _archive(target: Path | str) -> tuple[str | None, Path]:
+def _archive(target: Path | str, env: Mapping[str, str] | None = None) -> tuple[str | None, Path]:
     """(PostgreSQL URL or None, local path): a URL keeps its side files beside the default archive."""
     from .archive.db import is_url  # apsw: every command and hook opens the archive anyway
 
@@ -170,35 +171,47 @@ def _archive(target: Path | str) -> tuple[str | None, Path]:
         import hashlib  # here: importing it costs a hook's start-up ~15 ms (OpenSSL)
 
         digest = hashlib.sha256(text.encode()).hexdigest()[:16]
-        return text, default_db_path().with_name(f"postgres-{digest}")
+        return text, default_db_path(env).with_name(f"postgres-{digest}")
     return None, Path(target).expanduser()
 
 
-def default_db_path() -> Path:
-    """The platform's user data directory for the archive."""
+def default_db_path(env: Mapping[str, str] | None = None) -> Path:
+    """The archive in the platform's user data directory, as `env` (default: this process's environment) names it.
+
+    On Linux computed here as platformdirs does (`$XDG_DATA_HOME` when it is an absolute path, else
+    ~/.local/share), from `env` rather than this process's environment: a hook is handed its
+    environment (hosts/hook.Surroundings). tests/test_hook_startup.py checks that both agree.
+    """
+    if sys.platform == "linux":
+        return _xdg_dir(env, "XDG_DATA_HOME", ".local/share") / "memlikehuman" / "memory.sqlite3"
     import platformdirs  # imported where used: the hook path (a process per prompt) stays short
 
     return Path(platformdirs.user_data_dir("memlikehuman", appauthor=False)) / "memory.sqlite3"
 
 
-def default_config_path() -> Path:
-    """The platform's user config file.
+def default_config_path(env: Mapping[str, str] | None = None) -> Path:
+    """The platform's user config file, as `env` (default: this process's environment) names it.
 
     On Linux computed here as platformdirs does (`$XDG_CONFIG_HOME` when it is an absolute path, else
     ~/.config): importing platformdirs (it imports tempfile) is a tenth of a hook's start-up, and every
     hook reads the config file. tests/test_hook_startup.py checks that both agree.
     """
     if sys.platform == "linux":
-        xdg = os.environ.get("XDG_CONFIG_HOME", "")
-        base = Path(xdg) if os.path.isabs(xdg) else Path.home() / ".config"
-        return base / "memlikehuman" / "config.toml"
+        return _xdg_dir(env, "XDG_CONFIG_HOME", ".config") / "memlikehuman" / "config.toml"
     import platformdirs
 
     return Path(platformdirs.user_config_dir("memlikehuman")) / "config.toml"
 
 
+def _xdg_dir(env: Mapping[str, str] | None, name: str, default: str) -> Path:
+    """`$name` when it is an absolute path, else `default` in the home directory (as platformdirs reads both)."""
+    env = os.environ if env is None else env
+    given = env.get(name, "")
+    return Path(given) if os.path.isabs(given) else files.home_dir(env) / default
+
+
 def _config_file(env: Mapping[str, str]) -> dict[str, str]:
-    path = Path(env.get("MEMLIKEHUMAN_CONFIG") or default_config_path())
+    path = Path(env.get("MEMLIKEHUMAN_CONFIG") or default_config_path(env))
     if not path.is_file():
         return {}
     import tomllib  # only when there is a file to read
@@ -225,8 +238,9 @@ def _number(values: Mapping[str, str], key: str, default: float, low: float) -> 
     return number
 
 
-def load(db: str | Path | None = None, env: Mapping[str, str] | None = None) -> Settings:
-    """Resolve settings from the flag, the environment and the config file."""
+def load(db: str | Path | None = None, env: Mapping[str, str] | None = None, cwd: Path | None = None) -> Settings:
+    """Resolve settings from the flag, the environment and the config file; `env` and `cwd` (the working
+    directory `MEMLIKEHUMAN_PROJECT=auto` names) default to this process's."""
     env = os.environ if env is None else env
     values = {**_config_file(env), **{k: v for k, v in env.items() if k in KEYS}}
     extractor = values.get("MEMLIKEHUMAN_EXTRACTOR", "none").strip().lower() or "none"
@@ -238,7 +252,7 @@ def load(db: str | Path | None = None, env: Mapping[str, str] | None = None) -> 
         raise InvalidArgument("MEMLIKEHUMAN_EMBEDDER must be 'none', 'local' or 'openai'")
     if db is not None and not str(db).strip():  # `--db "$UNSET"` in a script: never the user's own archive instead
         raise InvalidArgument("the archive (--db) is empty: give a file path or a postgresql:// URL")
-    url, path = _archive(db or values.get("MEMLIKEHUMAN_DB") or default_db_path())
+    url, path = _archive(db or values.get("MEMLIKEHUMAN_DB") or default_db_path(env), env)
     tokenizer = values.get("MEMLIKEHUMAN_TOKENIZER_JSON")
     return Settings(
         db_path=path,
@@ -266,7 +280,7 @@ def load(db: str | Path | None = None, env: Mapping[str, str] | None = None) -> 
         gist_after_days=_number(values, "MEMLIKEHUMAN_GIST_AFTER_DAYS", 30.0, 0),
         tokenizer_json=Path(tokenizer).expanduser() if tokenizer else None,
         persona_id=values.get("MEMLIKEHUMAN_PERSONA") or "default",
-        project_id=_project(values.get("MEMLIKEHUMAN_PROJECT")),
+        project_id=_project(values.get("MEMLIKEHUMAN_PROJECT"), cwd, env),
         hook_record=values.get("MEMLIKEHUMAN_HOOK_RECORD"),
         gate=_gate(values),
         inject_search=_choice(values, "MEMLIKEHUMAN_INJECT_SEARCH", INJECT_SEARCHES),
@@ -295,12 +309,12 @@ def _choice(values: Mapping[str, str], key: str, allowed: tuple[str, ...]) -> st
     return raw
 
 
-def _project(raw: str | None) -> str:
+def _project(raw: str | None, cwd: Path | None, env: Mapping[str, str]) -> str:
     """MEMLIKEHUMAN_PROJECT: a project ID, or `auto` for the stable name of the working directory."""
     if raw is None or raw == "":
         return "default"
     if raw.strip().lower() == "auto":
         from .text.projects import project_name
 
-        return project_name(Path.cwd())
+        return project_name(Path.cwd() if cwd is None else cwd, files.home_dir(env))
     return raw

@@ -252,7 +252,7 @@ def runtime_dir(create: bool = True, environ: Mapping[str, str] | None = None) -
     $XDG_RUNTIME_DIR/memlikehuman when XDG_RUNTIME_DIR is a private directory of this user (the login
     session's own, on tmpfs), else <user cache dir>/memlikehuman/run: never a shared directory such
     as /tmp, where another user could create the name first. `environ` (default: this process's) is
-    where XDG_RUNTIME_DIR and XDG_CACHE_HOME are read. `create` makes it (0700) when missing;
+    where XDG_RUNTIME_DIR, XDG_CACHE_HOME and HOME are read. `create` makes it (0700) when missing;
     a directory that is a symlink, of another user or open to others is never repaired or used.
     """
     env = os.environ if environ is None else environ
@@ -270,7 +270,19 @@ def runtime_dir(create: bool = True, environ: Mapping[str, str] | None = None) -
 def _cache_dir(env: Mapping[str, str]) -> Path:
     """The user's cache directory as platformdirs computes it on Linux ($XDG_CACHE_HOME or ~/.cache)."""
     cache = env.get("XDG_CACHE_HOME", "")
-    return Path(cache) if os.path.isabs(cache) else Path(os.path.expanduser("~")) / ".cache"
+    return Path(cache) if os.path.isabs(cache) else home_dir(env) / ".cache"
+
+
+def home_dir(env: Mapping[str, str] | None = None) -> Path:
+    """The home directory `env` (default: this process's environment) names: `$HOME` when it is an
+    absolute path, else the user's entry in the password database (as platformdirs reads it)."""
+    env = os.environ if env is None else env
+    home = env.get("HOME", "")
+    if os.path.isabs(home):
+        return Path(home)
+    import pwd
+
+    return Path(pwd.getpwuid(os.getuid()).pw_dir)
 
 
 def _private_dir(path: Path, *, follow: bool) -> bool:

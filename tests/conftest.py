@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import sdk_schemas
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp import Client, StdioServerParameters
 
@@ -21,6 +20,7 @@ from memlikehuman.archive.db import is_url, open_database
 from memlikehuman.engine import Engine
 from memlikehuman.records import Candidate, Scope
 from memlikehuman.server import build_server
+from memlikehuman.server.app import MemoryMCPServer
 
 # PostgreSQL fixtures (pg_server, pg_url, pg_role_url, backend, archive_target): see tests/pg_support.py.
 pytest_plugins = ["pg_support"]
@@ -47,6 +47,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 # What --quick leaves to the full suite: processes killed hundreds of times, a PostgreSQL cluster, a
 # browser, the MCP Inspector and the real host CLIs on Node. The full suite (.ci/run) runs them all.
+# --quick only leaves tests out: a test it keeps runs exactly as in the full suite.
 QUICK_LEAVES_OUT = (
     "tests/reliability/test_crash.py",
     "tests/reliability/test_inspector.py",
@@ -61,26 +62,8 @@ QUICK_LEAVES_OUT = (
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    global SERVE_IN_PROCESS, HOOKS_IN_PROCESS
     if config.getoption("--quick") and config.getoption("--backends") == "sqlite,postgres,pgvector":
         config.option.backends = "sqlite"
-    SERVE_IN_PROCESS = HOOKS_IN_PROCESS = config.getoption("--quick")
-    if config.getoption("--quick"):
-        sdk_schemas.work_once()
-
-
-# Under --quick, `connected` runs what a test would start as `memlikehuman serve` in this process instead
-# (the same server, its tools and lifespan, over the SDK's in-memory streams): a subprocess costs 1.5 s of
-# importing the MCP SDK, and nearly a hundred tests start one. The full suite runs them all over real
-# stdio; tests about the process itself (its memory, its POSIX locks) use `spawned`, which always starts
-# one; tests that start `serve` another way (raw stdio, signals, stderr) are not affected. ui_support's
-# `running_ui` serves `memlikehuman ui` from a thread the same way (`spawned_ui` always starts the process).
-SERVE_IN_PROCESS = False
-# Under --quick, hook_support's `run_hook` runs `memlikehuman hook HOST` in this process instead (the console
-# script's entry point, with the argv, stdin, working directory and environment the process would get:
-# tests/script_in_process.py): the process's start-up costs ~150 ms of CPU, and the hook tests start about
-# 350. The full suite starts them all; tests about the process itself use `spawn_hook`, which always does.
-HOOKS_IN_PROCESS = False
 
 
 def left_out_of_quick(item: pytest.Item) -> bool:
@@ -177,31 +160,18 @@ class SyncClient:
 
 
 @contextmanager
-def connected(target: Any) -> Iterator[SyncClient]:
-    """A blocking MCP client connected to an MCPServer (in-process) or StdioServerParameters (subprocess;
-    in this process under --quick: SERVE_IN_PROCESS)."""
-    with spawned(served(target)) as client:
-        yield client
-
-
-@contextmanager
-def spawned(target: Any) -> Iterator[SyncClient]:
-    """`connected`, but StdioServerParameters always start a subprocess."""
+def connected(target: MemoryMCPServer | StdioServerParameters) -> Iterator[SyncClient]:
+    """A blocking MCP client connected to a server in this process (over the SDK's in-memory transport) or
+    to StdioServerParameters' subprocess (over its stdio): tests about what a tool does use the first
+    (`serving`), tests about the `serve` process itself the second (`stdio_params`)."""
     with start_blocking_portal() as portal, portal.wrap_async_context_manager(Client(target)) as client:
         yield SyncClient(portal, client)
 
 
-def served(target: Any) -> Any:
-    """What a client connects to for `target`: under --quick, the server `memlikehuman serve --db X` with
-    these parameters would run, built in this process (SERVE_IN_PROCESS); else `target` itself."""
-    serving = isinstance(target, StdioServerParameters) and target.args[:3] == ["-m", "memlikehuman", "serve"]
-    if not (SERVE_IN_PROCESS and serving):
-        return target
-    db = target.args[target.args.index("--db") + 1]
-    return build_server(config.load(db if is_url(db) else Path(db), env=dict(target.env or {})))
-
-
-open_client = connected
+def serving(db: Path | str, **env: str) -> MemoryMCPServer:
+    """The server `memlikehuman serve --db DB` runs with `stdio_params(db, **env)`'s environment, built in
+    this process: its settings read from that environment, its tools and lifespan."""
+    return build_server(config.load(db if is_url(db) else Path(db), env={**os.environ, **BASE_ENV, **env}))
 
 
 @pytest.fixture
@@ -220,7 +190,8 @@ def stdio_params(db: Path | str, **env: str) -> StdioServerParameters:
 
 @pytest.fixture
 def stdio_client(db_path: Any) -> Iterator[SyncClient]:
-    """A real `memlikehuman serve` subprocess over stdio, on a fresh archive of each backend in turn."""
+    """A real `memlikehuman serve` subprocess over stdio, on a fresh archive of each backend in turn: for
+    tests about what a host sees of the process."""
     with connected(stdio_params(db_path)) as opened:
         yield opened
 

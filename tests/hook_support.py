@@ -1,32 +1,37 @@
-"""Running `memlikehuman hook` exactly as a host does: a subprocess with JSON on stdin, a cwd and an env.
+"""Running `memlikehuman hook` with what a host hands it: JSON on stdin, its options, a cwd and an env.
+
+`run_hook` calls the hook's logic (hosts/hook.run) in the test process, handing it that environment
+and working directory (hook.Surroundings) instead of the test process's; `spawn_hook` starts the
+console script as the host does, for tests about the process itself (its exit, its bytes on stdout,
+its umask, its imports, its timeout, the warm process's forker).
 
 The archive a hook is pointed at is a SQLite file or a PostgreSQL URL (the `db` fixture runs both).
 Each run gets its own HOME and XDG_DATA_HOME: a URL archive's side files (the hooks' log and state)
 live in the user data directory, so a test never writes to the real one (``side_file``).
-
-Under --quick (conftest.HOOKS_IN_PROCESS) `run_hook` runs the console script in the test process
-(tests/script_in_process.py) instead; `spawn_hook` always starts the process, for tests about it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import json
+import logging
 import os
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeAlias
 
-import conftest
 import pytest
-import script_in_process
 from conftest import BASE_ENV
 from pg_support import server_database
 
 from memlikehuman.archive.db import is_url, open_database
+from memlikehuman.hosts import hook
 
 SCRIPT = Path(sys.executable).with_name("memlikehuman")
 Archive: TypeAlias = Path | str  # what a hook is pointed at: a SQLite file or a PostgreSQL URL
@@ -75,23 +80,62 @@ def side_file(db: Path | str, suffix: str) -> Path:
 
 
 def run_hook(
-    host: str, payload: dict[str, Any] | str, db: Path | str, cwd: Path, *args: str, timeout: float = 60, **env: str
+    host: str,
+    payload: dict[str, Any] | str,
+    db: Path | str,
+    cwd: Path,
+    *args: str,
+    timeout: float | None = None,
+    **env: str,
 ) -> Ran:
-    """Run the installed console script the way the host's settings run it (TimeoutExpired past `timeout`).
+    """`memlikehuman hook HOST ARGS`'s logic (hosts/hook.run) on this payload, in the environment and working
+    directory `spawn_hook` would start the process with, the test process as the process that started it.
 
-    Under --quick, on the test's main thread: in this process, as that process would run (a process's
-    start-up costs ~150 ms of CPU, and the hook tests run hundreds). From another thread of the test,
-    always a process: an in-process run's environment and working directory are the whole test
-    process's while it runs."""
-    if conftest.HOOKS_IN_PROCESS and threading.current_thread() is threading.main_thread():
-        return _ran(script_in_process.run(**_call(host, payload, db, cwd, args, env), timeout=timeout))
-    return spawn_hook(host, payload, db, cwd, *args, timeout=timeout, **env)
+    Its stdout and stderr are what the hook wrote to them, and what it logged at WARNING or above (a
+    process's logging writes that to stderr); its returncode what `run` returns. With `timeout`, the call
+    runs on a thread of its own and raises subprocess.TimeoutExpired when it outlives `timeout` seconds
+    (the thread is left to end by itself)."""
+    call = _call(host, payload, db, cwd, args, env)
+    around = hook.Surroundings(call["env"], cwd, os.getpid())
+    stdin = io.StringIO(call["input"].decode("utf-8", "surrogateescape"))
+    stdout, stderr = io.StringIO(), io.StringIO()
+    ran: list[int] = []
+
+    def call_hook() -> None:
+        with _logged_to(stderr):
+            ran.append(hook.run(hook.options_of(call["args"][2:]), stdin, stdout, stderr, around))
+
+    if timeout is None:
+        call_hook()
+    else:
+        thread = threading.Thread(target=call_hook, name="hook", daemon=True)
+        thread.start()
+        thread.join(timeout)
+        if thread.is_alive():
+            raise subprocess.TimeoutExpired(call["args"], timeout)
+    return Ran(ran[0], stdout.getvalue(), stderr.getvalue())
+
+
+@contextlib.contextmanager
+def _logged_to(stream: io.StringIO) -> Iterator[None]:
+    """What this thread logs at WARNING or above, written to `stream` as a process's last-resort handler would."""
+    handler = logging.StreamHandler(stream)
+    handler.setLevel(logging.WARNING)
+    thread = threading.get_ident()
+    handler.addFilter(lambda record: record.thread == thread)
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)
 
 
 def spawn_hook(
     host: str, payload: dict[str, Any] | str, db: Path | str, cwd: Path, *args: str, timeout: float = 60, **env: str
 ) -> Ran:
-    """`run_hook`, always as a new process: for tests about the process itself."""
+    """`memlikehuman hook HOST ARGS` as the host runs it: the console script in a new process (TimeoutExpired
+    past `timeout`), for tests about the process itself."""
     call = _call(host, payload, db, cwd, args, env)
     return _ran(subprocess.run(**call, capture_output=True, timeout=timeout, check=False))
 

@@ -10,9 +10,11 @@ from typing import Any
 
 import anyio
 from anyio.from_thread import start_blocking_portal
-from conftest import SyncClient, served
+from conftest import SyncClient
 from mcp import Client, StdioServerParameters
 from mcp_types import CreateMessageRequestParams, CreateMessageResult, ErrorData, TextContent
+
+from memlikehuman.server.app import MemoryMCPServer
 
 Callback = Callable[[Any, CreateMessageRequestParams], Awaitable[CreateMessageResult | ErrorData]]
 
@@ -56,10 +58,10 @@ async def hanging(ctx: Any, params: CreateMessageRequestParams) -> CreateMessage
 
 @contextmanager
 def sampling_client(
-    params: StdioServerParameters, callback: Callback | None, mode: str = "legacy"
+    target: MemoryMCPServer | StdioServerParameters, callback: Callback | None, mode: str = "legacy"
 ) -> Iterator[SyncClient]:
-    """A blocking client over stdio (in process under --quick: conftest.served); `callback` None declares
-    no sampling capability."""
-    client = Client(served(params), sampling_callback=callback, mode=mode)  # type: ignore[arg-type]
+    """A blocking client of a server in this process or over stdio (conftest.connected) that answers the
+    server's sampling requests with `callback`; None declares no sampling capability."""
+    client = Client(target, sampling_callback=callback, mode=mode)  # type: ignore[arg-type]
     with start_blocking_portal() as portal, portal.wrap_async_context_manager(client) as opened:
         yield SyncClient(portal, opened)

@@ -39,6 +39,9 @@ def at_terminal(
     proc = subprocess.Popen(
         [str(SCRIPT), *args], stdin=follower, stdout=follower, stderr=follower, cwd=cwd, env=env,
         start_new_session=new_session,
+        # A suite started in the background inherits "ignore SIGINT" (and a Python started so installs no
+        # KeyboardInterrupt); a terminal's Ctrl-C reaches a command typed there.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )  # fmt: skip
     os.close(follower)
     shown, deadline, interrupting = b"", time.monotonic() + timeout, False
@@ -65,7 +68,13 @@ def at_terminal(
                 else:
                     os.write(leader, answer.encode() + b"\r")
                 answer = None
-        returncode = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+        try:
+            returncode = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            raise AssertionError(
+                f"memlikehuman {' '.join(args)} still ran after {timeout} s; the terminal showed:\n"
+                + shown.decode("utf-8", "replace")
+            ) from None
     finally:
         proc.kill()
         proc.wait()

@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from conftest import connected, stdio_params
+from conftest import connected, serving
 from hook_support import Ran, injected_records, run_hook, stored
 
 QUESTION = "Which package manager should I use here?"
@@ -65,7 +65,7 @@ def test_memory_recall_leaves_out_the_prompt_being_answered_until_it_is_answered
     asked = _turn(run_hook("claude-code", _prompt("now", "which package manager does this repo use?", project), db,
                            project), db)  # fmt: skip
     scope = {"persona_id": asked["persona_id"], "project_id": asked["project_id"]}
-    with connected(stdio_params(db)) as client:
+    with connected(serving(db)) as client:
         found = client.ok("memory_recall", query="package manager repo", **scope)
         assert asked["event_id"] not in [hit["event_id"] for hit in found["raw_fallback"]]
         assert FACT in [hit["excerpt"] for hit in found["raw_fallback"]]
@@ -80,7 +80,7 @@ def test_a_hook_recorded_turn_takes_the_agents_memories_which_the_next_session_i
     db = tmp_path / "memory.sqlite3"
     turn = _turn(run_hook("claude-code", _prompt("s1", FACT, project), db, project), db)
     call = {**turn, "text": FACT, "memories": [MEMORY]}
-    with connected(stdio_params(db)) as client:
+    with connected(serving(db)) as client:
         given = client.ok("memory_record", **call)
         assert given["duplicate"] is True and given["extraction_state"] == "complete"
         [memory_id] = given["memory_ids"]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from cli_support import cli, json_out
-from conftest import connected, make_settings, stdio_params
+from conftest import connected, make_settings, serving
 from openai_stub import ScriptedOpenAI
 
 from memlikehuman.engine import Engine
@@ -40,7 +40,7 @@ def found(result: dict[str, object]) -> list[str]:
 
 
 def test_an_event_sharing_no_word_with_the_query_is_found_through_an_alternative(tmp_path: Path) -> None:
-    with connected(stdio_params(tmp_path / "a.db")) as client:
+    with connected(serving(tmp_path / "a.db")) as client:
         record_chat(client)
         scope = {"persona_id": "ana", "project_id": "home"}
         plain = client.ok("memory_recall", query=QUERY, **scope)
@@ -51,21 +51,21 @@ def test_an_event_sharing_no_word_with_the_query_is_found_through_an_alternative
 
 
 def test_nine_alternatives_are_refused_with_the_limit_and_what_to_do(tmp_path: Path) -> None:
-    with connected(stdio_params(tmp_path / "a.db")) as client:
+    with connected(serving(tmp_path / "a.db")) as client:
         error = client.error("memory_recall", query=QUERY, alternatives=[f"phrasing {i}" for i in range(9)])
     assert error.startswith("limit_exceeded: alternatives has 9 phrasings; the limit is 8:")
     assert "keep the most different ones" in error
 
 
 def test_an_alternative_over_4000_characters_is_refused_naming_which_one(tmp_path: Path) -> None:
-    with connected(stdio_params(tmp_path / "a.db")) as client:
+    with connected(serving(tmp_path / "a.db")) as client:
         error = client.error("memory_recall", query=QUERY, alternatives=["soup", "x" * 4_001])
     assert error.startswith("limit_exceeded: alternatives[1] is 4,001 characters long; the limit is 4,000:")
     assert "shorten" in error
 
 
 def test_a_blank_alternative_is_refused(tmp_path: Path) -> None:
-    with connected(stdio_params(tmp_path / "a.db")) as client:
+    with connected(serving(tmp_path / "a.db")) as client:
         error = client.error("memory_recall", query=QUERY, alternatives=["soup", "   "])
     assert error.startswith("invalid_argument: alternatives[1] is blank: leave it out")
 

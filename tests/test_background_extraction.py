@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SyncClient, connected, make_settings, stdio_params
+from conftest import SyncClient, connected, make_settings, serving
 from openai_stub import Reply, ScriptedOpenAI, chat_reply, extraction_reply, memory_item
 
 from memlikehuman.admin import stats
@@ -153,7 +153,7 @@ def memories_of(db_path: Path, event_id: str) -> int:
 def test_memory_record_over_stdio_answers_pending_while_the_model_works_and_memory_read_shows_it_complete_later(
     db_path,
 ):
-    with gated_stub() as (api, gate), connected(stdio_params(db_path, **env(api.base_url))) as client:
+    with gated_stub() as (api, gate), connected(serving(db_path, **env(api.base_url))) as client:
         first = record(client, "e1")
         assert gate.waiting.acquire(timeout=WAIT_SECONDS), "the worker never asked the model"
         # The model has the request and has not answered: memory_record did not wait for it.
@@ -174,7 +174,7 @@ def test_a_server_started_over_an_archive_with_pending_events_extracts_them_with
     with Engine(make_settings(db_path)) as engine:  # recorded without an extractor: pending
         for event_id in ("e1", "e2"):
             assert record_in(engine, event_id) == "pending"
-    with ScriptedOpenAI(default_chat=quote_answer) as api, connected(stdio_params(db_path, **env(api.base_url))) as c:
+    with ScriptedOpenAI(default_chat=quote_answer) as api, connected(serving(db_path, **env(api.base_url))) as c:
         wait_until(lambda: state_of(c, "e2") == "complete", "the pending events to complete")
         assert state_of(c, "e1") == "complete"
 
@@ -182,7 +182,7 @@ def test_a_server_started_over_an_archive_with_pending_events_extracts_them_with
 def test_a_large_wait_answers_complete_with_the_memories_as_inline_extraction_did(db_path):
     with (
         ScriptedOpenAI(default_chat=quote_answer) as api,
-        connected(stdio_params(db_path, **env(api.base_url, wait="60"))) as client,
+        connected(serving(db_path, **env(api.base_url, wait="60"))) as client,
     ):
         result = record(client, "e1")
     assert result["extraction_state"] == "complete"
@@ -255,7 +255,7 @@ def test_an_event_refused_for_good_stays_pending_without_blocking_the_next_event
 @pytest.mark.heavy
 def test_two_servers_on_one_archive_extract_every_event_exactly_once(db_path):
     with ScriptedOpenAI(default_chat=quote_answer) as api:
-        params = stdio_params(db_path, **env(api.base_url))
+        params = serving(db_path, **env(api.base_url))
         with connected(params) as first, connected(params) as second:
             for i in range(8):
                 record(first if i % 2 else second, f"e{i}", project_id=f"p{i % 3}")

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import connected, stdio_params
+from conftest import connected, serving, stdio_params
 from fake_clis import ENVELOPES, FAILURES, install, runs
 from hook_support import run_hook, stored
 
@@ -20,14 +20,17 @@ TEXT = "I prefer pnpm over npm for this repo. Lodash is fine."
 PRESET_PROGRAMS = {"claude-code": "claude", "codex": "codex", "gemini": "gemini"}
 
 
-def _params(tmp_path: Path, command: str, **env: str) -> Any:
+def _env(tmp_path: Path, command: str, **env: str) -> dict[str, str]:
+    """The server's environment: the CLI `command` extracts (tmp_path/bin first), and secrets it must not see."""
     path = f"{tmp_path / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"
     secrets = {"OPENAI_API_KEY": "sk-ours", "MEMLIKEHUMAN_EXTRACTOR_API_KEY": "sk-ours-too", "PGPASSWORD": "pw",
                "CLAUDECODE": "1", "KEPT_VARIABLE": "kept"}  # fmt: skip
-    return stdio_params(
-        tmp_path / "a.sqlite3", MEMLIKEHUMAN_EXTRACTOR="command", MEMLIKEHUMAN_EXTRACTOR_COMMAND=command, PATH=path,
-        HOME=str(tmp_path / "home"), **secrets, **env,
-    )  # fmt: skip
+    return {"MEMLIKEHUMAN_EXTRACTOR": "command", "MEMLIKEHUMAN_EXTRACTOR_COMMAND": command, "PATH": path,
+            "HOME": str(tmp_path / "home"), **secrets, **env}  # fmt: skip
+
+
+def _server(tmp_path: Path, command: str, **env: str) -> Any:
+    return serving(tmp_path / "a.sqlite3", **_env(tmp_path, command, **env))
 
 
 def _event_soon(client: Any, event_id: str, seconds: float = 20.0) -> dict[str, Any]:
@@ -43,7 +46,7 @@ def _event_soon(client: Any, event_id: str, seconds: float = 20.0) -> dict[str, 
 def test_each_preset_runs_its_cli_headless_and_its_envelope_is_unwrapped_into_memories(tmp_path, preset):
     program = PRESET_PROGRAMS[preset]
     install(tmp_path / "bin", program, ENVELOPES[program], sys.executable)
-    with connected(_params(tmp_path, preset, MEMLIKEHUMAN_EXTRACTION_WAIT="20")) as client:
+    with connected(_server(tmp_path, preset, MEMLIKEHUMAN_EXTRACTION_WAIT="20")) as client:
         out = client.ok("memory_record", event_id="c-1", text=TEXT, role="user", source="user")
         assert out["extraction_state"] == "complete" and len(out["memory_ids"]) == 1, out
         memory = client.ok("memory_read", record_id=out["memory_ids"][0])["memory"]
@@ -68,7 +71,7 @@ def test_each_preset_runs_its_cli_headless_and_its_envelope_is_unwrapped_into_me
 
 def test_a_command_line_of_ones_own_gets_the_prompt_on_stdin(tmp_path):
     script = install(tmp_path / "bin", "my-model", ENVELOPES["gemini"], sys.executable)
-    with connected(_params(tmp_path, f"{script} --fast 'two words'", MEMLIKEHUMAN_EXTRACTION_WAIT="20")) as client:
+    with connected(_server(tmp_path, f"{script} --fast 'two words'", MEMLIKEHUMAN_EXTRACTION_WAIT="20")) as client:
         out = client.ok("memory_record", event_id="c-2", text=TEXT, role="user", source="user")
     assert out["extraction_state"] == "complete"
     (run,) = runs(tmp_path / "bin")
@@ -88,7 +91,7 @@ def test_a_command_line_of_ones_own_gets_the_prompt_on_stdin(tmp_path):
 )
 def test_a_cli_that_fails_leaves_the_event_failed_or_retryable_with_the_reason(tmp_path, failure, preset, state, says):
     install(tmp_path / "bin", PRESET_PROGRAMS[preset], FAILURES[failure], sys.executable)
-    with connected(_params(tmp_path, preset, MEMLIKEHUMAN_EXTRACTION_WAIT="20")) as client:
+    with connected(_server(tmp_path, preset, MEMLIKEHUMAN_EXTRACTION_WAIT="20")) as client:
         out = client.ok("memory_record", event_id="c-3", text=TEXT, role="user", source="user")
         recall = client.ok("memory_recall", query="pnpm")
     assert out["extraction_state"] == state and says in out["error"], out
@@ -98,7 +101,7 @@ def test_a_cli_that_fails_leaves_the_event_failed_or_retryable_with_the_reason(t
 def test_a_cli_that_hangs_is_killed_at_the_timeout_and_memory_record_never_waits_past_its_wait(tmp_path):
     install(tmp_path / "bin", "claude", FAILURES["hang"], sys.executable)
     env = {"MEMLIKEHUMAN_EXTRACTION_WAIT": "0.5", "MEMLIKEHUMAN_TIMEOUT": "1"}
-    with connected(_params(tmp_path, "claude-code", **env)) as client:
+    with connected(_server(tmp_path, "claude-code", **env)) as client:
         started = time.monotonic()
         out = client.ok("memory_record", event_id="c-4", text=TEXT, role="user", source="user")
         assert out["extraction_state"] == "pending" and time.monotonic() - started < 5
@@ -111,7 +114,7 @@ def test_a_cli_that_hangs_is_killed_at_the_timeout_and_memory_record_never_waits
 
 
 def test_a_missing_command_leaves_events_pending_with_what_to_fix(tmp_path):
-    with connected(_params(tmp_path, "claude-code", MEMLIKEHUMAN_EXTRACTION_WAIT="20")) as client:
+    with connected(_server(tmp_path, "claude-code", MEMLIKEHUMAN_EXTRACTION_WAIT="20")) as client:
         out = client.ok("memory_record", event_id="c-5", text=TEXT, role="user", source="user")
     assert out["extraction_state"] == "pending" and "'claude' cannot be started" in out["error"]
 
@@ -119,7 +122,7 @@ def test_a_missing_command_leaves_events_pending_with_what_to_fix(tmp_path):
 def test_a_chat_recorded_while_the_cli_works_goes_to_it_in_batches_of_its_session(tmp_path):
     install(tmp_path / "bin", "claude", ENVELOPES["claude"], sys.executable)
     env = {"MEMLIKEHUMAN_EXTRACTION_BATCH": "6", "FAKE_CLI_SLEEP": "1.5"}
-    with connected(_params(tmp_path, "claude-code", **env)) as client:
+    with connected(_server(tmp_path, "claude-code", **env)) as client:
         for number in range(6):
             text = f"Turn {number} says something worth keeping. More text."
             client.ok("memory_record", event_id=f"b-{number}", text=text, role="user", source="user", session_id="s")
@@ -141,7 +144,7 @@ def test_a_hook_run_inside_an_extraction_records_and_injects_nothing(tmp_path):
 
 def test_a_server_started_inside_an_extraction_run_refuses_to_serve(tmp_path):
     # Where a CLI still starts its MCP servers, ours must not record that run's prompt or start another run.
-    params = _params(tmp_path, "claude-code", MEMLIKEHUMAN_EXTRACTING="1")
+    params = stdio_params(tmp_path / "a.sqlite3", **_env(tmp_path, "claude-code", MEMLIKEHUMAN_EXTRACTING="1"))
     done = subprocess.run(
         [params.command, *params.args], input=b"", capture_output=True, env=params.env, timeout=60, check=False
     )

@@ -93,6 +93,7 @@ PACKAGE = ROOT / "memlikehuman"
 MODULES = (
     *sorted(f"retrieval.{p.stem}" for p in (PACKAGE / "retrieval").glob("*.py") if p.stem != "__init__"),
     "text.asking",
+    "text.rules",
     "text.passages",
     "text.quotes",
     "text.overlap",

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SyncClient, connected, make_settings, stdio_params
+from conftest import SyncClient, connected, make_settings, serving
 from openai_stub import Reply, ScriptedOpenAI, chat_reply, closed_port_url, extraction_reply, memory_item
 
 from memlikehuman.archive import memories
@@ -591,7 +591,7 @@ def test_a_served_process_configured_by_environment_extracts_over_stdio(db_path)
             "MEMLIKEHUMAN_EXTRACTOR_API_KEY": "test",
             "MEMLIKEHUMAN_EXTRACTION_WAIT": "60",
         }
-        with connected(stdio_params(db_path, **env)) as client:
+        with connected(serving(db_path, **env)) as client:
             result = record(client, "e1", "I like tea.")
             memory = read_memory(client, result["memory_ids"][0])
     assert result["extraction_state"] == "complete"

@@ -14,7 +14,7 @@ from typing import Any
 import apsw
 import pytest
 from click.testing import CliRunner, Result
-from conftest import BASE_ENV, add_memory, make_settings, spawned, stdio_params
+from conftest import BASE_ENV, add_memory, connected, make_settings, stdio_params
 from hook_support import Archive, hook_archive, run_hook, side_file, stored  # noqa: F401 (the `db` fixture)
 from test_forget import HELD_WAIT, file_hits
 from test_hook_hosts import payload
@@ -157,7 +157,7 @@ def test_a_tombstone_is_the_keyed_digest_of_the_id_under_the_archives_own_key_an
 def test_after_pythons_sqlite3_reads_the_archive_between_two_forgets_no_text_stays_in_any_file_while_the_server_runs(
     db_path: Path,
 ) -> None:
-    with spawned(stdio_params(db_path)) as server:  # locks are a process's: the server must be another one
+    with connected(stdio_params(db_path)) as server:  # locks are a process's: the server must be another one
         for n in range(20):
             server.ok("memory_record", event_id=f"f{n}", text=f"Filler {n} about the garden.", role="user", source="c")
         for event_id, secret in (("s1", "zqxalpha71e3c9"), ("s2", "zqxbeta5d02f11")):

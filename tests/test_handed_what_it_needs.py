@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from conftest import connected, stdio_params
+from conftest import connected, serving
 from hook_support import injected_records, run_hook, stored
 
 DEADLINE = "The hard deadline for the demo is March 14."
@@ -66,7 +66,7 @@ def test_a_new_session_starts_with_the_standing_facts_the_agent_recorded_and_onl
     deadline = _turn(db, project, "s1", DEADLINE)
     chat = _turn(db, project, "s1", "Tell me a joke about cats.")
     moved = _turn(db, project, "s2", MOVED)
-    with connected(stdio_params(db)) as client:
+    with connected(serving(db)) as client:
         _remember(client, pnpm, "The user uses pnpm, never npm or yarn", pnpm["text"], "user.package_manager")
         _remember(client, deadline, "The demo's hard deadline is March 14", DEADLINE, "project.demo_deadline")
         _remember(client, moved, "The demo's hard deadline is March 28", "the demo deadline moved to March 28",
@@ -92,7 +92,7 @@ def test_a_changed_value_comes_newest_first_in_the_prompt_hook_and_in_memory_rec
     [older] = [r for r in injected_records(ran) if r.get("text") == DEADLINE]
     assert older["newer"].startswith("claude-code:s2:user:")  # the earlier one says which is newer
     scope = {"persona_id": "default", "project_id": stored(db)[0]["project_id"]}
-    with connected(stdio_params(db)) as client:
+    with connected(serving(db)) as client:
         found = client.ok("memory_recall", query="demo deadline", **scope)["raw_fallback"]
     assert [hit["excerpt"] for hit in found][:2] == ["The demo deadline moved: it is March 28 now.", DEADLINE]
     assert found[1]["newer"] == found[0]["event_id"] and found[0]["newer"] is None
@@ -104,7 +104,7 @@ def test_no_fragment_acknowledgement_or_earlier_question_is_handed_as_a_fact(tmp
     run_hook("claude-code", _reply("s1", "Noted, the demo deadline is now March 28.", project), db, project)
     run_hook("claude-code", _prompt("s2", "Morning. How do I add date-fns to the project?", project), db, project)
     run_hook("claude-code", _reply("s2", "Run pnpm add date-fns in the web package.", project), db, project)
-    with connected(stdio_params(db)) as client:
+    with connected(serving(db)) as client:
         _remember(client, moved, "The demo's hard deadline is March 28", "the demo deadline moved to March 28", None)
     deadline = injected_records(
         run_hook("claude-code", _prompt("s3", "What is the demo deadline?", project), db, project)
@@ -132,7 +132,7 @@ def test_a_detail_in_the_middle_of_a_long_reply_is_found_shown_and_handed_by_the
     handed = [r for r in injected_records(ran) if "rotates every Tuesday at 04:00 UTC" in r.get("text", "")]
     assert handed and len(handed[0]["text"]) <= 400  # the passage that answers, not the head of the reply
     scope = {"persona_id": "default", "project_id": stored(db)[0]["project_id"]}
-    with connected(stdio_params(db)) as client:
+    with connected(serving(db)) as client:
         found = client.ok("memory_recall", query="staging database password rotate", **scope)["raw_fallback"]
         [hit] = [h for h in found if h["role"] == "assistant"]
         assert "rotates every Tuesday at 04:00 UTC" in hit["excerpt"] and len(hit["excerpt"]) <= 800

@@ -10,7 +10,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hook_support import HOMES, Archive, checkpoints_of, hook_archive, run_hook, side_file, stored, write_transcript
+from hook_support import (
+    HOMES,
+    Archive,
+    checkpoints_of,
+    home_of,
+    hook_archive,
+    run_hook,
+    side_file,
+    spawn_hook,
+    stored,
+    write_transcript,
+)
 from pg_support import down_url
 
 from memlikehuman.hosts import markers
@@ -86,7 +97,8 @@ def test_a_prompt_containing_injected_context_stores_none_of_it(db: Archive, pro
 def test_a_prompt_gets_fast_recall_hits_from_earlier_sessions_as_marked_context(db: Archive, project: Path) -> None:
     earlier = payload("UserPromptSubmit", project, session_id="older", prompt="Our staging database is Postgres 16")
     run_hook("claude-code", earlier, db, project)
-    ran = run_hook("claude-code", payload("UserPromptSubmit", project, prompt="which staging database?"), db, project)
+    asked = payload("UserPromptSubmit", project, prompt="which staging database?")
+    ran = spawn_hook("claude-code", asked, db, project)  # what the process prints
     text = context_of(ran.stdout, "UserPromptSubmit")
     assert text.startswith(markers.OPEN) and text.endswith(markers.CLOSE)
     assert "Our staging database is Postgres 16" in text
@@ -367,7 +379,7 @@ def test_the_same_prompt_in_one_session_under_two_projects_is_recorded_in_each(d
 def test_hook_help_prints_the_usage_without_reading_stdin_or_touching_an_archive(
     db: Archive, project: Path, flag: str
 ) -> None:
-    ran = run_hook("claude-code", "", db, project, flag)
+    ran = spawn_hook("claude-code", "", db, project, flag)  # the console script's own: click's help
     assert ran.returncode == 0 and ran.stdout.startswith("Usage: memlikehuman hook [OPTIONS] [HOST]")
     assert not side_file(db, ".hooks.log").exists() and not side_file(db, ".hooks.json").exists()
 
@@ -392,6 +404,29 @@ def test_a_forgotten_prompt_leaves_no_digest_of_its_text_in_a_checkpoint_that_co
     assert (checkpoint["covered_event_id"], checkpoint["state"]) == ("forgotten", None)
 
 
+def test_a_hook_handed_an_environment_reads_its_settings_and_home_from_it_and_none_of_the_calling_process(
+    db: Archive, project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The test process's own environment names another persona, a setting that cannot be read, and another
+    # home; the hook is handed the environment a host gives its process (hook_support), without them.
+    elsewhere = tmp_path / "elsewhere"
+    for name, value in (
+        ("MEMLIKEHUMAN_PERSONA", "wrong"),
+        ("MEMLIKEHUMAN_TIMEOUT", "nan"),
+        ("HOME", str(elsewhere)),
+        ("XDG_DATA_HOME", str(elsewhere / "data")),
+        ("XDG_CONFIG_HOME", str(elsewhere / "config")),
+    ):
+        monkeypatch.setenv(name, value)
+    ran = run_hook("claude-code", payload("UserPromptSubmit", project, prompt="We deploy on Fridays"), db, project)
+    assert (ran.returncode, ran.stderr) == (0, "")
+    assert [event["persona_id"] for event in stored(db)] == ["default"]
+    failed = run_hook("claude-code", payload("UserPromptSubmit", project), db, project, "--db", "")  # no archive
+    assert "the archive (--db) is empty" in failed.stderr
+    assert (home_of(db) / ".local" / "share" / "memlikehuman" / "memory.sqlite3.hooks.log").is_file()
+    assert not elsewhere.exists()
+
+
 def test_an_empty_db_option_through_the_command_group_fails_open_without_touching_an_archive(tmp_path: Path) -> None:
     import subprocess
     import sys
@@ -409,7 +444,7 @@ def test_an_empty_db_option_through_the_command_group_fails_open_without_touchin
 
 
 def test_a_broken_payload_exits_0_prints_nothing_and_logs_one_line(db: Archive, project: Path) -> None:
-    ran = run_hook("claude-code", "{not json", db, project)
+    ran = spawn_hook("claude-code", "{not json", db, project)  # the process's exit status and output
     assert (ran.returncode, ran.stdout) == (0, "")
     assert len(ran.stderr.splitlines()) == 1 and "JSONDecodeError" in ran.stderr
     log = side_file(db, ".hooks.log").read_text().splitlines()

@@ -54,8 +54,8 @@ def test_a_hook_and_two_servers_write_one_archive_without_losing_anything(tmp_pa
                 ("UserPromptSubmit", "prompt", f"hook prompt {turn}"),
                 ("Stop", "last_assistant_message", f"hook reply {turn}"),
             ):
-                # A process per hook, as a host starts them, under --quick too: what is tested is processes
-                # contending for the archive's locks (a hook run in the test process shares its environment).
+                # A process per hook, as a host starts them: what is tested is processes contending for the
+                # archive's locks (SQLite's POSIX locks are per process).
                 ran = spawn_hook("claude-code", {**base, "hook_event_name": event, field: text}, db, project,
                                  "--project", "shared")  # fmt: skip
                 if ran.returncode or ran.stderr:

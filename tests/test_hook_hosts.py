@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from hook_support import Archive, checkpoints_of, hook_archive, run_hook, side_file, stored
+from hook_support import Archive, checkpoints_of, hook_archive, run_hook, side_file, spawn_hook, stored
 
 PAYLOADS = Path(__file__).parent / "hook_payloads"
 
@@ -33,7 +33,7 @@ def seed(db: Archive, project: Path) -> None:
 
 def test_codex_prompt_is_recorded_and_gets_recall_hits_as_additional_context(db: Archive, project: Path) -> None:
     seed(db, project)
-    ran = run_hook("codex", payload("codex", "UserPromptSubmit", project), db, project)
+    ran = spawn_hook("codex", payload("codex", "UserPromptSubmit", project), db, project)  # what the process prints
     answer = ran.json()
     assert answer["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
     assert "SQLite via apsw" in answer["hookSpecificOutput"]["additionalContext"]
@@ -87,7 +87,7 @@ def test_cursor_after_agent_response_records_the_reply_and_stop_lets_the_agent_g
 
 
 def test_cursor_failure_still_lets_the_prompt_through(tmp_path: Path, project: Path) -> None:
-    ran = run_hook("cursor", "[]", tmp_path / "m.sqlite3", project, "--event", "beforeSubmitPrompt")
+    ran = spawn_hook("cursor", "[]", tmp_path / "m.sqlite3", project, "--event", "beforeSubmitPrompt")  # the process
     assert (ran.returncode, ran.json()) == (0, {"continue": True})
 
 
@@ -123,7 +123,7 @@ def test_gemini_records_the_prompt_as_typed_without_the_context_it_echoes_in_fro
 
 
 def test_gemini_after_agent_records_the_response_and_prints_json_only(db: Archive, project: Path) -> None:
-    ran = run_hook("gemini", payload("gemini", "AfterAgent", project), db, project)
+    ran = spawn_hook("gemini", payload("gemini", "AfterAgent", project), db, project)  # all the process prints
     assert ran.json() == {}
     assert stored(db)[-1]["text"] == "It uses SQLite through apsw."
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -73,8 +74,8 @@ def test_a_start_hook_reads_an_up_to_date_archive_while_another_process_holds_th
     writer.execute("BEGIN IMMEDIATE")  # a long import or forget in another process
     try:
         start = {"session_id": "s1", "cwd": str(project), "hook_event_name": "SessionStart", "source": "startup"}
-        # A process of its own under --quick too: the write lock is held by another process (SQLite's POSIX
-        # locks are per process; two connections of one process meet in SQLite's own bookkeeping instead).
+        # A process of its own: the write lock is held by another process (SQLite's POSIX locks are per
+        # process; two connections of one process meet in SQLite's own bookkeeping instead).
         ran = spawn_hook("claude-code", start, db, project)
     finally:
         writer.execute("ROLLBACK")
@@ -107,6 +108,24 @@ def test_the_config_file_path_is_the_one_platformdirs_gives(monkeypatch: pytest.
         monkeypatch.setenv("XDG_CONFIG_HOME", xdg)
     expected = Path(platformdirs.user_config_dir("memlikehuman")) / "config.toml"
     assert config.default_config_path() == expected
+
+
+@pytest.mark.parametrize("home", ["/home/ada", "relative/home", None])
+@pytest.mark.parametrize("xdg", [None, "/srv/data", "relative/data", ""])
+def test_the_default_archive_is_where_platformdirs_puts_user_data_and_a_handed_environment_names_it(
+    monkeypatch: pytest.MonkeyPatch, xdg: str | None, home: str | None
+) -> None:
+    for name, value in (("XDG_DATA_HOME", xdg), ("HOME", home)):
+        if value is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, value)
+    expected = Path(platformdirs.user_data_dir("memlikehuman", appauthor=False)) / "memory.sqlite3"
+    assert config.default_db_path() == expected
+    handed = dict(os.environ)
+    monkeypatch.setenv("XDG_DATA_HOME", "/elsewhere")  # this process's, which a handed environment overrules
+    monkeypatch.setenv("HOME", "/elsewhere")
+    assert config.default_db_path(handed) == expected
 
 
 def test_a_workers_host_in_its_claims_is_the_socket_host_name() -> None:

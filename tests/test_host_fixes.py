@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from conftest import BASE_ENV, SyncClient, connected, stdio_params
+from conftest import BASE_ENV, SyncClient, connected, serving
 from openai_stub import ScriptedOpenAI, extraction_reply, memory_item
 
 from memlikehuman import __version__
@@ -39,7 +39,7 @@ def extractor_env(api: ScriptedOpenAI) -> dict[str, str]:
 
 
 def test_every_persona_id_the_tools_accept_is_readable_through_the_persona_resource(db_path: Path):
-    with connected(stdio_params(db_path)) as client:
+    with connected(serving(db_path)) as client:
         for persona in ("c:team", "a:b", "x.y", "a..b", "-", ":", "C:", "team:alice.v2"):
             record(client, f"e-{persona}", "hello", persona_id=persona)
             text = client.read_resource(f"persona://{persona}/current").contents[0].text
@@ -58,7 +58,7 @@ def test_persona_ids_of_dots_only_are_refused_by_every_tool(db_path: Path):
         "memory_correct": {"memory_id": "mem_x", "content": "c", "reason": "r"},
         "memory_forget": {"record_id": "e"},
     }
-    with connected(stdio_params(db_path)) as client:
+    with connected(serving(db_path)) as client:
         for persona in (".", ".."):
             for tool, arguments in calls.items():
                 error = client.error(tool, **arguments, persona_id=persona)
@@ -70,7 +70,7 @@ def test_persona_ids_of_dots_only_are_refused_by_every_tool(db_path: Path):
 
 def test_raw_fallback_shows_the_part_of_an_event_that_no_memory_covers(db_path: Path):
     text = "I live in Lisbon. My locker code is 4411."
-    with ScriptedOpenAI() as api, connected(stdio_params(db_path, **extractor_env(api))) as client:
+    with ScriptedOpenAI() as api, connected(serving(db_path, **extractor_env(api))) as client:
         api.chat.append(extraction_reply(memory_item("The user lives in Lisbon.", "I live in Lisbon.")))
         assert record(client, "e1", text)["extraction_state"] == "complete"
         out = client.ok("memory_recall", query="locker code")
@@ -84,7 +84,7 @@ def test_raw_fallback_shows_the_part_of_an_event_that_no_memory_covers(db_path: 
 
 
 def test_a_rejected_item_leaves_its_sentence_in_raw_fallback(db_path: Path):
-    with ScriptedOpenAI() as api, connected(stdio_params(db_path, **extractor_env(api))) as client:
+    with ScriptedOpenAI() as api, connected(serving(db_path, **extractor_env(api))) as client:
         api.chat.append(
             extraction_reply(
                 memory_item("The user lives in Lisbon.", "I live in Lisbon."),
@@ -98,7 +98,7 @@ def test_a_rejected_item_leaves_its_sentence_in_raw_fallback(db_path: Path):
 
 
 def test_a_corrected_statement_does_not_come_back_through_the_gaps_of_its_event(db_path: Path):
-    with ScriptedOpenAI() as api, connected(stdio_params(db_path, **extractor_env(api))) as client:
+    with ScriptedOpenAI() as api, connected(serving(db_path, **extractor_env(api))) as client:
         api.chat.append(extraction_reply(memory_item("The user lives in Lisbon.", "I live in Lisbon.")))
         memory_id = record(client, "e1", "I live in Lisbon. My locker code is 4411.")["memory_ids"][0]
         client.ok("memory_correct", memory_id=memory_id, content="The user lives in Porto.", reason="moved")
@@ -110,7 +110,7 @@ def test_a_corrected_statement_does_not_come_back_through_the_gaps_of_its_event(
 
 
 def test_a_correction_takes_the_originals_place_in_time_for_as_of(db_path: Path):
-    with ScriptedOpenAI() as api, connected(stdio_params(db_path, **extractor_env(api))) as client:
+    with ScriptedOpenAI() as api, connected(serving(db_path, **extractor_env(api))) as client:
         api.chat.append(
             extraction_reply(memory_item("The user lives in Lisbon.", "I live in Lisbon", subject="user.home_city"))
         )
@@ -127,7 +127,7 @@ def test_a_correction_takes_the_originals_place_in_time_for_as_of(db_path: Path)
 
 
 def test_a_correction_with_valid_at_starts_where_valid_at_says(db_path: Path):
-    with ScriptedOpenAI() as api, connected(stdio_params(db_path, **extractor_env(api))) as client:
+    with ScriptedOpenAI() as api, connected(serving(db_path, **extractor_env(api))) as client:
         api.chat.append(extraction_reply(memory_item("The user lives in Lisbon.", "I live in Lisbon")))
         memory_id = record(client, "e1", "I live in Lisbon", occurred_at="2025-01-10T09:00:00Z")["memory_ids"][0]
         client.ok(
@@ -146,7 +146,7 @@ def test_a_correction_with_valid_at_starts_where_valid_at_says(db_path: Path):
 
 
 def test_a_resume_without_target_model_counts_close_to_real_tokens(db_path: Path):
-    with connected(stdio_params(db_path)) as client:
+    with connected(serving(db_path)) as client:
         for n in range(40):
             record(client, f"e{n}", f"Turn {n}: we talked about the garden, the tomatoes and the new fence again.")
         out = client.ok("session_resume", token_budget=4096)
@@ -159,7 +159,7 @@ def test_a_resume_without_target_model_counts_close_to_real_tokens(db_path: Path
 
 
 def test_the_tools_and_the_prompt_tell_the_agent_to_pass_its_model_name(db_path: Path):
-    with connected(stdio_params(db_path)) as client:
+    with connected(serving(db_path)) as client:
         tools = {tool.name: tool for tool in client.list_tools().tools}
         resume = tools["session_resume"]
         assert "target_model" in resume.description
@@ -233,7 +233,7 @@ def refusals(ids: dict[str, str]) -> list[tuple[str, dict[str, Any]]]:
 
 
 def test_every_refusal_says_what_was_wrong_and_what_to_do(db_path: Path):
-    with ScriptedOpenAI() as api, connected(stdio_params(db_path, **extractor_env(api))) as client:
+    with ScriptedOpenAI() as api, connected(serving(db_path, **extractor_env(api))) as client:
         api.chat.append(extraction_reply(memory_item("The user likes tea.", "I like tea")))
         memory = record(client, "e1", "I like tea")["memory_ids"][0]
         api.chat.append(extraction_reply(memory_item("The assistant felt glad.", "I am glad", kind="emotion")))
@@ -250,7 +250,7 @@ def test_every_refusal_says_what_was_wrong_and_what_to_do(db_path: Path):
 
 
 def test_null_for_any_optional_argument_means_its_default(db_path: Path):
-    with connected(stdio_params(db_path)) as client:
+    with connected(serving(db_path)) as client:
         nulls = {"persona_id": None, "project_id": None}
         out = client.ok(
             "memory_record", event_id="e1", text="tea time", role="user", source="s",
@@ -275,7 +275,7 @@ def test_null_for_any_optional_argument_means_its_default(db_path: Path):
 
 
 def test_null_for_a_required_argument_is_reported_as_missing(db_path: Path):
-    with connected(stdio_params(db_path)) as client:
+    with connected(serving(db_path)) as client:
         error = client.error("memory_record", event_id=None, text="t", role="user", source="s")
         assert error.startswith("invalid_argument: event_id: Field required")
 
@@ -284,7 +284,7 @@ def test_null_for_a_required_argument_is_reported_as_missing(db_path: Path):
 
 
 def test_an_event_dated_in_the_future_is_announced_when_recorded_and_counted_by_recall(db_path: Path):
-    with connected(stdio_params(db_path)) as client:
+    with connected(serving(db_path)) as client:
         out = record(client, "e1", "the meeting moved to Tuesday", occurred_at="2999-01-01T10:00:00+01:00")
         assert any("ahead of this server's clock" in w for w in out["warnings"])
         assert record(client, "e2", "the meeting is on Tuesday")["warnings"] == []
@@ -309,7 +309,7 @@ def test_the_semantic_window_warning_counts_only_what_the_session_filter_admits(
             "MEMLIKEHUMAN_SEMANTIC_WINDOW": "3",
         }
         db = tmp_path / "memory.sqlite3"
-        with connected(stdio_params(db, **env)) as client:
+        with connected(serving(db, **env)) as client:
             for n in range(11):
                 record(client, f"other-{n}", f"note {n} about the weather", session_id="big")
             for n in range(5):
@@ -329,7 +329,7 @@ def test_the_semantic_window_warning_counts_only_what_the_session_filter_admits(
 
 
 def test_the_overview_of_a_fact_still_says_what_it_is_about(db_path: Path):
-    with ScriptedOpenAI() as api, connected(stdio_params(db_path, **extractor_env(api))) as client:
+    with ScriptedOpenAI() as api, connected(serving(db_path, **extractor_env(api))) as client:
         api.chat.append(
             extraction_reply(
                 memory_item("The user lives in Lisbon near Rossio.", "I live in Lisbon"),
@@ -365,13 +365,13 @@ def test_an_internal_error_of_memory_record_says_a_retry_with_the_same_id_is_saf
 
 
 def test_initialize_reports_the_server_version(db_path: Path):
-    with connected(stdio_params(db_path)) as client:
+    with connected(serving(db_path)) as client:
         info = client.client.server_info
         assert (info.name, info.version) == ("memlikehuman", __version__)
 
 
 def test_summaries_count_in_the_right_number(db_path: Path):
-    with connected(stdio_params(db_path)) as client:
+    with connected(serving(db_path)) as client:
         result = client.call("memory_record", event_id="e1", text="hi", role="user", source="s")
         assert result.content[0].text.startswith("Recorded event e1 (sequence 1); extraction pending, 0 memories.")
         recall = client.call("memory_recall", query="hi")
@@ -403,7 +403,7 @@ def test_retry_prints_no_http_client_log_lines(tmp_path: Path):
     with ScriptedOpenAI() as api:
         env = {**os.environ, **BASE_ENV}
         subprocess.run([sys.executable, "-m", "memlikehuman", "--db", str(db), "stats"], env=env, capture_output=True)
-        with connected(stdio_params(db)) as client:
+        with connected(serving(db)) as client:
             record(client, "e1", "I like tea")
         api.chat.append(extraction_reply(memory_item("The user likes tea.", "I like tea")))
         done = subprocess.run(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import apsw
 import pytest
-from conftest import connected, make_settings, stdio_params
+from conftest import connected, make_settings, serving
 
 from bench.multilingual_set import CASES
 from memlikehuman.archive.db import open_database
@@ -53,7 +53,7 @@ def record_all(engine: Engine) -> None:
 
 
 def test_fast_recall_over_stdio_finds_words_inside_cjk_thai_russian_and_arabic_text(db_path: Path) -> None:
-    with connected(stdio_params(db_path)) as client:
+    with connected(serving(db_path)) as client:
         for i, text in enumerate(FILLER):
             client.ok(
                 "memory_record", event_id=f"filler-{i}", text=text, role="user", source="chat", session_id=f"f{i}"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import BASE_ENV, connected, make_settings, stdio_params
+from conftest import BASE_ENV, connected, make_settings, serving
 from mcp.shared.exceptions import MCPError
 
 from memlikehuman.archive import memories, personas
@@ -127,7 +127,7 @@ def seed_persona_memory(db_path: Path) -> None:
 
 def test_the_persona_resource_holds_the_core_persona_and_persona_memories(db_path):
     seed_persona_memory(db_path)
-    with connected(stdio_params(db_path)) as client:
+    with connected(serving(db_path)) as client:
         templates = client.list_resource_templates().resource_templates
         assert [t.uri_template for t in templates] == ["persona://{persona_id}/current"]
         text = client.read_resource("persona://ada/current").contents[0].text
@@ -140,41 +140,41 @@ def test_the_persona_resource_holds_the_core_persona_and_persona_memories(db_pat
     assert "Bob" not in text
 
 
-def test_the_persona_resource_of_an_unset_persona_says_how_to_set_it(stdio_client):
-    text = stdio_client.read_resource("persona://nobody/current").contents[0].text
+def test_the_persona_resource_of_an_unset_persona_says_how_to_set_it(client):
+    text = client.read_resource("persona://nobody/current").contents[0].text
     assert "No core persona is set" in text and "memlikehuman persona set --persona nobody" in text
     assert text.endswith("none.")
 
 
-def test_no_tool_can_change_the_core_persona(stdio_client):
-    names = {tool.name for tool in stdio_client.list_tools().tools}
+def test_no_tool_can_change_the_core_persona(client):
+    names = {tool.name for tool in client.list_tools().tools}
     assert {"session_checkpoint", "session_resume"} <= names
     assert not [name for name in names if "persona" in name]
 
 
-def test_the_start_session_prompt_is_the_contracts_instructions_for_the_scope(stdio_client):
-    prompts = stdio_client.list_prompts().prompts
+def test_the_start_session_prompt_is_the_contracts_instructions_for_the_scope(client):
+    prompts = client.list_prompts().prompts
     assert [(p.name, sorted(a.name for a in p.arguments or [])) for p in prompts] == [
         ("start_session", ["persona_id", "project_id"])
     ]
-    result = stdio_client.get_prompt("start_session", {"persona_id": "ada", "project_id": "tax-2026"})
+    result = client.get_prompt("start_session", {"persona_id": "ada", "project_id": "tax-2026"})
     text = result.messages[0].content.text
     assert text.startswith('Use MemLikeHuman for persona "ada" and project "tax-2026" only')
     assert HOST_INSTRUCTIONS.split("\n", 1)[1] in text
-    default = stdio_client.get_prompt("start_session", {}).messages[0].content.text
+    default = client.get_prompt("start_session", {}).messages[0].content.text
     assert default.startswith('Use MemLikeHuman for persona "default" and project "default" only')
 
 
-def test_the_prompt_and_the_resource_refuse_an_invalid_persona_id(stdio_client):
+def test_the_prompt_and_the_resource_refuse_an_invalid_persona_id(client):
     with pytest.raises(MCPError, match="invalid_argument: persona_id may contain only"):
-        stdio_client.get_prompt("start_session", {"persona_id": "a b"})
+        client.get_prompt("start_session", {"persona_id": "a b"})
     with pytest.raises(MCPError, match="invalid_argument: persona_id may contain only"):
-        stdio_client.read_resource("persona://a!b/current")
+        client.read_resource("persona://a!b/current")
 
 
 def test_session_resume_returns_the_core_persona_too(db_path):
     seed_persona_memory(db_path)
-    with connected(stdio_params(db_path)) as client:
+    with connected(serving(db_path)) as client:
         out = client.ok("session_resume", persona_id="ada", project_id="p1", target_model="gpt-4o")
     assert "You are Ada, a careful analyst." in out["context"]
     assert out["token_method"] == "quicktok:o200k_base"

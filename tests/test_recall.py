@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -15,7 +16,10 @@ from memlikehuman.lifecycle import correct
 from memlikehuman.records import Candidate, Scope
 from memlikehuman.retrieval import search
 from memlikehuman.retrieval.excerpts import excerpt
+from memlikehuman.retrieval.ranking import DEFAULT_TUNING
 from memlikehuman.retrieval.recall import recall
+from memlikehuman.text.asking import about_replies
+from memlikehuman.text.rules import states_rule
 
 HOME = Scope("ana", "home")
 WORK = Scope("ana", "work")
@@ -584,3 +588,99 @@ def test_speaker_names_are_taken_out_of_the_text_sent_to_the_embedder(engine: En
     assert search.without_words("Did Mel Smith call?", names) == "Did call?"
     assert search.without_words("Caroline?", names) == "Caroline?"  # nothing left: the query stays
     assert search.speaker_words(engine.db, WORK) == frozenset()
+
+
+def test_statements_that_share_half_the_querys_words_come_newest_first_and_one_shared_word_moves_nothing(
+    engine: Engine,
+) -> None:
+    record(engine, "old", "My annual budget for buying sneakers is $600.", occurred_at="2026-03-01T10:00:00Z")
+    record(engine, "new", "I increased the sneakers budget to $650.", occurred_at="2026-04-02T10:00:00Z")
+    record(engine, "aside", "I bought new running sneakers today.", occurred_at="2026-04-03T10:00:00Z")
+    found = recall(engine, HOME, "what is my annual budget for buying sneakers?", search_mode="fast").raw_fallback
+    order = [hit.event.event_id for hit in found]
+    assert order[:2] == ["new", "old"], order
+    assert [hit.newer for hit in found[:2]] == [None, "new"]
+    assert order.index("aside") == 2 and found[2].newer is None  # one word of four: another matter
+
+
+def scores_of(engine: Engine, query: str, tuning: Any) -> dict[str, float]:
+    """Event ID -> score of a fast recall's raw hits with this tuning."""
+    found = recall(engine, HOME, query, search_mode="fast", tuning=tuning).raw_fallback
+    return {hit.event.event_id: hit.score for hit in found}
+
+
+def test_a_users_standing_rule_or_preference_weighs_a_little_more_than_another_statement(engine: Engine) -> None:
+    record(engine, "a", "The dashboard is slow.")
+    record(engine, "r", "Always include version numbers when I ask you about any of the libraries in my stack.")
+    query = "Which libraries and frameworks does the dashboard use?"
+    lifted = scores_of(engine, query, DEFAULT_TUNING)
+    plain = scores_of(engine, query, replace(DEFAULT_TUNING, standing=0.0))
+    assert lifted["r"] == pytest.approx(plain["r"] * (1 + DEFAULT_TUNING.standing), rel=1e-5)
+    assert lifted["a"] == plain["a"] and DEFAULT_TUNING.standing > 0
+
+
+@pytest.mark.parametrize(
+    ("text", "states"),
+    [
+        ("Always include version numbers when I ask about libraries.", True),
+        ("Please never push to main without a review.", True),
+        ("For the layout I'd prefer CSS grid over flexbox.", True),
+        ("I’d prefer e-books for travel.", True),
+        ("I would prefer a balanced approach, you know.", True),
+        ("I always forget where the config lives.", False),
+        ("We never shipped the beta.", False),
+        ("Which layout do you prefer?", False),
+    ],
+)
+def test_a_turn_states_a_rule_when_it_opens_with_always_or_never_or_says_i_prefer(text: str, states: bool) -> None:
+    assert states_rule(text) is states
+
+
+def test_a_word_no_event_held_is_found_as_soon_as_an_event_says_it(engine: Engine) -> None:
+    record(engine, "e1", "The garden needs water.")
+    assert recall(engine, HOME, "kiln", search_mode="fast").raw_fallback == ()
+    record(engine, "e2", "The kiln reaches 1200 degrees.")
+    found = recall(engine, HOME, "kiln", search_mode="fast").raw_fallback
+    assert found and found[0].event.event_id == "e2"
+
+
+def test_word_counts_of_one_archive_never_answer_for_another_opened_later_in_the_same_process(
+    tmp_path: Any,
+) -> None:
+    from conftest import make_settings
+
+    for n, text in enumerate(("The garden needs water.", "The kiln reaches 1200 degrees.")):
+        with Engine(make_settings(tmp_path / f"a{n}.sqlite3")) as engine:  # the same id() is likely reused
+            record(engine, "e1", text)
+            found = recall(engine, HOME, "kiln", search_mode="fast").raw_fallback
+            assert [hit.event.event_id for hit in found][:1] == (["e1"] if n else [])
+
+
+@pytest.mark.parametrize(
+    ("query", "lifted"),
+    [("What did I say about the garden beds?", True), ("What did you recommend for the garden beds?", False)],
+)
+def test_the_users_turns_are_lifted_unless_the_query_asks_what_the_assistant_said(
+    engine: Engine, query: str, lifted: bool
+) -> None:
+    record(engine, "u", "I want raised garden beds this spring.")
+    record(engine, "a", "Raised garden beds of cedar would last longest.", role="assistant", source="assistant")
+    with_lift = scores_of(engine, query, DEFAULT_TUNING)
+    without = scores_of(engine, query, replace(DEFAULT_TUNING, user_turn=0.0, standing=0.0))
+    factor = 1 + DEFAULT_TUNING.user_turn if lifted else 1.0
+    assert with_lift["u"] == pytest.approx(without["u"] * factor, rel=1e-5)
+    assert with_lift["a"] == pytest.approx(without["a"], rel=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("query", "about"),
+    [
+        ("What approach did you recommend to balance speed and fairness?", True),
+        ("Which libraries you suggested should I drop?", True),
+        ("How did you help me plan my budget?", True),
+        ("Can you suggest some movies for Michelle?", False),
+        ("When did I say I met my partner?", False),
+    ],
+)
+def test_a_query_is_about_the_assistants_replies_when_it_asks_what_you_said(query: str, about: bool) -> None:
+    assert about_replies(query) is about

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import make_settings, open_client, stdio_params
+from conftest import connected, make_settings, serving
 from openai_stub import Reply, ScriptedOpenAI, closed_port_url, embeddings_reply
 
 from memlikehuman.engine import Engine
@@ -214,13 +214,13 @@ def test_memories_get_vectors_in_the_background_too(db_path: Path | str) -> None
 
 def test_recall_over_stdio_in_each_mode_with_an_openai_compatible_embedder(tmp_path: Path) -> None:
     with ScriptedOpenAI() as api:
-        params = stdio_params(
+        params = serving(
             tmp_path / "a.db",
             MEMLIKEHUMAN_EMBEDDER="openai",
             MEMLIKEHUMAN_EMBEDDER_BASE_URL=api.base_url,
             MEMLIKEHUMAN_EMBEDDER_MODEL="m",
         )
-        with open_client(params) as client:
+        with connected(params) as client:
             client.ok("memory_record", event_id="e1", text=CAR, role="user", source="Ana")
             client.ok("memory_record", event_id="e2", text=OTHERS[0], role="user", source="Ana")
             for mode in ("fast", "semantic", "deep"):
@@ -237,7 +237,7 @@ def test_recall_over_stdio_in_each_mode_with_an_openai_compatible_embedder(tmp_p
 
 
 def test_recall_over_stdio_degrades_without_an_embedder(tmp_path: Path) -> None:
-    with open_client(stdio_params(tmp_path / "a.db")) as client:
+    with connected(serving(tmp_path / "a.db")) as client:
         client.ok("memory_record", event_id="e1", text=CAR, role="user", source="Ana")
         out = client.ok("memory_recall", query="hatchback", search_mode="deep")
         assert out["search_mode"] == "fast" and out["raw_fallback"][0]["event_id"] == "e1"
@@ -308,14 +308,14 @@ def test_memories_over_stdio_with_a_real_extractor_as_of_history_correction_and_
         gist="a mountain hike in the Azores",
     )
     with ScriptedOpenAI(chat=[extraction_reply(porto), extraction_reply(berlin), extraction_reply(hike)]) as api:
-        params = stdio_params(
+        params = serving(
             tmp_path / "a.db",
             MEMLIKEHUMAN_EXTRACTOR="openai",
             MEMLIKEHUMAN_EXTRACTOR_BASE_URL=api.base_url,
             MEMLIKEHUMAN_EXTRACTOR_API_KEY="k",
             MEMLIKEHUMAN_EXTRACTION_WAIT="60",
         )
-        with open_client(params) as client:
+        with connected(params) as client:
             for event_id, text, when in [
                 ("m1", "I live in Porto.", "2023-01-01T00:00:00Z"),
                 ("m2", "I moved to Berlin!", "2024-03-01T00:00:00Z"),
@@ -352,26 +352,27 @@ def test_memories_over_stdio_with_a_real_extractor_as_of_history_correction_and_
             assert detailed["content"] == "Ana hiked up Pico on 3 May 2024" and detailed["detail"] == "full"
 
 
-def test_the_background_indexer_finds_missing_vectors_anywhere_walking_the_archive_in_slices(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(indexer, "SCAN_CHUNK", 3)  # 13 events: five slices
-    path = tmp_path / "a.db"
-    with ScriptedOpenAI() as api:
-        with Engine(openai_settings(path, api.base_url, "m")) as engine:
-            for i in range(12):
-                engine.record(HOME, f"e{i}", f"Note {i} about the garden.", "user", "Ana", session_id=f"s{i}")
-            engine.indexer.notify()
-            assert engine.indexer.wait_idle(30)
-            assert indexer.count_missing(engine.db, "openai:m") == 0
-            # Old vectors go missing, as when forgetting an event changes its successor's passage.
-            with engine.db.write() as conn:
-                conn.execute("DELETE FROM event_vectors WHERE event_sequence IN (2, 7)")
-        with Engine(openai_settings(path, api.base_url, "m")) as engine:  # a new indexer scans from the start
-            engine.record(HOME, "last", "One more note.", "user", "Ana")
-            assert engine.indexer.wait_idle(30)
-            assert indexer.count_missing(engine.db, "openai:m") == 0
-            assert engine.db.scalar("SELECT count(*) FROM event_vectors WHERE event_sequence IN (2, 7)") == 2
+def test_the_background_indexer_finds_missing_vectors_anywhere_walking_the_archive_in_slices(tmp_path: Path) -> None:
+    with ScriptedOpenAI() as api, Engine(openai_settings(tmp_path / "a.db", api.base_url, "m")) as engine:
+        for i in range(12):
+            engine.record(HOME, f"e{i}", f"Note {i} about the garden.", "user", "Ana", session_id=f"s{i}")
+        engine.indexer.notify()
+        assert engine.indexer.wait_idle(30)
+        assert indexer.count_missing(engine.db, "openai:m") == 0
+        # Old vectors go missing, as when forgetting an event changes its successor's passage.
+        with engine.db.write() as conn:
+            conn.execute("DELETE FROM event_vectors WHERE event_sequence IN (2, 7)")
+        # A new indexer scans from the top down, here 3 ids at a time: 12 events, four slices.
+        walker = indexer.Indexer(
+            engine.db, engine.indexer.cache, engine.settings, engine.indexer.embedder, scan_chunk=3
+        )
+        try:
+            walker.notify()
+            assert walker.wait_idle(30)
+        finally:
+            walker.close()
+        assert indexer.count_missing(engine.db, "openai:m") == 0
+        assert engine.db.scalar("SELECT count(*) FROM event_vectors WHERE event_sequence IN (2, 7)") == 2
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="thread priorities are per thread only on Linux")

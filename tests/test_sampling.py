@@ -10,7 +10,7 @@ from typing import Any
 
 import anyio.to_thread
 import pytest
-from conftest import make_settings, stdio_params
+from conftest import make_settings, serving
 from sampling_support import answer, hanging, quoting_model, refusing, sampling_client
 
 from memlikehuman.archive import claims
@@ -23,7 +23,7 @@ TEXT = "I prefer pnpm over npm for this repo. Lodash is fine."
 
 
 def _params(db: Path | str, **env: str) -> Any:
-    return stdio_params(db, MEMLIKEHUMAN_EXTRACTOR="sampling", **env)
+    return serving(db, MEMLIKEHUMAN_EXTRACTOR="sampling", **env)
 
 
 def _state_soon(client: Any, event_id: str, wanted: set[str], seconds: float = 20.0) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from cli_support import cli, closed_port
 from conftest import BASE_ENV, make_settings
-from ui_support import URL_RE, running_ui
+from ui_support import URL_RE, spawned_ui
 
 from memlikehuman.engine import Engine
 
@@ -18,7 +18,7 @@ from memlikehuman.engine import Engine
 def test_ui_listens_on_the_port_it_is_given(db_path: Path) -> None:
     Engine(make_settings(db_path)).close()
     port = closed_port()
-    with running_ui(db_path, "--port", str(port)) as ui:
+    with spawned_ui(db_path, "--port", str(port)) as ui:
         assert ui.port == port and ui.url.startswith(f"http://127.0.0.1:{port}/?token=")
         assert ui.login().status == 303
 

@@ -37,7 +37,7 @@ def ui(archive: Path) -> Iterator[UI]:
 
 @pytest.fixture
 def ui_process(archive: Path) -> Iterator[UI]:
-    """A `memlikehuman ui` process under --quick too: for a test that looks at the process itself."""
+    """A `memlikehuman ui` process: for a test that looks at the process itself."""
     with spawned_ui(archive) as running:
         yield running
 
@@ -203,7 +203,7 @@ def test_the_process_listens_on_127_0_0_1_only(ui_process: UI) -> None:
 
 
 def test_each_run_prints_its_url_first_and_has_its_own_token(archive: Path) -> None:
-    # Processes under --quick too: what each prints first on its stdout is what is looked at.
+    # Processes: what each prints first on its stdout is what is looked at.
     with spawned_ui(archive) as first, spawned_ui(archive) as second:
         assert first.url == f"http://127.0.0.1:{first.port}/?token={first.token}"
         assert first.token != second.token and len(first.token) >= 40

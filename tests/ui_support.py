@@ -1,9 +1,10 @@
-"""Helpers for the UI tests: a real `memlikehuman ui` process on 127.0.0.1 and plain HTTP to it.
+"""Helpers for the UI tests: what `memlikehuman ui` serves on 127.0.0.1, and plain HTTP to it.
 
-The archive is a SQLite file or a PostgreSQL URL: function-scoped tests take conftest's `db_path`
-(both backends); the modules that share one populated archive take ``module_archive``. Under --quick
-(conftest.SERVE_IN_PROCESS) `running_ui` serves the same UI from a thread of the test process;
-`spawned_ui` always starts the process, for tests about it.
+`running_ui` serves the UI from a thread of the test process (the engine, app and uvicorn server the
+process would run); `spawned_ui` starts the `memlikehuman ui` process, for tests about the process
+itself (its sockets, its first line of stdout, its options). The archive is a SQLite file or a
+PostgreSQL URL: function-scoped tests take conftest's `db_path` (both backends); the modules that
+share one populated archive take ``module_archive``.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlencode, urlsplit
 
-import conftest
 import pytest
 from conftest import BASE_ENV
 from pg_support import BACKENDS, fresh_database, selected_backends
@@ -132,19 +132,10 @@ def open_transactions(db: Path | str) -> int:
 
 
 @contextmanager
-def running_ui(db: Path | str, *args: str, **env: str) -> Iterator[UI]:
-    """`python -m memlikehuman ui --db DB --no-browser ARGS`, stopped afterwards: a real process, or under
-    --quick and without ARGS the same UI in this process (a process spends ~0.6 s of CPU starting, and the
-    UI tests start dozens)."""
-    started = ui_in_process(db, **env) if conftest.SERVE_IN_PROCESS and not args else spawned_ui(db, *args, **env)
-    with started as ui:
-        yield ui
-
-
-@contextmanager
-def ui_in_process(db: Path | str, **env: str) -> Iterator[UI]:
-    """What `memlikehuman ui --db DB --no-browser` serves, from a thread of this process: the settings the
-    process would read from its environment, its engine, its app, and its uvicorn server (ui/serve.py `make_server`)."""
+def running_ui(db: Path | str, **env: str) -> Iterator[UI]:
+    """What `memlikehuman ui --db DB --no-browser` serves, from a thread of this process, stopped afterwards:
+    the settings the process would read from its environment, its engine, its app, and its uvicorn server
+    (ui/serve.py `make_server`)."""
     from memlikehuman.ui.app import build_app
     from memlikehuman.ui.security import Secrets
     from memlikehuman.ui.serve import bind, make_server

@@ -78,10 +78,10 @@ def _str(payload: dict[str, Any], *keys: str) -> str | None:
     return None
 
 
-def session_of(payload: dict[str, Any]) -> str:
+def session_of(payload: dict[str, Any], parent: int | None = None) -> str:
     """The session a hook call belongs to (docs/hosts.md, "Sessions"): the host's session ID (a number as
-    its digits), else a key of the transcript's path, else one of the process that started the hook;
-    made storable (storable.session_key)."""
+    its digits), else a key of the transcript's path, else one of the process that started the hook
+    (`parent`, default this process's parent); made storable (storable.session_key)."""
     for key in ("session_id", "conversation_id", "sessionId"):
         value = payload.get(key)
         if isinstance(value, int | float) and not isinstance(value, bool):
@@ -92,13 +92,12 @@ def session_of(payload: dict[str, Any]) -> str:
     if transcript:
         name = transcript.rsplit("/", 1)[-1].removesuffix(".jsonl")
         return readable_key(name or "transcript", transcript)
-    return _host_process()
+    return _host_process(os.getppid() if parent is None else parent)
 
 
-def _host_process() -> str:
+def _host_process(parent: int) -> str:
     """`process-PID-START`: the process that started this hook (the host, or a shell it started for the
     call) and its start time (so a later process with the same ID is another)."""
-    parent = os.getppid()
     try:
         with open(f"/proc/{parent}/stat", "rb") as stat:
             started = stat.read().rsplit(b")", 1)[1].split()[19].decode()  # field 22, starttime
@@ -107,8 +106,9 @@ def _host_process() -> str:
     return f"process-{parent}-{started}"
 
 
-def parse(host: str, payload: dict[str, Any], event: str | None) -> HookInput:
-    """Normalize a payload; `event` (the --event option) wins over the payload's hook_event_name."""
+def parse(host: str, payload: dict[str, Any], event: str | None, parent: int | None = None) -> HookInput:
+    """Normalize a payload; `event` (the --event option) wins over the payload's hook_event_name; `parent`:
+    the process that started the hook (default: this process's parent)."""
     name = event or _str(payload, "hook_event_name", "hookEventName") or ""
     roots = payload.get("workspace_roots")
     first_root = roots[0] if isinstance(roots, list) and roots and isinstance(roots[0], str) else None
@@ -117,7 +117,7 @@ def parse(host: str, payload: dict[str, Any], event: str | None) -> HookInput:
         host=host,
         event=name,
         step=_EVENTS[host].get(name, ""),
-        session_id=session_of(payload),
+        session_id=session_of(payload, parent),
         turn_id=_str(payload, "prompt_id", "turn_id", "generation_id"),
         cwd=cwd,
         transcript_path=_str(payload, "transcript_path"),

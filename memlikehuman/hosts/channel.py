@@ -40,7 +40,7 @@ import os
 import stat
 import struct
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -66,14 +66,15 @@ _INTERNAL = b'{"error":"internal"}\n'
 Answer = Callable[[dict[str, Any]], dict[str, Any]]
 
 
-def runtime_dir(create: bool = True) -> Path | None:
-    """The private directory for sockets (files.runtime_dir); None (never raises) when it is missing or
-    untrusted, or without AF_UNIX and SO_PEERCRED (not Linux). `create`: a listener's call; a client only looks."""
+def runtime_dir(create: bool = True, env: Mapping[str, str] | None = None) -> Path | None:
+    """The private directory for sockets (files.runtime_dir, in the environment `env`, default this
+    process's); None (never raises) when it is missing or untrusted, or without AF_UNIX and SO_PEERCRED
+    (not Linux). `create`: a listener's call; a client only looks."""
     import _socket  # the C module: `socket` itself costs a hook ~4 ms, paid only when a server is there
 
     if not hasattr(_socket, "AF_UNIX") or not hasattr(_socket, "SO_PEERCRED"):
         return None
-    return files.runtime_dir(create)
+    return files.runtime_dir(create, env)
 
 
 def ours(info: os.stat_result) -> bool:
@@ -199,7 +200,9 @@ class Listener:
             return _INTERNAL
 
 
-def ask(target: str, request: dict[str, Any], timeout: float) -> dict[str, Any] | None:
+def ask(
+    target: str, request: dict[str, Any], timeout: float, env: Mapping[str, str] | None = None
+) -> dict[str, Any] | None:
     """Send one request to every ready server of this archive at once and return the first answer; never raises.
 
     None when no trusted server answers within `timeout` seconds in total (an answer that is not a JSON
@@ -207,7 +210,8 @@ def ask(target: str, request: dict[str, Any], timeout: float) -> dict[str, Any] 
     bytes (a warning is logged). A server that let the time run out (suspended, or busy) is marked
     and not asked again for REST_SECONDS, so that it does not cost every prompt its whole wait. A
     socket file that passes the trust checks but refuses connections is stale (ours, no longer
-    listening): it is deleted.
+    listening): it is deleted. The servers are looked for where `env` (default: this process's
+    environment) names (`client_dirs`).
     """
     deadline = time.monotonic() + timeout
     try:
@@ -215,7 +219,8 @@ def ask(target: str, request: dict[str, Any], timeout: float) -> dict[str, Any] 
     except (TypeError, ValueError) as error:
         _log().warning("channel: request not sent: %s", error)
         return None
-    found = [(path, info) for directory in client_dirs() for path, info in _candidates(directory, archive_key(target))]
+    key = archive_key(target)
+    found = [(path, info) for directory in client_dirs(env) for path, info in _candidates(directory, key)]
     candidates = [(path, info) for path, info in found if not _resting(path)]
     if not candidates:
         return None
@@ -360,15 +365,17 @@ def _resting(path: Path) -> bool:
         return False
 
 
-def client_dirs() -> list[Path]:
-    """Where a hook looks for servers: the runtime directory its own environment names, and the one a server
-    started with less of it uses (Codex starts MCP servers without XDG_RUNTIME_DIR): both are the user's
-    own private directories. A hook without a server leaves no directory behind."""
+def client_dirs(env: Mapping[str, str] | None = None) -> list[Path]:
+    """Where a hook looks for servers: the runtime directory its own environment (`env`, default this
+    process's) names, and the one a server started with less of it uses (Codex starts MCP servers without
+    XDG_RUNTIME_DIR): both are the user's own private directories. A hook without a server leaves no
+    directory behind."""
     import _socket
 
     if not hasattr(_socket, "AF_UNIX") or not hasattr(_socket, "SO_PEERCRED"):
         return []
-    found = [files.runtime_dir(create=False), files.runtime_dir(create=False, environ={})]
+    home = {"HOME": str(files.home_dir(env))}  # the bare environment still has a home
+    found = [files.runtime_dir(create=False, environ=env), files.runtime_dir(create=False, environ=home)]
     return list(dict.fromkeys(d for d in found if d is not None))
 
 

@@ -12,11 +12,13 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import os
 import sys
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
 
-from .. import instructions
+from .. import files, instructions
 from ..records import Mark, Scope
 from ..text.digest import sha256_hex
 from ..text.lines import one_line
@@ -48,8 +50,26 @@ class Options(NamedTuple):
     memory_file: str | None = None  # the host's memory file that session start and end keep current
 
 
-def run(options: Options, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
-    """Handle one hook call; return the exit status (always 0)."""
+class Surroundings(NamedTuple):
+    """What a hook takes from the process the host started: its environment, its working directory (the
+    one `MEMLIKEHUMAN_PROJECT=auto` names; None: this process's, read when needed) and the process that
+    started it (a session's key when the payload names none). `run` reads these from here and never from
+    this process, so a caller may hand over those of another process (the tests call it so)."""
+
+    env: Mapping[str, str]
+    cwd: Path | None
+    parent: int
+
+    @classmethod
+    def of_this_process(cls) -> Surroundings:
+        return cls(os.environ, None, os.getppid())
+
+
+def run(
+    options: Options, stdin: TextIO, stdout: TextIO, stderr: TextIO, surroundings: Surroundings | None = None
+) -> int:
+    """Handle one hook call in `surroundings` (default: this process's); return the exit status (always 0)."""
+    around = surroundings or Surroundings.of_this_process()
     settings = None
     event = options.event  # the installer names no --event: the payload's name picks the failure answer
     try:
@@ -60,19 +80,19 @@ def run(options: Options, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
         if isinstance(payload, dict) and not event:
             named = payload.get("hook_event_name") or payload.get("hookEventName")
             event = named if isinstance(named, str) else None
-        settings = _settings(options.db)
+        settings = _settings(options.db, around)
         if isinstance(payload, ValueError):
             raise payload
         if not isinstance(payload, dict):
             raise ValueError("the hook input is not a JSON object")
         if options.host not in adapters.HOSTS:
             raise ValueError(f"unknown host {options.host!r}: use one of {', '.join(adapters.HOSTS)}")
-        hook = adapters.parse(options.host, payload, options.event)
-        context = _dispatch(hook, settings, options)
+        hook = adapters.parse(options.host, payload, options.event, around.parent)
+        context = _dispatch(hook, settings, options, around.env)
         answer = adapters.output(hook, context)
         state.ran(settings.db_path, options.host, hook.event or "?")
     except Exception as exc:  # the hook's top level: never break the host
-        state.failed(settings.db_path if settings else None, options.host, event, exc, stderr)
+        state.failed(settings.db_path if settings else None, options.host, event, exc, stderr, around.env)
         answer = adapters.fallback_output(options.host, event)
     if answer:
         with contextlib.suppress(OSError, ValueError):  # a host that stopped reading must not turn this into a crash
@@ -81,15 +101,15 @@ def run(options: Options, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
     return 0
 
 
-def _settings(db: str | None) -> Settings:
+def _settings(db: str | None, around: Surroundings) -> Settings:
     from .. import config
 
-    loaded = config.load(db)
+    loaded = config.load(db, around.env, around.cwd)
     # Hooks never wait for a model: events stay pending for `retry`/the server, vectors for `reindex`.
     return dataclasses.replace(loaded, extractor="none", embedder="none")
 
 
-def _dispatch(hook: adapters.HookInput, settings: Settings, options: Options) -> str | None:
+def _dispatch(hook: adapters.HookInput, settings: Settings, options: Options, env: Mapping[str, str]) -> str | None:
     # A host CLI that our own extraction runs headless (providers/command.py) may run its hooks: the
     # extraction prompt is not the user's, and nothing of that run is recorded or injected.
     if not hook.step or settings.extracting:
@@ -105,23 +125,25 @@ def _dispatch(hook: adapters.HookInput, settings: Settings, options: Options) ->
 
     persona = options.persona or settings.persona_id
     configured = options.project or (settings.project_id if settings.project_id != "default" else None)
-    scope = Scope(persona, resolve_project(configured, hook.cwd))
-    warm.ensure(options.db)  # the archive's warm process embeds what this hook records (hosts/warm.py)
+    scope = Scope(persona, resolve_project(configured, hook.cwd, files.home_dir(env)))
+    warm.ensure(options.db, env)  # the archive's warm process embeds what this hook records (hosts/warm.py)
     engine = Engine(settings, backfill_seconds=BACKFILL_SECONDS)
     try:
         memory_files.keep(engine, scope, hook, options.memory_file)  # start and end: the host's memory file
-        return _step(engine, scope, hook, parts)
+        return _step(engine, scope, hook, parts, env)
     finally:
         # A hook process lives for one call: copying the WAL into the file on every prompt (when no
         # server holds the archive open) is left to the next writer, a server or forget.
         engine.close(checkpoint=False)
 
 
-def _step(engine: Engine, scope: Scope, hook: adapters.HookInput, parts: Collection[str]) -> str | None:
+def _step(
+    engine: Engine, scope: Scope, hook: adapters.HookInput, parts: Collection[str], env: Mapping[str, str]
+) -> str | None:
     if hook.step == "start":
         return _start(engine, scope, hook)
     if hook.step == "prompt":
-        return _prompt(engine, scope, hook)
+        return _prompt(engine, scope, hook, env)
     if hook.step == "tool":
         call = tools.from_payload(hook.payload or {})
         if call is not None:
@@ -254,7 +276,7 @@ def _checkpoint_text(state_dict: dict[str, Any], created_at: str) -> str:
     return f"The conversation was compacted. Latest checkpoint of this session ({created_at}):\n{state_json}"
 
 
-def _prompt(engine: Engine, scope: Scope, hook: adapters.HookInput) -> str | None:
+def _prompt(engine: Engine, scope: Scope, hook: adapters.HookInput, env: Mapping[str, str]) -> str | None:
     from ..validate import MAX_QUERY_CHARS
     from . import prompt_context
 
@@ -267,7 +289,7 @@ def _prompt(engine: Engine, scope: Scope, hook: adapters.HookInput) -> str | Non
     query = storable.text(markers.strip(hook.prompt))[:MAX_QUERY_CHARS]
     if not query.strip() or hook.host in adapters.NO_PROMPT_CONTEXT:
         return None  # nothing to search for, or no way to show the model what is found
-    items, mode = prompt_context.items_for(engine, scope, query, hook.session_id)
+    items, mode = prompt_context.items_for(engine, scope, query, hook.session_id, env)
     found = prompt_context.text_of(engine.settings, hook.session_id, items, mode)
     note = instructions.prompt_note(recorded) if recorded else None
     text = "\n\n".join(part for part in (found, note) if part)
@@ -372,6 +394,11 @@ def extractive_state(messages: list[tuple[str, str]], event: str) -> dict[str, A
 def main(argv: list[str]) -> int:
     """The fast entry point: `memlikehuman hook HOST [--event E] [--db P] [--persona X] [--project Y] [--record R]
     [--memory-file F]`."""
+    return run(options_of(argv), sys.stdin, sys.stdout, sys.stderr)
+
+
+def options_of(argv: list[str]) -> Options:
+    """The options of `memlikehuman hook ARGV` (ARGV: what follows `hook`)."""
     values: dict[str, str | None] = dict.fromkeys(("event", "db", "persona", "project", "record", "memory_file"))
     host = ""
     args = list(argv)
@@ -382,5 +409,4 @@ def main(argv: list[str]) -> int:
             values[key[2:].replace("-", "_")] = inline if equals else (args.pop(0) if args else None)
         elif not host and not arg.startswith("-"):
             host = arg
-    options = Options(host=host, **values)
-    return run(options, sys.stdin, sys.stdout, sys.stderr)
+    return Options(host=host, **values)

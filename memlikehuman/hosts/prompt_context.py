@@ -11,6 +11,7 @@ settings, this session's turns are never offered, and a record injected earlier 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
@@ -40,8 +41,11 @@ def gate_of(settings: Settings) -> dict[str, float]:
     return {name: float(value) for name, value in asdict(settings.gate).items()}
 
 
-def items_for(engine: Engine, scope: Scope, query: str, session_id: str) -> tuple[list[dict[str, Any]], str]:
-    """The items to inject for a prompt and the search that chose them (semantic via a server, or fast)."""
+def items_for(
+    engine: Engine, scope: Scope, query: str, session_id: str, env: Mapping[str, str] | None = None
+) -> tuple[list[dict[str, Any]], str]:
+    """The items to inject for a prompt and the search that chose them (semantic via a server the hook's
+    environment `env` finds, default this process's; or fast)."""
     settings = engine.settings
     exclude = state.injected(settings.db_path, session_id)
     if settings.inject_search == "auto":
@@ -55,7 +59,7 @@ def items_for(engine: Engine, scope: Scope, query: str, session_id: str) -> tupl
             "gate": gate_of(settings),
             "query_stored": True,
         }
-        answer = channel.ask(target(settings), request, settings.inject_wait)
+        answer = channel.ask(target(settings), request, settings.inject_wait, env)
         if answer is not None and isinstance(answer.get("items"), list):
             items = [i for i in answer["items"] if _well_formed(i)][: settings.gate.items]
             return items, str(answer.get("search_mode", "semantic"))

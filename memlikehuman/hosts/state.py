@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
@@ -75,9 +76,17 @@ def ran(db_path: Path, host: str, event: str) -> None:
         pass
 
 
-def failed(db_path: Path | None, host: str, event: str | None, exc: BaseException, stderr: TextIO) -> None:
-    """One line on stderr and in the log beside the archive (the default archive's when unknown), unless
-    the archive's directory is open to others (the archive is refused there: stderr only)."""
+def failed(
+    db_path: Path | None,
+    host: str,
+    event: str | None,
+    exc: BaseException,
+    stderr: TextIO,
+    env: Mapping[str, str] | None = None,
+) -> None:
+    """One line on stderr and in the log beside the archive (when unknown, the default archive the
+    environment `env` names, default this process's), unless the archive's directory is open to others
+    (the archive is refused there: stderr only)."""
     text = " ".join(str(exc).split())[:500] or type(exc).__name__
     line = f"{_now()} memlikehuman hook {host or '?'} {event or ''}: {type(exc).__name__}: {text}".replace("  ", " ")
     with contextlib.suppress(OSError, ValueError):
@@ -86,7 +95,7 @@ def failed(db_path: Path | None, host: str, event: str | None, exc: BaseExceptio
         if db_path is None:
             from ..config import default_db_path
 
-            db_path = default_db_path()
+            db_path = default_db_path(env)
         files.private_dirs(db_path.parent)
         if files.open_to_others(db_path.parent) is None:  # else the archive was refused there: nothing goes in
             files.append_private(log_path(db_path), line + "\n")

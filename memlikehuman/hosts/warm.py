@@ -27,6 +27,7 @@ import contextlib
 import os
 import stat
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -111,11 +112,12 @@ def holder(lock: Path) -> int | None:
         os.close(fd)
 
 
-def running(settings: Settings) -> bool:
-    """Whether a warm process of this archive (any settings) runs or starts, where a hook looks
-    (channel.client_dirs: its own runtime directory and the one a server started with less environment uses)."""
+def running(settings: Settings, env: Mapping[str, str] | None = None) -> bool:
+    """Whether a warm process of this archive (any settings) runs or starts, where a hook of environment
+    `env` (default: this process's) looks (channel.client_dirs: its own runtime directory and the one a
+    server started with less environment uses)."""
     prefix = channel.archive_key(target(settings)) + "."
-    for directory in channel.client_dirs():
+    for directory in channel.client_dirs(env):
         with contextlib.suppress(OSError), os.scandir(directory) as entries:
             for entry in entries:
                 if entry.name.startswith(prefix) and entry.name.endswith(LOCK) and holder(Path(entry.path)) is not None:
@@ -123,23 +125,24 @@ def running(settings: Settings) -> bool:
     return False
 
 
-def ensure(db: str | None) -> None:
-    """Start the archive's warm process when none runs (a hook's call): returns at once and never
-    raises; a process that cannot start leaves the hook as it was (fast search, vectors later)."""
+def ensure(db: str | None, env: Mapping[str, str] | None = None) -> None:
+    """Start the archive's warm process when none runs (a hook's call, with its environment `env`, default
+    this process's): returns at once and never raises; a process that cannot start leaves the hook as it
+    was (fast search, vectors later)."""
     from .. import config
     from ..errors import MemLikeHumanError
 
     with contextlib.suppress(OSError, MemLikeHumanError):
-        settings = config.load(db)
+        settings = config.load(db, env)
         # Without a private runtime directory it could not listen: then nothing is started at all.
-        if wanted(settings) and channel.runtime_dir(create=True) is not None and not running(settings):
-            spawn(db)
+        if wanted(settings) and channel.runtime_dir(create=True, env=env) is not None and not running(settings, env):
+            spawn(db, env)
 
 
-def spawn(db: str | None) -> int:
-    """Start a warm process with this process's --db, environment and working directory: detached (a
-    session of its own), stdin, stdout and stderr on /dev/null, so no host waits on its pipes. Its
-    process ID; raises OSError."""
+def spawn(db: str | None, env: Mapping[str, str] | None = None) -> int:
+    """Start a warm process with this --db and environment (default: this process's), in this process's
+    working directory: detached (a session of its own), stdin, stdout and stderr on /dev/null, so no host
+    waits on its pipes. Its process ID; raises OSError."""
     # -P: the working directory (a project someone else may have written) is not put on sys.path, so
     # its files cannot stand in for ours.
     argv = [sys.executable, "-P", "-c", _START, *(["--db", db] if db is not None else [])]
@@ -149,7 +152,8 @@ def spawn(db: str | None) -> int:
         (os.POSIX_SPAWN_OPEN, 1, null, os.O_WRONLY, 0),
         (os.POSIX_SPAWN_OPEN, 2, null, os.O_WRONLY, 0),
     ]
-    return os.posix_spawn(sys.executable, argv, os.environ, file_actions=actions, setsid=True)
+    environment = os.environ if env is None else env
+    return os.posix_spawn(sys.executable, argv, environment, file_actions=actions, setsid=True)
 
 
 def stop(directory: Path) -> list[int]:

@@ -206,13 +206,21 @@ class Indexer:
     """The background thread that embeds new events and memories after their commit.
 
     Built from the pieces it needs: the archive, the vector cache it keeps current, the settings and
-    a function returning the process's one embedder (None when none is configured).
+    a function returning the process's one embedder (None when none is configured). It walks the
+    archive for items without a vector in slices of ``scan_chunk`` ids.
     """
 
     def __init__(
-        self, db: Connection, cache: VectorCache, settings: Settings, embedder: Callable[[], Embedder | None]
+        self,
+        db: Connection,
+        cache: VectorCache,
+        settings: Settings,
+        embedder: Callable[[], Embedder | None],
+        *,
+        scan_chunk: int = SCAN_CHUNK,
     ) -> None:
         self.db, self.cache, self.settings, self.embedder = db, cache, settings, embedder
+        self.scan_chunk = scan_chunk
         #: held while one batch is selected, embedded and written: no item is embedded twice
         self.lock = threading.Lock()
         self._wake = threading.Event()
@@ -291,7 +299,7 @@ class Indexer:
     def _drain_kind(self, embedder: Embedder, kind: Kind) -> None:
         """Embed what lacks a vector between the floor and the newest item, newest first.
 
-        The range is walked in SCAN_CHUNK slices: one query over 100k embedded events with nothing
+        The range is walked in slices of scan_chunk ids: one query over 100k embedded events with nothing
         to find took 6 s on a cold cache, holding the archive (every write waited); a slice takes ms.
         Event counts kept by triggers say how many lack a vector: the walk stops once they are found
         (new events sit at the top, so a million older ones are not read for nothing).
@@ -302,7 +310,7 @@ class Indexer:
             remaining = _events_without_vectors(self.db) if kind == "event" else None
         ceiling = top
         while ceiling > floor and remaining != 0 and not self._stopping:
-            low = max(floor, ceiling - SCAN_CHUNK)
+            low = max(floor, ceiling - self.scan_chunk)
             with self.lock:
                 batch = _select(self.db, kind, embedder.model_id, low, ceiling, BACKGROUND_BATCH, any_model=True)
                 if batch.rows:

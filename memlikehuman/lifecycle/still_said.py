@@ -13,7 +13,8 @@ words, no single characters; the MAX_WORDS longest when there are more):
   and more than a third of them: it says what the forgotten text said, not a word of it.
 
 They are named in memory_forget's ``still_said_by`` and in the UI's preview, and deleted only when
-asked (``also``, or a second call). Measured on a labelled set and on LoCoMo: bench/still_said.py.
+asked (``also``, or a second call). Measured on a labelled set and on LoCoMo: bench/still_said.py at commit 3aaa05c
+(docs/decisions/forget-by-provenance.md).
 """
 
 from __future__ import annotations

@@ -36,6 +36,7 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 _HOOK_PROMPT = re.compile(r"^(?:claude-code|codex|cursor|gemini):.+:user:[0-9a-f]{32}$")
 
 T = TypeVar("T")
+M = TypeVar("M")
 
 
 only_asks, asks = asking.only_asks, asking.asks
@@ -87,24 +88,38 @@ def answers_first(chosen: Sequence[T], answer_of: Callable[[T], T | None], same:
 
 def newest_first(
     hits: Sequence[T],
-    matter_of: Callable[[T], str],
+    matter_of: Callable[[T], M | None],
+    same: Callable[[M, M], bool],
     when_of: Callable[[T], str],
     labelled: Callable[[T, T], T],
 ) -> list[T]:
     """The hits (best first) with those of one matter given their places again, newest first; each older one
-    labelled with the newest (`labelled(older, newest)`). An empty matter groups nothing."""
-    places: dict[str, list[int]] = {}
-    for at, hit in enumerate(hits):
-        key = matter_of(hit)
-        if key:
-            places.setdefault(key, []).append(at)
+    labelled with the newest (`labelled(older, newest)`). Two hits are of one matter when `same` holds for
+    their matters, and so are hits joined through others; a hit without a matter (None) joins none."""
+    matters = [matter_of(hit) for hit in hits]
+    group = list(range(len(hits)))  # each hit's place points to the first place of its matter
+
+    def first(at: int) -> int:
+        while group[at] != at:
+            at = group[at]
+        return at
+
+    for later, b in enumerate(matters):
+        for earlier in range(later):
+            a = matters[earlier]
+            if a is not None and b is not None and same(a, b):
+                group[first(later)] = first(earlier)
+    places: dict[int, list[int]] = {}
+    for at in range(len(hits)):
+        if matters[at] is not None:
+            places.setdefault(first(at), []).append(at)
     out = list(hits)
-    for group in places.values():
-        if len(group) < 2:
+    for members_at in places.values():
+        if len(members_at) < 2:
             continue
-        members = sorted((hits[at] for at in group), key=when_of, reverse=True)
-        out[group[0]] = members[0]
-        for at, older in zip(group[1:], members[1:], strict=True):
+        members = sorted((hits[at] for at in members_at), key=when_of, reverse=True)
+        out[members_at[0]] = members[0]
+        for at, older in zip(members_at[1:], members[1:], strict=True):
             out[at] = labelled(older, members[0])
     return out
 

@@ -28,6 +28,7 @@ from ..archive import event_dates, events, memories, timeline
 from ..errors import InvalidArgument, MemLikeHumanError
 from ..records import Coverage, Kind, Memory, MemoryHit, RawHit, RecallResult, Scope
 from ..text import ngrams
+from ..text.asking import about_replies
 from ..text.dates import date_windows, in_windows, spans_meet
 from . import coverage, covered, echoes, gaps, gist, phrasings, ranking, search, second_look
 from .excerpts import excerpt, gap_excerpt
@@ -331,16 +332,28 @@ class _Recall:
         named = {source for source in {hit.source for hit in info.values()} if words.intersection(search.terms(source))}
         speakers = {seq for seq, hit in info.items() if seq in out and hit.source in named}
         out = ranking.with_factors(out, speakers, t.speaker, self._dated(out, info, phrasing), t.date)
-        return ranking.with_user_turns(out, self._told(out, info), t.user_turn)
+        told = self._told(out, info)
+        out = ranking.with_user_turns(out, told, t.user_turn)
+        return ranking.with_user_turns(out, self._rules(out, told), t.standing)
 
     def _told(self, scores: dict[int, float], info: dict[int, search.Hit]) -> set[int]:
         """The user's turns that tell something: all of them but a short question among the best (only
-        those are read: a question further down stays there, lifted or not)."""
+        those are read: a question further down stays there, lifted or not). None when the query asks
+        what the assistant said ("What approach did you recommend ...?"): its replies hold the answer."""
+        if about_replies(self.query):
+            return set()
         users = {seq for seq in scores if info[seq].role == "user"}
         if not self.tuning.user_turn or not users:
             return users
         best = ranking.top({seq: scores[seq] for seq in users}, max(ASKED_AMONG, 3 * self.limit))
         return users - search.only_asking(self.db, best)
+
+    def _rules(self, scores: dict[int, float], told: set[int]) -> set[int]:
+        """The user's turns among the best that state a standing rule or preference (text/rules.py)."""
+        if not self.tuning.standing or not told:
+            return set()
+        best = ranking.top({seq: scores[seq] for seq in told}, max(ASKED_AMONG, 3 * self.limit))
+        return search.stating_rules(self.db, best)
 
     def _dated(self, out: dict[int, float], info: dict[int, search.Hit], phrasing: phrasings.Phrasing) -> set[int]:
         """Events that occurred on a date the query names, or whose relative dates resolve into one."""
@@ -376,6 +389,7 @@ class _Recall:
         return echoes.newest_first(
             hits,
             lambda hit: self._matter(hit.memory.role, hit.memory.source, hit.memory.content),
+            self._same_matter,
             lambda hit: hit.memory.valid_from,
             lambda hit, newer: replace(hit, newer=newer.memory.memory_id),
         )
@@ -427,22 +441,31 @@ class _Recall:
         return echoes.newest_first(
             hits,
             lambda hit: self._matter(hit.event.role, hit.event.source, hit.event.text),
+            self._same_matter,
             lambda hit: hit.event.occurred_at,
             lambda hit, newer: replace(hit, newer=newer.event.event_id),
         )
 
-    def _matter(self, role: str, source: str, text: str) -> str:
+    def _matter(self, role: str, source: str, text: str) -> tuple[str, frozenset[str]] | None:
         """What a statement is about, as far as newer-first goes: its speaker and the words of the query it
-        holds, two or more of them or all the query has ("" for none: one word shared of several says too
-        little, "car" of "car purchase"). A question states nothing, and a query that names a date asks for
-        what was said then."""
+        holds (None for none). A question states nothing, and a query that names a date asks for what
+        was said then."""
         if self.dated or echoes.only_asks(text):
-            return ""
-        asked = set(self.words)
-        held = search.held(text, asked)
-        if not held or (len(held) < 2 and held != asked):
-            return ""
-        return f"{role}/{source}\n{' '.join(sorted(held))}"
+            return None
+        held = frozenset(search.held(text, set(self.words)))
+        return (f"{role}/{source}", held) if held else None
+
+    def _same_matter(self, a: tuple[str, frozenset[str]], b: tuple[str, frozenset[str]]) -> bool:
+        """One speaker's two statements are about one matter when they hold the same words of the query,
+        two or more of them or all it has, or share at least half of its words and two or more ("car" of
+        "car purchase" alone says too little; "project" and "API" of seven words too)."""
+        (speaker, held), (other, also) = a, b
+        if speaker != other:
+            return False
+        asked, shared = len(self.words), len(held & also)
+        if held == also:
+            return shared >= 2 or shared == asked
+        return shared >= max(2, (asked + 1) // 2)
 
     def _answers_first(self, hits: list[RawHit]) -> list[RawHit]:
         """A user's question found with the assistant's reply right after it: the reply first (echoes.py)."""

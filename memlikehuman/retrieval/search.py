@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import time
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +22,7 @@ from ..archive.connection import Connection, Row
 from ..records import Kind, Scope
 from ..text import ngrams
 from ..text.asking import only_asks
+from ..text.rules import RULE_CHARS, states_rule
 
 MAX_TERMS = 48
 ASKING_CHARS = 600  # a turn that only asks is one short sentence: longer ones are not read to find out
@@ -167,11 +169,23 @@ def _hit(row: Row, score: float) -> Hit:
 
 def only_asking(db: Connection, sequences: Sequence[int]) -> set[int]:
     """The events among sequences that only ask a question (text/asking.py); a long text is never one."""
+    return {seq for seq, text in _texts(db, sequences, f"length(text) <= {ASKING_CHARS}") if only_asks(text)}
+
+
+def stating_rules(db: Connection, sequences: Sequence[int]) -> set[int]:
+    """The events among sequences that state a standing rule or preference (text/rules.py)."""
+    return {seq for seq, head in _texts(db, sequences, head=RULE_CHARS) if states_rule(head)}
+
+
+def _texts(db: Connection, sequences: Sequence[int], where: str = "1 = 1", head: int = 0) -> list[tuple[int, str]]:
+    """(sequence, text) of the events among sequences that meet `where`; only the first `head` characters
+    when it is given."""
     if not sequences:
-        return set()
+        return []
     marks = ",".join("?" * len(sequences))
-    sql = f"SELECT sequence, text FROM events WHERE sequence IN ({marks}) AND length(text) <= {ASKING_CHARS}"
-    return {row["sequence"] for row in db.query(sql, tuple(sequences)) if only_asks(row["text"])}
+    text = f"substr(text, 1, {head})" if head else "text"
+    sql = f"SELECT sequence, {text} AS text FROM events WHERE sequence IN ({marks}) AND {where}"
+    return [(row["sequence"], row["text"]) for row in db.query(sql, tuple(sequences))]
 
 
 # FTS5's bm25() costs a few microseconds per matching row, so a word found across the archive
@@ -181,7 +195,9 @@ def only_asking(db: Connection, sequences: Sequence[int]) -> set[int]:
 # matches. At most about 2 x SCORED_ROWS rows are scored; small archives are exact.
 SCORED_ROWS = 2_000
 COUNT_SECONDS = 60.0
-_COUNTS: dict[tuple[int, str, str], tuple[float, int]] = {}
+# Per open archive (gone with its connection): (table, word) -> (when counted, rows). A word no row
+# held is counted again on every call: the next event may say it.
+_COUNTS: weakref.WeakKeyDictionary[Connection, dict[tuple[str, str], tuple[float, int]]] = weakref.WeakKeyDictionary()
 
 # CROSS JOIN keeps the full-text index as the outer loop: with a rowid bound, the planner would
 # otherwise walk the scope's events and run the MATCH once per event (seconds instead of ms).
@@ -266,21 +282,23 @@ def _ranked(
 
 
 SPEAKER_EVENTS = 5_000
-_SPEAKERS: dict[tuple[int, Scope], tuple[float, frozenset[str]]] = {}
+_SPEAKERS: weakref.WeakKeyDictionary[Connection, dict[Scope, tuple[float, frozenset[str]]]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def speaker_words(db: Connection, scope: Scope) -> frozenset[str]:
     """The words of the sources (speakers) of the scope's recent events (cached for a minute)."""
     now = time.monotonic()
-    key = (id(db), scope)
-    cached = _SPEAKERS.get(key)
+    known = _SPEAKERS.setdefault(db, {})
+    cached = known.get(scope)
     if cached is None or now - cached[0] > COUNT_SECONDS:
         rows = db.query(
             "SELECT DISTINCT source FROM (SELECT source FROM events WHERE persona_id = ? AND project_id = ?"
             " ORDER BY sequence DESC LIMIT ?) AS recent",
             (scope.persona_id, scope.project_id, SPEAKER_EVENTS),
         )
-        cached = _SPEAKERS[key] = (now, frozenset(w for r in rows for w in terms(r["source"])))
+        cached = known[scope] = (now, frozenset(w for r in rows for w in terms(r["source"])))
     return cached[1]
 
 
@@ -298,14 +316,16 @@ def row_counts(db: Connection, table: str, words: Sequence[str], fresh: bool = F
     if fresh:
         return {word: _count(db, table, word) for word in words}
     now = time.monotonic()
-    if len(_COUNTS) > 100_000:
-        _COUNTS.clear()
+    known = _COUNTS.setdefault(db, {})
+    if len(known) > 100_000:
+        known.clear()
     counts = {}
     for word in words:
-        key = (id(db), table, word)
-        cached = _COUNTS.get(key)
+        cached = known.get((table, word))
         if cached is None or now - cached[0] > COUNT_SECONDS:
-            cached = _COUNTS[key] = (now, _count(db, table, word))
+            cached = (now, _count(db, table, word))
+            if cached[1]:
+                known[(table, word)] = cached
         counts[word] = cached[1]
     return counts
 

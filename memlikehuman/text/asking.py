@@ -5,7 +5,8 @@ Arabic); it only asks when it is one sentence of at most QUESTION_WORDS words th
 sentence tells while it asks ("I'm moving the sprint deadline to April 5 because of the accessibility
 work, can you help me re-plan the board?"): of LoCoMo's one-sentence questions 99% have fewer than 20
 words, of BEAM's user turns that are one question 88% have more, and they state the project's facts.
-`statements` is a turn without its short questions: what it tells.
+`statements` is a turn without its short questions: what it tells. `about_replies`: a question about
+what the assistant said ("What approach did you recommend ...?").
 """
 
 from __future__ import annotations
@@ -16,6 +17,11 @@ _ASKS = re.compile(r"[?？؟]\W*$")
 _SENTENCE_END = re.compile(r"[.!?。！？؟]\s|\n")
 _SENTENCE = re.compile(r"[^.!?。！？؟\n]*(?:[.!?。！？؟]+|\n|$)")
 QUESTION_WORDS = 20
+_YOU_SAID = re.compile(
+    r"\bdid you\b|\byou (?:said|recommended|suggested|told|mentioned|gave|provided|proposed|explained|shared"
+    r"|described|outlined|listed)\b",
+    re.IGNORECASE,
+)
 
 
 def asks(text: str) -> bool:
@@ -37,3 +43,9 @@ def statements(text: str) -> str:
     """The turn without its short questions (sentences of at most QUESTION_WORDS words that end with a
     question mark): what it tells, not what it asks."""
     return "".join(s for s in _SENTENCE.findall(text) if s.strip() and not _question(s.strip()))
+
+
+def about_replies(query: str) -> bool:
+    """Whether a query asks what the assistant said: "did you", or "you" with a verb of telling
+    ("you recommended", "you suggested", "you said", ...). A request ("can you suggest") is not one."""
+    return _YOU_SAID.search(query) is not None

@@ -41,20 +41,21 @@ def _exists(path: Path) -> bool:
         return False
 
 
-def project_name(directory: Path) -> str:
-    """The stable project ID of a directory; `default` for the file-system root and the home folder."""
+def project_name(directory: Path, home: Path | None = None) -> str:
+    """The stable project ID of a directory; `default` for the file-system root and the home folder
+    (`home`, default this process's)."""
     root = project_root(directory)
-    if root == Path(root.anchor) or root == Path.home().resolve():
+    if root == Path(root.anchor) or root == (Path.home() if home is None else home).resolve():
         return "default"
     name = _UNSAFE.sub("-", root.name).strip("-.")[:100] or "project"
     digest = sha256_hex(str(root).encode("utf-8", "surrogatepass"))[:8]
     return f"{name}-{digest}"
 
 
-def resolve_project(configured: str | None, cwd: str | None) -> str:
+def resolve_project(configured: str | None, cwd: str | None, home: Path | None = None) -> str:
     """The project of one hook run: the configured ID, or for `auto`/none the payload's directory."""
     if configured and configured != AUTO:
         return configured
     if cwd:
-        return project_name(Path(cwd))
+        return project_name(Path(cwd), home)
     return "default"

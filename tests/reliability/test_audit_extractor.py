@@ -15,7 +15,7 @@ from typing import Any
 
 import psutil
 import pytest
-from conftest import connected, spawned, stdio_params
+from conftest import connected, serving, stdio_params
 from fake_clis import ENVELOPES, FAILURES, install, runs
 
 TEXT = "I prefer pnpm over npm for this repo. Lodash is fine."
@@ -27,12 +27,15 @@ SECRETS = {
 }
 
 
-def _params(tmp_path: Path, **env: str) -> Any:
+def _env(tmp_path: Path, **env: str) -> dict[str, str]:
+    """The server's environment: the claude-code preset, its CLI on PATH with tmp_path/bin first."""
     path = f"{tmp_path / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"
-    return stdio_params(
-        tmp_path / "a.sqlite3", MEMLIKEHUMAN_EXTRACTOR="command", MEMLIKEHUMAN_EXTRACTOR_COMMAND="claude-code",
-        PATH=path, HOME=str(tmp_path / "home"), **env,
-    )  # fmt: skip
+    return {"MEMLIKEHUMAN_EXTRACTOR": "command", "MEMLIKEHUMAN_EXTRACTOR_COMMAND": "claude-code", "PATH": path,
+            "HOME": str(tmp_path / "home"), **env}  # fmt: skip
+
+
+def _serving(tmp_path: Path, **env: str) -> Any:
+    return serving(tmp_path / "a.sqlite3", **_env(tmp_path, **env))
 
 
 def _server() -> psutil.Process:
@@ -52,7 +55,7 @@ def test_the_cli_sees_no_secret_of_the_servers_environment_only_what_it_needs_an
     install(tmp_path / "bin", "claude", ENVELOPES["claude"], sys.executable)
     env = {**SECRETS, "ANTHROPIC_API_KEY": "sk-ant-its-own", "AWS_REGION": "eu-west-1", "KEPT_VARIABLE": "kept"}
     named = {"MEMLIKEHUMAN_EXTRACTOR_ENV": "AWS_REGION, KEPT_VARIABLE", "MEMLIKEHUMAN_EXTRACTION_WAIT": "20"}
-    with connected(_params(tmp_path, **env, **named)) as client:
+    with connected(_serving(tmp_path, **env, **named)) as client:
         out = client.ok("memory_record", event_id="c-1", text=TEXT, role="user", source="user")
     assert out["extraction_state"] == "complete", out
     (run,) = runs(tmp_path / "bin")
@@ -68,7 +71,7 @@ def test_the_cli_sees_no_secret_of_the_servers_environment_only_what_it_needs_an
 def test_only_the_standard_locale_variables_reach_the_cli_not_any_name_that_starts_with_lc(tmp_path):
     install(tmp_path / "bin", "claude", ENVELOPES["claude"], sys.executable)
     env = {"LC_ALL": "C.UTF-8", "LC_TIME": "C", "LC_SECRET_TOKEN": "stolen", "MEMLIKEHUMAN_EXTRACTION_WAIT": "20"}
-    with connected(_params(tmp_path, **env)) as client:
+    with connected(_serving(tmp_path, **env)) as client:
         out = client.ok("memory_record", event_id="c-1", text=TEXT, role="user", source="user")
     assert out["extraction_state"] == "complete", out
     (run,) = runs(tmp_path / "bin")
@@ -78,7 +81,8 @@ def test_only_the_standard_locale_variables_reach_the_cli_not_any_name_that_star
 @pytest.mark.parametrize("flood", ["flood", "flood-stderr"])
 def test_a_cli_printing_300_mb_is_stopped_at_the_cap_and_the_server_stays_small(tmp_path, flood):
     install(tmp_path / "bin", "claude", FAILURES[flood], sys.executable)
-    with spawned(_params(tmp_path, MEMLIKEHUMAN_EXTRACTION_WAIT="60")) as client:  # the server's own RSS
+    params = stdio_params(tmp_path / "a.sqlite3", **_env(tmp_path, MEMLIKEHUMAN_EXTRACTION_WAIT="60"))
+    with connected(params) as client:  # the server's own RSS: a process of its own
         before = _peak_rss(_server())
         out = client.ok("memory_record", event_id="c-2", text=TEXT, role="user", source="user")
         after = _peak_rss(_server())
@@ -91,7 +95,7 @@ def test_a_grandchild_that_left_the_process_group_is_killed_with_the_run(tmp_pat
     install(tmp_path / "bin", "claude", FAILURES["escape"], sys.executable)
     env = {"MEMLIKEHUMAN_EXTRACTION_WAIT": "0", "MEMLIKEHUMAN_TIMEOUT": "2"}
     note = tmp_path / "bin" / "grandchild.pid"
-    with connected(_params(tmp_path, **env)) as client:
+    with connected(_serving(tmp_path, **env)) as client:
         client.ok("memory_record", event_id="c-3", text=TEXT, role="user", source="user")
         deadline = time.monotonic() + 30
         while not note.exists() and time.monotonic() < deadline:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from conftest import make_settings
-from hook_support import SCRIPT, run_hook
+from hook_support import SCRIPT, run_hook, spawn_hook
 
 from memlikehuman.engine import Engine
 from memlikehuman.hosts import warm
@@ -54,10 +54,11 @@ def test_a_new_archive_its_wal_and_the_hooks_side_files_are_owner_only(tmp_path:
     db = data / "memory.sqlite3"
     project = tmp_path / "project"
     project.mkdir()
-    assert run_hook("claude-code", _prompt("s1", "My PIN is 4711, keep it private"), db, project).returncode == 0
-    run_hook("claude-code", {"session_id": "s1", "hook_event_name": "Stop", "last_assistant_message": "Noted."}, db,
-             project)  # fmt: skip
-    run_hook("claude-code", "not json", db, project)  # a failure: the hooks' log
+    # Hook processes, as a host starts them: whatever they and SQLite create, under the process's own umask.
+    assert spawn_hook("claude-code", _prompt("s1", "My PIN is 4711, keep it private"), db, project).returncode == 0
+    spawn_hook("claude-code", {"session_id": "s1", "hook_event_name": "Stop", "last_assistant_message": "Noted."}, db,
+               project)  # fmt: skip
+    spawn_hook("claude-code", "not json", db, project)  # a failure: the hooks' log
     modes = _modes(tmp_path / "fresh")
     names = set(modes)
     assert {"deeper/memory.sqlite3", "deeper/memory.sqlite3.hooks.json", "deeper/memory.sqlite3.hooks.log"} <= names

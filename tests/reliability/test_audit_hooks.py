@@ -43,7 +43,7 @@ def fifo(tmp_path: Path) -> Path:
 
 
 def _run(host: str, payload: dict[str, object] | str, db: Path, project: Path) -> str:
-    """The hook's stdout; a hook that outlives its host's timeout fails the test (subprocess timeout)."""
+    """The hook's stdout; a hook that outlives its host's timeout fails the test (TimeoutExpired)."""
     ran = run_hook(host, payload, db, project, timeout=HOOK_TIMEOUT_SECONDS)
     assert ran.returncode == 0, ran.stderr
     return ran.stdout.strip()

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SyncClient, connected, make_settings, stdio_params
+from conftest import SyncClient, connected, make_settings, serving
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp.shared.exceptions import MCPError
@@ -470,7 +470,7 @@ def test_hostile_arguments_over_stdio_get_a_result_or_a_coded_error(archive_targ
     db = archive_target
     with (
         ScriptedOpenAI(default_chat=QuotingExtractor()) as api,
-        connected(stdio_params(db, **extractor_env(api.base_url))) as client,
+        connected(serving(db, **extractor_env(api.base_url))) as client,
     ):
         known = seed(client)
         schemas = {t.name: t.input_schema for t in client.list_tools().tools}

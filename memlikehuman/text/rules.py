@@ -1,0 +1,20 @@
+"""Standing rules and preferences: what a user tells an agent to keep doing, not only now.
+
+A pure rule a user can check: a turn states one when it opens with "Always" or "Never" (also after
+"Please"), or says "I prefer" ("I'd prefer", "I would prefer"), within its first RULE_CHARS characters.
+Recall weighs a user's such turn a little more (ranking.Tuning.standing): it holds for every later
+question it touches ("Always include version numbers when I ask about libraries"), where a question
+shares few words with it.
+"""
+
+from __future__ import annotations
+
+import re
+
+_RULE = re.compile(r"^\s*(?:please\s+)?(?:always|never)\b|\bI(?:['’]d| would)? prefer\b", re.IGNORECASE)
+RULE_CHARS = 600  # as search.ASKING_CHARS: a rule is said in the opening sentences
+
+
+def states_rule(text: str) -> bool:
+    """Whether a turn states a standing rule or preference (the module's rule)."""
+    return _RULE.search(text[:RULE_CHARS]) is not None
