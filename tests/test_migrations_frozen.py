@@ -43,8 +43,14 @@ PG_RELEASED = (
     ("p003_memory_extractor", "6a00fb7d470246c7"),
     ("p004_memory_repeats", "112d149d4277ec5d"),
     ("p005_memory_sources_and_tombstones", "819b5587ae592387"),
+    ("p006_vectors_in_pgvector", "c9daf30fcef9726f"),
 )
 PG_P001_SQL = "6b5c9075dfffed71"
+# What p006 calls, and pg_vectors.adopt calls again for an archive that gets pgvector later: frozen with it.
+PG_FROZEN = (
+    ("pgvector_columns", "59082be1e3921474"),
+    ("pgvector_creatable", "d9a201037dfbb321"),
+)
 # The frozen copies released migrations call (memlikehuman/migrations_frozen.py).
 FROZEN = (
     ("m004_event_values", "29e5796863865f15"),
@@ -90,6 +96,12 @@ def test_the_released_postgres_migrations_are_unchanged_pinned_and_in_order() ->
     assert digest == PG_P001_SQL, EDITED.format(name="the SQL of p001_create_archive", digest=digest)
     unpinned = [f'("{fn.__name__}", "{code_hash(fn)}")' for fn in pg_schema.MIGRATIONS[len(PG_RELEASED) :]]
     assert unpinned == [], f"new migrations: add {', '.join(unpinned)} to PG_RELEASED in this file when released"
+
+
+def test_the_postgres_code_a_released_migration_calls_is_unchanged() -> None:
+    for name, pinned in PG_FROZEN:
+        digest = code_hash(getattr(pg_schema, name))
+        assert digest == pinned, EDITED.format(name=f"pg_schema.{name}", digest=digest)
 
 
 def test_the_frozen_module_holds_only_pinned_functions() -> None:

@@ -20,6 +20,9 @@ from memlikehuman.providers import priority
 from memlikehuman.records import Scope
 from memlikehuman.retrieval.recall import recall
 
+# The tests on `db_path` run on SQLite, PostgreSQL without pgvector and with it (tests/pg_support.py).
+pytestmark = pytest.mark.vectors
+
 HOME = Scope("ana", "home")
 WORK = Scope("ana", "work")
 CAR = "I finally bought a new car yesterday, a small red hatchback."
@@ -31,8 +34,8 @@ def raw_ids(result: Any) -> list[str]:
 
 
 @pytest.fixture
-def local(tmp_path: Path) -> Iterator[Engine]:
-    with Engine(make_settings(tmp_path / "a.db", MEMLIKEHUMAN_EMBEDDER="local")) as engine:
+def local(db_path: Path | str) -> Iterator[Engine]:
+    with Engine(make_settings(db_path, MEMLIKEHUMAN_EMBEDDER="local")) as engine:
         yield engine
 
 
@@ -71,8 +74,8 @@ def test_a_passage_carries_the_turn_before_only_when_another_speaker_said_it(loc
     assert raw_ids(result)[0] == "n0"
 
 
-def test_semantic_scans_only_the_most_recent_window_and_deep_scans_everything(tmp_path: Path) -> None:
-    settings = make_settings(tmp_path / "a.db", MEMLIKEHUMAN_EMBEDDER="local", MEMLIKEHUMAN_SEMANTIC_WINDOW="2")
+def test_semantic_scans_only_the_most_recent_window_and_deep_scans_everything(db_path: Path | str) -> None:
+    settings = make_settings(db_path, MEMLIKEHUMAN_EMBEDDER="local", MEMLIKEHUMAN_SEMANTIC_WINDOW="2")
     with Engine(settings) as engine:
         fill(engine)  # the car event is the oldest of four
         engine.embed_missing()
@@ -128,14 +131,14 @@ def test_an_unreachable_embedder_degrades_to_fast_with_a_warning(tmp_path: Path)
         assert result.coverage.events_without_vectors == 1
 
 
-def openai_settings(db: Path, base_url: str, model: str) -> Any:
+def openai_settings(db: Path | str, base_url: str, model: str) -> Any:
     return make_settings(
         db, MEMLIKEHUMAN_EMBEDDER="openai", MEMLIKEHUMAN_EMBEDDER_BASE_URL=base_url, MEMLIKEHUMAN_EMBEDDER_MODEL=model
     )
 
 
-def test_vectors_of_another_model_count_as_missing_until_reindexed(tmp_path: Path) -> None:
-    db = tmp_path / "a.db"
+def test_vectors_of_another_model_count_as_missing_until_reindexed(db_path: Path | str) -> None:
+    db = db_path
     with ScriptedOpenAI() as api:
         with Engine(openai_settings(db, api.base_url, "model-a")) as engine:
             fill(engine)
@@ -178,11 +181,11 @@ def test_recording_never_waits_for_the_embedder_and_vectors_follow_in_the_backgr
             assert recall(engine, HOME, "car").coverage.events_without_vectors == 0
 
 
-def test_memories_get_vectors_in_the_background_too(tmp_path: Path) -> None:
+def test_memories_get_vectors_in_the_background_too(db_path: Path | str) -> None:
     from memlikehuman.archive import events, memories
     from memlikehuman.records import Candidate
 
-    with ScriptedOpenAI() as api, Engine(openai_settings(tmp_path / "a.db", api.base_url, "m")) as engine:
+    with ScriptedOpenAI() as api, Engine(openai_settings(db_path, api.base_url, "m")) as engine:
         sequence = engine.record(HOME, "e1", CAR, "user", "Ana").sequence
         memories.store(
             engine.db,
@@ -244,7 +247,8 @@ def test_recall_over_stdio_degrades_without_an_embedder(tmp_path: Path) -> None:
 
 def brute_force_coverage(engine: Engine, scope: Scope, model: str) -> tuple[int, int, int, int]:
     row = engine.db.one(
-        "SELECT count(*) AS n, total(extraction_state = 'pending') AS p, total(extraction_state = 'failed') AS f"
+        "SELECT count(*) AS n, count(CASE WHEN extraction_state = 'pending' THEN 1 END) AS p,"
+        " count(CASE WHEN extraction_state = 'failed' THEN 1 END) AS f"
         " FROM events WHERE persona_id = ? AND project_id = ?",
         (scope.persona_id, scope.project_id),
     )
@@ -258,11 +262,11 @@ def brute_force_coverage(engine: Engine, scope: Scope, model: str) -> tuple[int,
 
 
 def test_coverage_counts_stay_exact_through_recording_forgetting_state_changes_and_model_changes(
-    tmp_path: Path,
+    db_path: Path | str,
 ) -> None:
     from memlikehuman.archive import events
 
-    db = tmp_path / "a.db"
+    db = db_path
     with ScriptedOpenAI() as api:
         for model in ("model-a", "model-b"):
             with Engine(openai_settings(db, api.base_url, model)) as engine:
@@ -279,7 +283,8 @@ def test_coverage_counts_stay_exact_through_recording_forgetting_state_changes_a
                     assert counts == brute_force_coverage(engine, scope, f"openai:{model}")
             assert counts[0] > 0
         with Engine(openai_settings(db, api.base_url, "model-b")) as engine:
-            engine.db.query("DELETE FROM event_vectors")
+            with engine.db.write() as conn:
+                conn.execute("DELETE FROM event_vectors")
             c = recall(engine, HOME, "car", search_mode="deep").coverage
             assert (
                 c.events_without_vectors == c.events_in_scope == brute_force_coverage(engine, HOME, "openai:model-b")[3]

@@ -18,6 +18,9 @@ from memlikehuman.retrieval.ranking import DEFAULT_TUNING
 from memlikehuman.retrieval.recall import recall
 from memlikehuman.retrieval.search import Filters
 
+# Its tests on `db_path` run on PostgreSQL with pgvector too: the cosines of the turns after come from there.
+pytestmark = pytest.mark.vectors
+
 HOME = Scope("ana", "home")
 WORK = Scope("ana", "work")
 DAY = "2026-06-01T10:0{}:00Z"

@@ -71,6 +71,8 @@ def _archive(settings: config.Settings) -> list[Check]:
             checks.append(_fulltext(db))
             checks.append(_forgotten(db))
             checks.append(_vectors(db, settings))
+            if (engine := backend_of(db).vector_check(db)) is not None:  # PostgreSQL: pgvector or not
+                checks.append(engine)
         return checks
     except apsw.Error as exc:
         return [Check("archive", "fail", f"cannot read {settings.archive_label} ({exc}): restore it from a backup")]

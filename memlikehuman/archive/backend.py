@@ -15,7 +15,9 @@ What differs:
 - the schema: the list of migrations, the ledger, the version;
 - after a forget: what is scrubbed from the files, and what stays (``residue``); copies of forgotten
   rows the files still hold (``leftovers``, for the doctor);
-- size and integrity reports; SQLite's in-memory temporary storage for bulk writes.
+- size and integrity reports; SQLite's in-memory temporary storage for bulk writes;
+- vectors: whether the engine itself searches them (``vector_index``: PostgreSQL with pgvector) or
+  index/vectors.py scans them in the process's memory (None), and what the doctor says of it.
 """
 
 from __future__ import annotations
@@ -28,8 +30,28 @@ from .connection import Connection, Transaction
 from .sqlite.backend import SQLITE
 
 if TYPE_CHECKING:
-    from ..records import Check  # reports.py: a hook's path never loads it
+    from ..records import Check, Kind, Scope  # reports.py: a hook's path never loads it
     from .db import Gone
+
+
+class VectorIndex(Protocol):
+    """Top-k and cosines answered by the archive's engine (archive/postgres/pg_vectors.py), not by a matrix."""
+
+    def top(
+        self,
+        db: Connection,
+        kind: Kind,
+        model: str,
+        scope: Scope,
+        queries: Sequence[Sequence[float]],
+        ks: Sequence[int],
+        *,
+        window: int | None,
+        allowed: Sequence[int] | None,
+    ) -> tuple[list[list[tuple[int, float]]], int, int]: ...
+    def cosines(
+        self, db: Connection, kind: Kind, model: str, query: Sequence[float], wanted: Sequence[int]
+    ) -> dict[int, float]: ...
 
 
 class Backend(Protocol):
@@ -75,6 +97,11 @@ class Backend(Protocol):
     def sizes(self, db: Connection) -> tuple[int, int, int]: ...
     def integrity(self, db: Connection) -> Check: ...
     def temp_in_memory(self, db: Connection) -> AbstractContextManager[None]: ...
+
+    # -- vectors -------------------------------------------------------------------------------------
+    def vector_index(self, db: Connection) -> VectorIndex | None: ...
+    def vector_check(self, db: Connection) -> Check | None: ...
+    def adopt_vector_index(self, db: Connection) -> None: ...
 
 
 def backend_of(db_or_conn: Connection | Transaction) -> Backend:

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 from . import alias_evidence, fulltext
+from .backend import backend_of
 from .connection import Connection
 
 
 def complete(db: Connection, seconds: float | None) -> None:
     """Rows that migrations leave to today's code, written in committed batches (an interruption keeps them):
-    the n-gram index of m006 and the alias evidence of m009 (p002); none started after `seconds`."""
+    the n-gram index of m006 and the alias evidence of m009 (p002); none started after `seconds`. Without a
+    bound (a server or a command, not a hook) also the vector index the engine may have gained since
+    (PostgreSQL: pgvector installed after the archive was made)."""
+    if seconds is None:
+        backend_of(db).adopt_vector_index(db)
     ngrams, aliases = fulltext.ngrams_behind(db), alias_evidence.behind(db)
     if not (ngrams or aliases):
         return

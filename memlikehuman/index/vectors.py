@@ -8,6 +8,9 @@ and after a commit by another process (seen through ``Connection.data_version``)
 brought up to date by the rows added since, when the scope lost no event and the counts agree,
 and reloaded otherwise (a hook's recorded prompt must not cost the server a full reload).
 Vectors of another model are never loaded: they count as missing.
+
+Where the archive's engine searches vectors itself (PostgreSQL with pgvector: archive/backend.py's
+``vector_index``), ``search_many`` and ``cosines`` ask it and no matrix is loaded at all.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..archive.backend import VectorIndex, backend_of
 from ..archive.connection import Connection, Transaction
 from ..records import Kind, Scope
 
@@ -168,6 +172,9 @@ class VectorCache:
     ) -> list[Hits]:
         """search() for several unit vectors (the rows of `queries`, the i-th wanting ks[i] rows) on one
         snapshot and filter of the matrix (a recall's phrasings)."""
+        index = backend_of(db).vector_index(db)
+        if index is not None:
+            return _asked(index, db, kind, model, scope, queries, ks, window, allowed)
         ids, rows, older = self._snapshot(db, kind, model, scope, window)
         skipped = len(older)
         if allowed is not None:
@@ -187,6 +194,9 @@ class VectorCache:
         self, db: Connection, kind: Kind, model: str, scope: Scope, query: np.ndarray, wanted: Sequence[int]
     ) -> dict[int, float]:
         """The cosine of the unit vector `query` with each of the `wanted` rows that has a vector."""
+        index = backend_of(db).vector_index(db)
+        if index is not None:
+            return index.cosines(db, kind, model, query.tolist(), list(wanted)) if len(wanted) else {}
         ids, rows, _ = self._snapshot(db, kind, model, scope, None)
         if not len(ids) or not len(wanted) or rows.shape[1] != query.shape[0]:
             return {}
@@ -231,6 +241,34 @@ class VectorCache:
             # Views stay valid: add() writes past n or into rows already scored (same values then).
             ids, rows = matrix.view(window)
             return ids, rows, matrix.ids[: matrix.n - len(ids)]
+
+
+def _asked(
+    index: VectorIndex,
+    db: Connection,
+    kind: Kind,
+    model: str,
+    scope: Scope,
+    queries: np.ndarray,
+    ks: Sequence[int],
+    window: int | None,
+    allowed: np.ndarray | None,
+) -> list[Hits]:
+    """search_many's answer from the archive's engine (no matrix in this process)."""
+    if allowed is not None and not len(allowed):
+        empty = Hits(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32), 0, 0)
+        return [empty for _ in ks]
+    chosen = None if allowed is None else allowed.tolist()
+    found, scanned, skipped = index.top(db, kind, model, scope, queries.tolist(), ks, window=window, allowed=chosen)
+    return [
+        Hits(
+            np.fromiter((i for i, _ in pairs), dtype=np.int64, count=len(pairs)),
+            np.fromiter((s for _, s in pairs), dtype=np.float32, count=len(pairs)),
+            scanned,
+            skipped,
+        )
+        for pairs in found
+    ]
 
 
 def _top(ids: np.ndarray, scores: np.ndarray, k: int, skipped: int) -> Hits:

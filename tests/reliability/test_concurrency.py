@@ -6,7 +6,8 @@ scripted model), recall, read, checkpoint, resume, correct and forget. Afterward
 acknowledged event that was not forgotten is present exactly once with the sequence it was
 acknowledged with, the shared event exists once under one sequence, each client saw its sequences
 increase, and no call failed: no `database is locked`, no `unavailable`, no `internal`.
-Both backends (`archive_target`): a SQLite file, or a PostgreSQL database the 8 servers share.
+Both backends (`archive_target`): a SQLite file, or a PostgreSQL database the 8 servers share. On
+PostgreSQL with pgvector, 8 servers record at once and every event gets its vector in the vector column.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from conftest import SyncClient, connected, stdio_params
+from conftest import BASE_ENV, SyncClient, connected, stdio_params
 from openai_stub import ScriptedOpenAI
 
 from .support import QuotingExtractor, archive_problems, extractor_env, report, rows
@@ -198,3 +199,69 @@ def test_eight_servers_on_one_archive_lose_duplicate_and_refuse_nothing(archive_
 @pytest.mark.slow
 def test_eight_servers_under_long_load_lose_duplicate_and_refuse_nothing(archive_target: str, backend: str):
     load_test(archive_target, f"concurrency (long, {backend})", ops=1000)
+
+
+# -- with pgvector: the vectors of what 8 servers record at once ------------------------------------
+
+VECTOR_RECORDS = 20
+
+
+def record_and_await_vectors(db: str, env: dict[str, str], number: int, start: threading.Barrier) -> list[str]:
+    """One server's client: record VECTOR_RECORDS events once all are connected, then ask deep recall
+    until its scope has no event without a vector (the servers embed in the background). Its errors."""
+    errors: list[str] = []
+    scope = SCOPES[number % 2]
+    try:
+        with connected(stdio_params(db, **env)) as client:
+            start.wait(timeout=120)
+            for index in range(VECTOR_RECORDS):
+                text = f"worker {number} note {index} {WORDS[index % len(WORDS)]} {WORDS[(number + index) % 10]}"
+                result = client.call("memory_record", event_id=f"v{number}-{index}", text=text, role="user",
+                                     source="load", session_id=f"s{number}", **scope)  # fmt: skip
+                if result.is_error:
+                    errors.append(f"memory_record: {result.content[0].text}")
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                found = client.call("memory_recall", query=f"worker {number} note", search_mode="deep", **scope)
+                if found.is_error:
+                    errors.append(f"memory_recall: {found.content[0].text}")
+                    break
+                if found.structured_content["coverage"]["events_without_vectors"] == 0:
+                    break
+            else:
+                errors.append(f"worker {number}: events still without a vector after 120 s")
+    except Exception as exc:  # the assertion in the test names it
+        errors.append(f"client failed: {exc!r}")
+    return errors
+
+
+@pytest.mark.vectors
+def test_eight_servers_recording_at_once_on_pgvector_lose_nothing_and_every_event_gets_its_vector(
+    pgvector_url: str,
+) -> None:
+    outcomes: list[list[str]] = [[] for _ in range(WORKERS)]
+    start = threading.Barrier(WORKERS)
+    with ScriptedOpenAI() as api:
+        api.dim = 384  # a dimension with an HNSW index (pg_schema.PGVECTOR_DIMS): every write goes into it
+        env = {**BASE_ENV, "MEMLIKEHUMAN_EMBEDDER": "openai", "MEMLIKEHUMAN_EMBEDDER_BASE_URL": api.base_url,
+               "MEMLIKEHUMAN_EMBEDDER_MODEL": "m"}  # fmt: skip
+
+        def drive_one(number: int) -> None:
+            outcomes[number] = record_and_await_vectors(pgvector_url, env, number, start)
+
+        threads = [threading.Thread(target=drive_one, args=(n,)) for n in range(WORKERS)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=600)
+    assert [e for errors in outcomes for e in errors] == []
+    stored = {r["event_id"] for r in rows(pgvector_url, "SELECT event_id FROM events")}
+    expected = {f"v{n}-{i}" for n in range(WORKERS) for i in range(VECTOR_RECORDS)}
+    assert expected - stored == set(), "acknowledged events are missing"
+    vectors = rows(
+        pgvector_url,
+        "SELECT count(*) AS n, count(embedding) AS embedded, count(vector) AS bytea FROM event_vectors"
+        " WHERE model = 'openai:m' AND dim = 384",
+    )[0]
+    assert (vectors["n"], vectors["embedded"], vectors["bytea"]) == (len(expected), len(expected), 0)
+    assert archive_problems(pgvector_url) == []

@@ -7,7 +7,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, cast
 
 from ..connection import Connection, Transaction
-from . import pg_fulltext, pg_schema, scrub
+from . import pg_fulltext, pg_schema, pg_vectors, scrub
 
 if TYPE_CHECKING:
     from ...records import Check
@@ -114,6 +114,20 @@ class PostgresBackend:
     @contextmanager
     def temp_in_memory(self, db: Connection) -> Iterator[None]:
         yield  # PostgreSQL has no statement journals to keep in memory
+
+    # -- vectors (pg_vectors.py): pgvector where the archive has it, else the process's matrices ---------
+
+    def vector_index(self, db: Connection) -> pg_vectors.PgVectors | None:
+        if pg_vectors.present(db):
+            return pg_vectors.PG_VECTORS
+        pg_vectors.warn_once()
+        return None
+
+    def vector_check(self, db: Connection) -> Check:
+        return pg_vectors.check(db)
+
+    def adopt_vector_index(self, db: Connection) -> None:
+        pg_vectors.adopt(db)
 
 
 POSTGRES = PostgresBackend()

@@ -232,6 +232,7 @@ class PgDatabase:
     def __init__(self, url: str) -> None:
         self.url = url
         self.label = redacted(url)
+        self.pgvector: bool | None = None  # whether vectors live in pgvector's column (pg_vectors.present)
         self.path = Path(url)
         self.raw = _connect(url)
         self.conn = PgConnection(self.raw)

@@ -384,6 +384,78 @@ CREATE TABLE archive_meta (name text COLLATE "C" PRIMARY KEY, value text COLLATE
     )
 
 
+# The dimensions that get an HNSW index (pgvector indexes one fixed dimension per index): the common
+# embedding sizes, up to HNSW's limit of 2,000 for `vector`. Another dimension is searched exactly.
+PGVECTOR_DIMS = (384, 512, 768, 1024, 1536)
+
+
+def pgvector_columns(conn: Any) -> None:
+    """Vectors in pgvector's `vector` column (the extension exists): the column, the move of every bytea
+    vector into it, a trigger that moves what is written as bytea from then on, an HNSW index (cosine)
+    per dimension of PGVECTOR_DIMS. Frozen with p006, which runs it, as does pgvector.adopt later."""
+    conn.script(
+        """
+-- float32 little-endian bytes as a vector (zero for subnormals, infinities and NaN, which no embedder makes)
+CREATE FUNCTION mlh_vector(b bytea) RETURNS vector LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+SELECT array_agg(CASE WHEN (u >> 23) & 255 IN (0, 255) THEN 0::real
+                      ELSE ((CASE WHEN u >> 31 = 1 THEN -1 ELSE 1 END) * (1 + (u & 8388607) / 8388608.0::float8)
+                            * power(2::float8, ((u >> 23) & 255) - 127))::real END ORDER BY i)::vector
+FROM (SELECT i, get_byte(b, 4 * i)::bigint | (get_byte(b, 4 * i + 1)::bigint << 8)
+                | (get_byte(b, 4 * i + 2)::bigint << 16) | (get_byte(b, 4 * i + 3)::bigint << 24) AS u
+      FROM generate_series(0, length(b) / 4 - 1) i) f
+$$;
+CREATE FUNCTION mlh_vector_column() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.vector IS NOT NULL AND NEW.dim > 0 AND length(NEW.vector) = 4 * NEW.dim THEN
+        NEW.embedding := mlh_vector(NEW.vector);
+        NEW.vector := NULL;
+    END IF;
+    RETURN NEW;
+END $$;
+ALTER TABLE event_vectors ALTER COLUMN vector DROP NOT NULL, ADD COLUMN embedding vector;
+ALTER TABLE memory_vectors ALTER COLUMN vector DROP NOT NULL, ADD COLUMN embedding vector;
+CREATE TRIGGER event_vectors_embedding BEFORE INSERT OR UPDATE ON event_vectors FOR EACH ROW
+    EXECUTE FUNCTION mlh_vector_column();
+CREATE TRIGGER memory_vectors_embedding BEFORE INSERT OR UPDATE ON memory_vectors FOR EACH ROW
+    EXECUTE FUNCTION mlh_vector_column();
+UPDATE event_vectors SET vector = vector WHERE vector IS NOT NULL;
+UPDATE memory_vectors SET vector = vector WHERE vector IS NOT NULL;
+"""
+    )
+    for dim in (384, 512, 768, 1024, 1536):  # PGVECTOR_DIMS when released (a frozen function names no constant)
+        for table in ("event_vectors", "memory_vectors"):
+            conn.script(
+                f"CREATE INDEX {table}_hnsw_{dim} ON {table} USING hnsw ((embedding::vector({dim})) vector_cosine_ops)"
+                f" WITH (m = 16, ef_construction = 64) WHERE dim = {dim}"
+            )
+
+
+def pgvector_creatable(conn: Any) -> bool:
+    """Whether the database has the extension `vector`, or the role could create it now (then it does)."""
+    import psycopg
+
+    if conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone():
+        return True
+    if not conn.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'").fetchone():
+        return False
+    conn.execute("SAVEPOINT mlh_pgvector")
+    try:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    except psycopg.Error:  # the role may not create it (docs/team.md: the owner, or a superuser, does)
+        conn.execute("ROLLBACK TO SAVEPOINT mlh_pgvector")
+        return False
+    conn.execute("RELEASE SAVEPOINT mlh_pgvector")
+    return True
+
+
+@migration
+def p006_vectors_in_pgvector(conn: Any) -> None:
+    # Where the server has pgvector (docs/decisions/2026-12-07-pgvector.md): vectors move into a `vector`
+    # column searched by HNSW. Without it nothing changes; pgvector.adopt does it once it is installed.
+    if pgvector_creatable(conn):
+        pgvector_columns(conn)
+
+
 def schema_version(db: Connection) -> int:
     """How many migrations the database has applied (0 for a new one)."""
     if not db.scalar("SELECT to_regclass('schema_migrations') IS NOT NULL AS present"):

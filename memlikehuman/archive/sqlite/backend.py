@@ -186,6 +186,17 @@ class SqliteBackend:
                 if sqlite.conn.get_autocommit():  # a transaction left open by a failure: the setting stays
                     sqlite.conn.execute(f"PRAGMA temp_store={before}")
 
+    # -- vectors: float32 BLOBs scanned in the process (index/vectors.py) -------------------------------
+
+    def vector_index(self, db: Connection) -> None:
+        return None
+
+    def vector_check(self, db: Connection) -> None:
+        return None
+
+    def adopt_vector_index(self, db: Connection) -> None:
+        return None
+
 
 _COLUMN_NAMES = {
     "events_fts": ("text", "attribution", "context"),
