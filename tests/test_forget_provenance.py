@@ -196,6 +196,23 @@ def test_a_memory_shown_a_memory_that_goes_goes_when_it_holds_what_only_that_sai
     assert status(client, str(tea)) == "current"
 
 
+def test_a_word_only_another_event_the_forget_takes_said_does_not_take_a_memory_made_beside_it(client, db_path):
+    # The correction of the forgotten turn's memory goes too, and its reason says "said"; the piano
+    # memory, made with the forgotten turn and its memory shown, has "said" from the extractor's phrasing
+    # (as the shown memory has), which no event shown to its making said.
+    record(client, "e1", "My sister is called Emma.")
+    sister = made(db_path, "e1", "The user said their sister is Emma", quote="My sister is called Emma")
+    fixed = client.ok("memory_correct", memory_id=sister, content="The user's sister is Emma Kowalska",
+                      reason="the user said her full name")  # fmt: skip
+    record(client, "e2", "I play the piano.")
+    piano = made(db_path, "e2", "The user said they play the piano", quote="I play the piano", shown_events=("e1",),
+                 shown_memories=(str(sister),))  # fmt: skip
+    out = client.ok("memory_forget", record_id="e1")
+    assert out["deleted_event_ids"] == ["e1", fixed["correction_event_id"]]
+    assert set(out["deleted_memory_ids"]) == {sister, fixed["replacement_id"]}
+    assert status(client, str(piano)) == "current"
+
+
 def test_a_version_closed_by_a_taken_memory_stays_closed_and_its_corrections_go(client, db_path):
     record(client, "e0", "My sister lives in Paris.", occurred_at="2024-01-01T00:00:00Z")
     paris = add_memory(db_path, "e0", "The user's sister lives in Paris", subject="user.sister.city")

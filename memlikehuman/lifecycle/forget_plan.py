@@ -13,12 +13,13 @@ memories it is told to take alone, it follows three rules until nothing more goe
 3. A memory whose making was shown something that goes (an event of its extraction prompt, a memory
    the prompt listed) goes when it holds a word that only what goes said: a word of its content,
    gist or subject (archive/terms.py: cut as the full-text index cuts it, no function word) that
-   a shown source that goes holds, that an event that goes said (a memory's own phrasing, "The
-   user", "Der Nutzer", is the extractor's), that none of the sources left holds (the events
-   that state it, with their speaker and date, which the prompt showed, and the other events and
-   memories it was shown), and that no other event of the scope that stays holds (the full-text
-   index finds it in none: a word other turns say too, like an extractor's "said" or "prefers", is
-   no trace of what goes). Its event stays.
+   a shown source that goes holds, that an event behind such a source said (the shown event, or the
+   event of the shown memory; a memory's own phrasing, "The user", "Der Nutzer", is the extractor's,
+   and another event the forget takes, such as a later correction, was never shown), that none of
+   the sources left holds (the events that state it, with their speaker and date, which the prompt
+   showed, and the other events and memories it was shown), and that no other event of the scope
+   that stays holds (the full-text index finds it in none: a word other turns say too, like an
+   extractor's "said" or "prefers", is no trace of what goes). Its event stays.
 """
 
 from __future__ import annotations
@@ -170,8 +171,9 @@ class _State:
         own = self._text("memory", memory)
         candidates = terms.terms(own) & terms.terms(text for key in gone for text in self._text(*key))
         # A going memory's own phrasing ("The user", "Der Nutzer", "用户") is the extractor's, not a trace of
-        # an event: only words the events that go said count.
-        candidates &= self._said()
+        # an event: only words the events behind what goes said count (a shown event, a shown memory's
+        # event), not those of another event the forget takes (a correction's "the user said so").
+        candidates &= self._said(self._behind(gone))
         if not candidates:
             return False
         held = terms.all_terms(text for key in known if not self._goes(key) for text in self._text(*key))
@@ -191,12 +193,21 @@ class _State:
         going = set(self.events) | {r["event_sequence"] for r in own}
         return (bool(still_said.holders(self.conn, scope, "event", word, going, 0)) for word in words)
 
-    def _said(self) -> frozenset[str]:
-        """The words of the events that go (their text, speaker and date), read once per event."""
-        for sequence in self.events:
+    def _behind(self, gone: list[tuple[str, int]]) -> list[int]:
+        """The events that go behind sources that go: the events themselves, and the memories' own events."""
+        behind = [rowid for kind, rowid in gone if kind == "event"]
+        memories = [rowid for kind, rowid in gone if kind == "memory"]
+        rows = self.conn.execute(
+            f"SELECT event_sequence FROM memories WHERE id IN ({placeholders(memories)})", memories
+        ).fetchall()
+        return [s for s in dict.fromkeys([*behind, *(row["event_sequence"] for row in rows)]) if s in self.events]
+
+    def _said(self, sequences: Iterable[int]) -> frozenset[str]:
+        """The words of these events (their text, speaker and date), read once per event."""
+        for sequence in sequences:
             if sequence not in self._said_by:
                 self._said_by[sequence] = terms.terms(self._text("event", sequence))
-        return frozenset().union(*self._said_by.values())
+        return frozenset().union(*(self._said_by[sequence] for sequence in sequences))
 
     def _goes(self, key: tuple[str, int]) -> bool:
         kind, rowid = key
