@@ -204,7 +204,8 @@ def test_a_memlikehuman_folder_in_the_project_is_never_run_by_the_warm_process(
 
 
 def forker_socket(runtime: Path) -> Path | None:
-    found = sorted(runtime.glob("*.hooks.*.sock")) if runtime.is_dir() else []
+    # not the hidden name a socket is bound under before its rename (pathlib's glob matches it)
+    found = sorted(runtime.glob("[!.]*.hooks.*.sock")) if runtime.is_dir() else []
     return found[0] if found else None
 
 
