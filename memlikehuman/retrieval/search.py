@@ -350,14 +350,34 @@ def _bm25(
     counts: dict[str, int] | None = None,
 ) -> list[Hit]:
     join, session = _LEXICAL[kind]
+    span = scope_span(db, kind, filters.scope)
+    if span is None:
+        return []
     rules = _event_rules(filters) if kind == "event" else _memory_rules(filters)
     source, score, condition, matched = fulltext.scored(db, table, words, weights, counts, floor)
     sql = (
         f"SELECT f.rowid AS id, {score} AS score, e.source, {session} AS session_id, e.occurred_at, e.role"
-        f" FROM {source} {join} WHERE {condition} AND {rules} ORDER BY score DESC LIMIT :limit"
+        f" FROM {source} {join} WHERE {condition} AND f.rowid BETWEEN :span_from AND :span_to AND {rules}"
+        " ORDER BY score DESC LIMIT :limit"
     )
-    params = {**filters.params(), **matched, "limit": limit}
+    params = {**filters.params(), **matched, "limit": limit, "span_from": span[0], "span_to": span[1]}
     return [_hit(row, float(row["score"])) for row in db.query(sql, params)]
+
+
+def scope_span(db: Connection, kind: Kind, scope: Scope) -> tuple[int, int] | None:
+    """The lowest and highest rowid of the scope's events or memories (None when it has none).
+
+    The full-text tables hold every scope's rows; bounding the rowid lets FTS5 skip the other scopes'
+    postings instead of scoring each match and dropping it afterwards (an archive of several projects
+    pays bm25 only for the scope asked about, as far as their rows are apart). It selects no row the
+    scope rules would keep out, so rankings are unchanged.
+    """
+    table, column = ("events", "sequence") if kind == "event" else ("memories", "id")
+    row = db.one(
+        f"SELECT min({column}) AS low, max({column}) AS high FROM {table} WHERE persona_id = ? AND project_id = ?",
+        (scope.persona_id, scope.project_id),
+    )
+    return None if row is None or row["low"] is None else (int(row["low"]), int(row["high"]))
 
 
 def eligible_events(db: Connection, ids: Sequence[int], filters: Filters) -> dict[int, Hit]:

@@ -10,6 +10,7 @@ plain strings, importing nothing of ours but text/.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 
@@ -87,9 +88,11 @@ def _needles(words: Sequence[str]) -> list[str]:
 def _patterns(words: Sequence[str]) -> list[re.Pattern[str]]:
     """Per query word, what finds it in lowercased text: its stem at a word start (the index's porter
     stemmer matches "deploy" for "deployed"), or any of its n-grams in an unsegmented script."""
-    out = []
-    for word in words:
-        stem = word if len(word) <= 4 else word[: max(4, len(word) - 2)]
-        alternatives = [r"\b" + re.escape(stem), *(re.escape(gram) for gram in ngrams.query(word).grams)]
-        out.append(re.compile("|".join(alternatives)))
-    return out
+    return [_pattern(word) for word in words]
+
+
+@functools.lru_cache(maxsize=4096)
+def _pattern(word: str) -> re.Pattern[str]:
+    stem = word if len(word) <= 4 else word[: max(4, len(word) - 2)]
+    alternatives = [r"\b" + re.escape(stem), *(re.escape(gram) for gram in ngrams.query(word).grams)]
+    return re.compile("|".join(alternatives))
