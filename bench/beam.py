@@ -20,7 +20,8 @@ over the same embedder's vector of each message (the indexer's, read from the ar
 first 2,000 characters, as the embedder reads, after its speaker and the previous turn's tail).
 `--baseline REV` runs the same questions on the engine of another revision (its own archive, the
 package extracted from git into the work directory), and `--locomo N` times fast recall over the first
-N LoCoMo conversations in the same run, for the per-query cost on short chat turns.
+N LoCoMo conversations in the same run, for the per-query cost on short chat turns; it also times both
+with each conversation alone in an archive of its own (one project's archive; the shared one holds all).
 
     python -m bench.beam --baseline 598ea20 --locomo 2      # ~60-90 min on 2 cores; writes docs/benchmarks.md
     python -m bench.beam --conversations 1-10 --modes fast --archive /tmp/beam   # a tuning half, kept
@@ -193,6 +194,8 @@ def measure(db: Path, convs: list[Conversation], modes: Sequence[str], locomo: i
             out["modes"][mode] = [_ask(engine, Scope("beam", conv.project), conv, mode) for conv in convs]
         if locomo:
             out["locomo_ms"] = _locomo_fast(engine, locomo)
+    if locomo:
+        out["alone_ms"] = _alone_fast(db.parent / "alone", convs, locomo)
     return out
 
 
@@ -231,6 +234,47 @@ def _locomo_fast(engine: Any, count: int) -> list[float]:
             started = time.perf_counter()
             engine.recall(conv.scope, question.text, limit=10, search_mode="fast")
             seconds.append(time.perf_counter() - started)
+    return seconds
+
+
+def _alone_fast(folder: Path, convs: list[Conversation], locomo: int) -> dict[str, list[float]]:
+    """Seconds per fast recall with each conversation alone in an archive of its own, as one user's one
+    project would be (the shared archive above holds every conversation, each a project of its own)."""
+    from bench.conversation_recall import ingest
+    from bench.conversation_recall import load as load_locomo
+    from memlikehuman import config
+    from memlikehuman.engine import Engine
+    from memlikehuman.records import Scope
+
+    env = {"MEMLIKEHUMAN_EMBEDDER": "none", "MEMLIKEHUMAN_EXTRACTOR": "none", "MEMLIKEHUMAN_CONFIG": "/nonexistent"}
+    folder.mkdir(parents=True, exist_ok=True)
+    out: dict[str, list[float]] = {"beam": [], "locomo": []}
+    for conv in convs:
+        with Engine(config.load(folder / f"beam-{conv.n}.sqlite3", env=env)) as engine:
+            scope = Scope("beam", conv.project)
+            if not engine.db.scalar("SELECT count(*) FROM events"):
+                for m in conv.messages:
+                    for i, text in enumerate(parts(m.text), 1 if len(m.text) > MAX_CHARS else 0):
+                        engine.record(scope, conv.event_id(m.id, i), text, m.role, m.role,
+                                      session_id=f"session-{m.session}", occurred_at=m.occurred_at)  # fmt: skip
+            out["beam"] += _timed(engine, [(scope, q.text) for q in conv.questions])
+    for n, conv in enumerate(load_locomo(LOCOMO, locomo)):
+        with Engine(config.load(folder / f"locomo-{n}.sqlite3", env=env)) as engine:
+            if not engine.db.scalar("SELECT count(*) FROM events"):
+                ingest(engine, [conv])
+            out["locomo"] += _timed(engine, [(conv.scope, q.text) for q in conv.questions])
+    return out
+
+
+def _timed(engine: Any, asked: Sequence[tuple[Any, str]]) -> list[float]:
+    """Seconds per fast recall of each question, after the first few asked once to warm the caches."""
+    for scope, text in asked[:5]:
+        engine.recall(scope, text, limit=10, search_mode="fast")
+    seconds = []
+    for scope, text in asked:
+        started = time.perf_counter()
+        engine.recall(scope, text, limit=10, search_mode="fast")
+        seconds.append(time.perf_counter() - started)
     return seconds
 
 
@@ -462,6 +506,13 @@ def _add(
         fast = [a["seconds"] for conv in measured["modes"].get("fast", []) for a in conv]
         ratio = f"; BEAM fast p50 {statistics.median(fast) * 1000 / ms:.2f}x that in the same run" if fast else ""
         notes.append(f"{label}: LoCoMo fast recall p50 {ms:.1f} ms over {len(measured['locomo_ms'])} questions{ratio}")
+    alone = measured.get("alone_ms")
+    if alone and alone["beam"] and alone["locomo"]:
+        beam, locomo = (statistics.median(alone[k]) * 1000 for k in ("beam", "locomo"))
+        notes.append(
+            f"{label}: each conversation alone in an archive of its own: BEAM fast p50 {beam:.1f} ms, LoCoMo"
+            f" {locomo:.1f} ms, {beam / locomo:.2f}x"
+        )
 
 
 def _as_answers(convs: list[Conversation], rankings: Iterable[list[list[int]]]) -> list[list[dict[str, Any]]]:
