@@ -140,6 +140,7 @@ class _Recall:
         self.as_of_given = False
         # Phrasings of one need find mostly the same events: their neighbours are looked up once.
         self.links: dict[int, tuple[int | None, int | None]] = {}
+        self.opened: dict[int, tuple[str, bool]] = {}  # search.openings, read once
         self.stale: list[int] = []
         self.unindexed = False
         # Events raw fallback left out because their memories cover what matched:
@@ -346,14 +347,22 @@ class _Recall:
         if not self.tuning.user_turn or not users:
             return users
         best = ranking.top({seq: scores[seq] for seq in users}, max(ASKED_AMONG, 3 * self.limit))
-        return users - search.only_asking(self.db, best)
+        return users - search.only_asking(self._openings(best), best)
 
     def _rules(self, scores: dict[int, float], told: set[int]) -> set[int]:
         """The user's turns among the best that state a standing rule or preference (text/rules.py)."""
         if not self.tuning.standing or not told:
             return set()
         best = ranking.top({seq: scores[seq] for seq in told}, max(ASKED_AMONG, 3 * self.limit))
-        return search.stating_rules(self.db, best)
+        return search.stating_rules(self._openings(best), best)
+
+    def _openings(self, sequences: Sequence[int]) -> dict[int, tuple[str, bool]]:
+        """Each event's opening (search.openings), read once per recall: the two checks above and every
+        phrasing ask about mostly the same turns."""
+        missing = [seq for seq in sequences if seq not in self.opened]
+        if missing:
+            self.opened.update(search.openings(self.db, missing))
+        return self.opened
 
     def _dated(self, out: dict[int, float], info: dict[int, search.Hit], phrasing: phrasings.Phrasing) -> set[int]:
         """Events that occurred on a date the query names, or whose relative dates resolve into one."""

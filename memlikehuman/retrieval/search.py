@@ -167,25 +167,31 @@ def _hit(row: Row, score: float) -> Hit:
     return Hit(row["id"], score, row["source"], row["session_id"], row["occurred_at"], row["role"])
 
 
-def only_asking(db: Connection, sequences: Sequence[int]) -> set[int]:
-    """The events among sequences that only ask a question (text/asking.py); a long text is never one."""
-    return {seq for seq, text in _texts(db, sequences, f"length(text) <= {ASKING_CHARS}") if only_asks(text)}
+def openings(db: Connection, sequences: Sequence[int]) -> dict[int, tuple[str, bool]]:
+    """For each event among sequences: its opening characters, and whether the text is short enough
+    (ASKING_CHARS) to be read for whether it only asks.
 
-
-def stating_rules(db: Connection, sequences: Sequence[int]) -> set[int]:
-    """The events among sequences that state a standing rule or preference (text/rules.py)."""
-    return {seq for seq, head in _texts(db, sequences, head=RULE_CHARS) if states_rule(head)}
-
-
-def _texts(db: Connection, sequences: Sequence[int], where: str = "1 = 1", head: int = 0) -> list[tuple[int, str]]:
-    """(sequence, text) of the events among sequences that meet `where`; only the first `head` characters
-    when it is given."""
+    What a turn opens with tells whether it only asks (text/asking.py: one short sentence) and whether
+    it states a standing rule (text/rules.py: said in its first RULE_CHARS); one read serves both."""
     if not sequences:
-        return []
+        return {}
     marks = ",".join("?" * len(sequences))
-    text = f"substr(text, 1, {head})" if head else "text"
-    sql = f"SELECT sequence, {text} AS text FROM events WHERE sequence IN ({marks}) AND {where}"
-    return [(row["sequence"], row["text"]) for row in db.query(sql, tuple(sequences))]
+    head = max(ASKING_CHARS, RULE_CHARS)
+    sql = (
+        f"SELECT sequence, substr(text, 1, {head}) AS head, length(text) <= {ASKING_CHARS} AS whole"
+        f" FROM events WHERE sequence IN ({marks})"
+    )
+    return {row["sequence"]: (row["head"], bool(row["whole"])) for row in db.query(sql, tuple(sequences))}
+
+
+def only_asking(opened: dict[int, tuple[str, bool]], sequences: Sequence[int]) -> set[int]:
+    """The events among sequences that only ask a question (text/asking.py); a long text is never one."""
+    return {seq for seq in sequences if seq in opened and opened[seq][1] and only_asks(opened[seq][0])}
+
+
+def stating_rules(opened: dict[int, tuple[str, bool]], sequences: Sequence[int]) -> set[int]:
+    """The events among sequences that state a standing rule or preference (text/rules.py)."""
+    return {seq for seq in sequences if seq in opened and states_rule(opened[seq][0])}
 
 
 # FTS5's bm25() costs a few microseconds per matching row, so a word found across the archive
