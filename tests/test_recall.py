@@ -126,6 +126,20 @@ def test_fts_syntax_and_sql_fragments_in_a_query_are_plain_words(engine: Engine,
         assert raw_ids(result) == ["e1"]
 
 
+def test_another_projects_newer_rows_take_none_of_the_scored_rows(engine: Engine) -> None:
+    # A word found in more rows than are scored is scored among its newest matches: the project's own,
+    # not the newest of the whole archive, which another project's forty later rows would all be.
+    for i in range(3):
+        record(engine, f"h{i}", f"We deploy the garden lights, round {i}.")
+    for i in range(40):
+        record(engine, f"w{i}", f"We deploy release {i} today.", scope=WORK)
+    filters = search.Filters(HOME, clock.now_stamp())
+
+    hits = search.lexical(engine.db, "event", ["deploy"], filters, 10, DEFAULT_TUNING.event_weights, scored_rows=5)
+
+    assert sorted(events.load(engine.db, hit.id).event_id for hit in hits) == ["h0", "h1", "h2"]
+
+
 def test_a_query_of_punctuation_only_returns_nothing_without_error(engine: Engine) -> None:
     record(engine, "e1", "Hello there.")
     result = recall(engine, HOME, "?!... ---")

@@ -268,10 +268,11 @@ def _ranked(
 ) -> list[Hit]:
     counts = row_counts(db, table, words)
     words = [w for w in words if counts.get(w)]
-    if not words:
+    span = scope_span(db, kind, filters.scope)
+    if not words or span is None:
         return []
     if sum(counts[w] for w in words) <= cap:
-        return _bm25(db, kind, table, words, filters, limit, weights, None, counts)
+        return _bm25(db, kind, table, words, filters, limit, weights, span, None, counts)
     found: dict[int, Hit] = {}
     rare, budget = [], cap
     for word in sorted(words, key=lambda w: counts[w]):
@@ -280,10 +281,11 @@ def _ranked(
         rare.append(word)
         budget -= counts[word]
     if rare:
-        found.update((hit.id, hit) for hit in _bm25(db, kind, table, rare, filters, limit, weights, None, counts))
-    newest = _nth_newest(db, table, words, cap)
+        found.update((hit.id, hit) for hit in _bm25(db, kind, table, rare, filters, limit, weights, span, None, counts))
+    # The scope's newest matches: another project's rows in the same archive take none of the cap.
+    newest = _nth_newest(db, table, words, cap, span)
     # Scored with every word, so these scores replace the rare-word-only ones of the same rows.
-    found.update((hit.id, hit) for hit in _bm25(db, kind, table, words, filters, limit, weights, newest, counts))
+    found.update((hit.id, hit) for hit in _bm25(db, kind, table, words, filters, limit, weights, span, newest, counts))
     return sorted(found.values(), key=lambda hit: -hit.score)[:limit]
 
 
@@ -340,8 +342,8 @@ def _count(db: Connection, table: str, word: str) -> int:
     return backend_of(db).fulltext_count(db, table, word)
 
 
-def _nth_newest(db: Connection, table: str, words: Sequence[str], offset: int) -> int | None:
-    return backend_of(db).fulltext_nth_newest(db, table, words, offset)
+def _nth_newest(db: Connection, table: str, words: Sequence[str], offset: int, span: tuple[int, int]) -> int | None:
+    return backend_of(db).fulltext_nth_newest(db, table, words, offset, span)
 
 
 def _bm25(
@@ -352,13 +354,11 @@ def _bm25(
     filters: Filters,
     limit: int,
     weights: Sequence[float],
+    span: tuple[int, int],
     floor: int | None,
     counts: dict[str, int] | None = None,
 ) -> list[Hit]:
     join, session = _LEXICAL[kind]
-    span = scope_span(db, kind, filters.scope)
-    if span is None:
-        return []
     rules = _event_rules(filters) if kind == "event" else _memory_rules(filters)
     source, score, condition, matched = fulltext.scored(db, table, words, weights, counts, floor)
     sql = (

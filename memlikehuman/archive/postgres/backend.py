@@ -62,8 +62,10 @@ class PostgresBackend:
     def fulltext_count(self, db: Connection, table: str, word: str) -> int:
         return pg_fulltext.count_matching(db, table, word)
 
-    def fulltext_nth_newest(self, db: Connection, table: str, words: Sequence[str], offset: int) -> int | None:
-        return pg_fulltext.nth_newest(db, table, words, offset)
+    def fulltext_nth_newest(
+        self, db: Connection, table: str, words: Sequence[str], offset: int, span: tuple[int, int]
+    ) -> int | None:
+        return pg_fulltext.nth_newest(db, table, words, offset, span)
 
     def memories_with_phrase(self, content: str) -> tuple[str, list[Any]]:
         rowids, params = pg_fulltext.containing_all("memories_fts", 0, content)

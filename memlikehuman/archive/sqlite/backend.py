@@ -78,9 +78,11 @@ class SqliteBackend:
     def fulltext_count(self, db: Connection, table: str, word: str) -> int:
         return int(db.scalar(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (match_expression([word]),)))
 
-    def fulltext_nth_newest(self, db: Connection, table: str, words: Sequence[str], offset: int) -> int | None:
-        sql = f"SELECT rowid FROM {table} WHERE {table} MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?"
-        found = db.scalar(sql, (match_expression(words), offset))
+    def fulltext_nth_newest(
+        self, db: Connection, table: str, words: Sequence[str], offset: int, span: tuple[int, int]
+    ) -> int | None:
+        sql = f"SELECT rowid FROM {table} WHERE {table} MATCH ? AND rowid BETWEEN ? AND ? ORDER BY rowid DESC"
+        found = db.scalar(sql + " LIMIT 1 OFFSET ?", (match_expression(words), *span, offset))
         return None if found is None else int(found)
 
     def memories_with_phrase(self, content: str) -> tuple[str, list[Any]]:
