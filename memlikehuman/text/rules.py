@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import re
 
-_RULE = re.compile(r"^\s*(?:please\s+)?(?:always|never)\b|\bI(?:['’]d| would)? prefer\b", re.IGNORECASE)
+_OPENS = re.compile(r"\s*(?:please\s+)?(?:always|never)\b", re.IGNORECASE)
+_PREFERS = re.compile(r"\bI(?:['’]d| would)? prefer\b", re.IGNORECASE)
 RULE_CHARS = 600  # as search.ASKING_CHARS: a rule is said in the opening sentences
 
 
 def states_rule(text: str) -> bool:
     """Whether a turn states a standing rule or preference (the module's rule)."""
-    return _RULE.search(text[:RULE_CHARS]) is not None
+    head = text[:RULE_CHARS]
+    # "prefer" looked for first: the pattern alone would be tried at every one of the head's characters.
+    return _OPENS.match(head) is not None or ("prefer" in head.lower() and _PREFERS.search(head) is not None)
