@@ -644,6 +644,8 @@ def test_a_users_standing_rule_or_preference_weighs_a_little_more_than_another_s
         ("I always forget where the config lives.", False),
         ("We never shipped the beta.", False),
         ("Which layout do you prefer?", False),
+        ("Never mind, let's skip the migration.", False),
+        ("I PREFER tabs.", True),
     ],
 )
 def test_a_turn_states_a_rule_when_it_opens_with_always_or_never_or_says_i_prefer(text: str, states: bool) -> None:

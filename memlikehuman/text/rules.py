@@ -1,7 +1,8 @@
 """Standing rules and preferences: what a user tells an agent to keep doing, not only now.
 
 A pure rule a user can check: a turn states one when it opens with "Always" or "Never" (also after
-"Please"), or says "I prefer" ("I'd prefer", "I would prefer"), within its first RULE_CHARS characters.
+"Please"; not "Never mind", which drops a thing), or says "I prefer" ("I'd prefer", "I would prefer"),
+within its first RULE_CHARS characters.
 Recall weighs a user's such turn a little more (ranking.Tuning.standing): it holds for every later
 question it touches ("Always include version numbers when I ask about libraries"), where a question
 shares few words with it.
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-_OPENS = re.compile(r"\s*(?:please\s+)?(?:always|never)\b", re.IGNORECASE)
+_OPENS = re.compile(r"\s*(?:please\s+)?(?:always|never(?!\s+mind\b))\b", re.IGNORECASE)
 _PREFERS = re.compile(r"\bI(?:['’]d| would)? prefer\b", re.IGNORECASE)
 RULE_CHARS = 600  # as search.ASKING_CHARS: a rule is said in the opening sentences
 
