@@ -373,10 +373,10 @@ def _bm25(
 def scope_span(db: Connection, kind: Kind, scope: Scope) -> tuple[int, int] | None:
     """The lowest and highest rowid of the scope's events or memories (None when it has none).
 
-    The full-text tables hold every scope's rows; bounding the rowid lets FTS5 skip the other scopes'
+    The full-text tables hold every scope's rows. Bounding the rowid lets FTS5 skip the other scopes'
     postings instead of scoring each match and dropping it afterwards (an archive of several projects
-    pays bm25 only for the scope asked about, as far as their rows are apart). It selects no row the
-    scope rules would keep out, so rankings are unchanged.
+    pays bm25 only for the scope asked about, as far as their rows are apart), and makes a common word's
+    newest matches the scope's own (_ranked): a project ranks the same whatever else the archive holds.
     """
     table, column = ("events", "sequence") if kind == "event" else ("memories", "id")
     row = db.one(
