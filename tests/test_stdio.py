@@ -50,6 +50,10 @@ def test_a_raw_stdio_session_writes_only_json_rpc_to_stdout(db_path: Path):
             },
         ),
         _rpc(4, "tools/call", {"name": "memory_record", "arguments": {"event_id": "raw-2", "text": "", "role": "x"}}),
+    ]
+    # The read of raw-1 goes after its record is answered: a server may answer calls in any order (JSON-RPC),
+    # and one pipelined right behind the record could run first.
+    then = [
         _rpc(5, "tools/call", {"name": "memory_read", "arguments": {"record_id": "raw-1"}}),
         _rpc(6, "tools/call", {"name": "no_such_tool", "arguments": {}}),
         _rpc(7, "tools/call", {"name": "memory_read", "arguments": ["raw-1"]}),
@@ -57,13 +61,14 @@ def test_a_raw_stdio_session_writes_only_json_rpc_to_stdout(db_path: Path):
     ]
     proc = _serve(db_path)
     assert proc.stdin and proc.stdout
-    proc.stdin.write("".join(calls))
-    proc.stdin.flush()
     lines: list[str] = []
-    while len([line for line in lines if '"id"' in line]) < 8:
-        line = proc.stdout.readline()
-        assert line, "the server closed stdout early"
-        lines.append(line)
+    for batch, answered in ((calls, 4), (then, 8)):
+        proc.stdin.write("".join(batch))
+        proc.stdin.flush()
+        while len([line for line in lines if '"id"' in line]) < answered:
+            line = proc.stdout.readline()
+            assert line, "the server closed stdout early"
+            lines.append(line)
     proc.stdin.close()
     lines += proc.stdout.read().splitlines()
     stderr = proc.stderr.read() if proc.stderr else ""
