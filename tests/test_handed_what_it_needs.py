@@ -139,3 +139,26 @@ def test_a_detail_in_the_middle_of_a_long_reply_is_found_shown_and_handed_by_the
         page = client.ok("memory_read", record_id=hit["event_id"], offset=hit["offset"], max_chars=len(hit["excerpt"]),
                          **scope)["source_page"]  # fmt: skip
         assert page["text"] == hit["excerpt"]
+
+
+def test_an_acknowledgement_of_a_replaced_value_is_not_handed_back(tmp_path: Path, project: Path) -> None:
+    """ "Noted, staging listens on port 8443." answered a statement whose memory a later one replaced: handed, it
+    would say the old port as if it held."""
+    db = tmp_path / "memory.sqlite3"
+    first = _turn(db, project, "s1", "The staging server is staging.example.dev on port 8443.")
+    run_hook("claude-code", _reply("s1", "Noted, staging listens on port 8443.", project), db, project)
+    moved = _turn(db, project, "s2", "We moved staging to port 9443, the host stays staging.example.dev.")
+    run_hook("claude-code", _reply("s2", "Noted, staging.example.dev:9443 from now on.", project), db, project)
+    with connected(serving(db)) as client:
+        _remember(client, first, "The staging server is staging.example.dev on port 8443", first["text"],
+                  "project.staging")  # fmt: skip
+        _remember(client, moved, "The staging server is staging.example.dev on port 9443", moved["text"],
+                  "project.staging")  # fmt: skip
+    handed = injected_records(
+        run_hook("claude-code", _prompt("s3", "Which port does staging listen on?", project), db, project)
+    )
+    said = json.dumps(handed)
+    assert "8443" not in said, handed
+    assert [r.get("content") for r in handed if "memory_id" in r] == [
+        "The staging server is staging.example.dev on port 9443"
+    ]

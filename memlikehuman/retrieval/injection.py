@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -203,7 +203,7 @@ def _candidates(
         and not (r.event.role == "user" and asking.only_asks(r.event.text))
     ]
     before = _previous(sources, [r.event for r in raws])
-    acknowledged = _acknowledgements(raws, before, {hit.memory.event_id for hit in found.memories})
+    acknowledged = _acknowledgements(raws, before, _remembered(sources, before.values()))
     for raw in raws:
         e = raw.event
         if e.sequence in acknowledged:
@@ -226,9 +226,11 @@ def _candidates(
     return out
 
 
-def _acknowledgements(raws: Sequence[RawHit], before: Mapping[int, Event], remembered: Collection[str]) -> set[int]:
+def _acknowledgements(raws: Sequence[RawHit], before: Mapping[int, Event], remembered: Collection[int]) -> set[int]:
     """The short replies (at most ACKNOWLEDGEMENT_WORDS words) found with the statement they answer (a user's
-    turn that does not ask), or with a memory of it: they go. A longer reply is work done, not an echo."""
+    turn that does not ask), or to a statement kept as a memory: they go. A longer reply is work done, not an
+    echo. The memory may have been replaced since ("staging moved to 9443"): "Noted, staging:8443." would
+    hand the old value back as if current."""
     found = {r.event.sequence for r in raws}
     return {
         r.event.sequence
@@ -236,10 +238,20 @@ def _acknowledgements(raws: Sequence[RawHit], before: Mapping[int, Event], remem
         if r.event.role == "assistant"
         and len(r.event.text.split()) <= ACKNOWLEDGEMENT_WORDS
         and (prev := before.get(r.event.sequence)) is not None
-        and (prev.sequence in found or prev.event_id in remembered)
+        and (prev.sequence in found or prev.sequence in remembered)
         and prev.role == "user"
         and not asking.asks(prev.text)
     }
+
+
+def _remembered(sources: Sources, turns: Iterable[Event]) -> set[int]:
+    """The turns any memory was made of, current or not (a replaced one, a revoked one)."""
+    sequences = [e.sequence for e in turns]
+    if not sequences:
+        return set()
+    marks = ",".join("?" * len(sequences))
+    sql = f"SELECT DISTINCT event_sequence FROM memories WHERE event_sequence IN ({marks})"
+    return {int(row["event_sequence"]) for row in sources.db.query(sql, tuple(sequences))}
 
 
 def _words_of(subject: str | None) -> str:
