@@ -31,7 +31,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from bench.installed import at_revision, pip_installed, this_checkout  # noqa: E402
+from bench.installed import both_installed  # noqa: E402
 from bench.report import percentile, table, write_section  # noqa: E402
 from memlikehuman.hosts import warm  # noqa: E402
 from tests.hosts_real.standin import Request, Rule, Script, Text  # noqa: E402
@@ -369,9 +369,7 @@ def main() -> None:
         raise SystemExit("Claude Code is not installed under .ci/hosts: run .ci/run's npm install first")
     with tempfile.TemporaryDirectory(dir=ROOT / "bench") as tmp:  # not /tmp: socket paths stay short below it
         root = Path(tmp)
-        src, name = at_revision(args.baseline, root / "baseline")
-        baseline = str(pip_installed(src, root / "baseline" / "installed").with_name("memlikehuman"))
-        this = str(pip_installed(this_checkout(root / "this"), root / "this" / "installed").with_name("memlikehuman"))
+        baseline, name, this = both_installed(args.baseline, root)
         variants = [Variant("no memlikehuman", None), Variant(f"main {name}", baseline), Variant("this", this)]
         launch(root / "worlds", variants, args.runs)
         started = serve_start(this, root / "serve", args.serve_runs)

@@ -56,3 +56,12 @@ def pip_installed(src: Path, tmp: Path) -> Path:
     # The dependencies (apsw, ...) from this venv, after the scratch venv's own site-packages: no download.
     Path(site, "zz_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     return python
+
+
+def both_installed(rev: str, root: Path) -> tuple[str, str, str]:
+    """The `memlikehuman` console scripts of revision `rev` and of this checkout, each pip-installed under
+    root; with the revision's short name: (rev's script, its name, this checkout's script)."""
+    src, name = at_revision(rev, root / "baseline")
+    baseline = pip_installed(src, root / "baseline" / "installed").with_name("memlikehuman")
+    this = pip_installed(this_checkout(root / "this"), root / "this" / "installed").with_name("memlikehuman")
+    return str(baseline), name, str(this)

@@ -40,7 +40,7 @@ AREAS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Recall latency", ("recall-latency", "scale", "scale-models", "vectors-scale", "vector-refresh")),
     ("Record, forget, resume, export", ("record", "forget", "resume", "portability")),
     ("Hooks", ("hooks", "hooks-real")),
-    ("Injection", ("injection",)),
+    ("Injection", ("injection", "project-real")),
     ("Extraction", ("record-extracting", "extraction", "sampling", "sampling-schema")),
     ("Embedding", ("embedding",)),
     (
