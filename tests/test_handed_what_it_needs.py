@@ -162,3 +162,24 @@ def test_an_acknowledgement_of_a_replaced_value_is_not_handed_back(tmp_path: Pat
     assert [r.get("content") for r in handed if "memory_id" in r] == [
         "The staging server is staging.example.dev on port 9443"
     ]
+
+
+def test_a_subject_keys_namespace_is_no_word_of_the_memory(tmp_path: Path, project: Path) -> None:
+    """Every memory of a project has a key "project.<slot>": its "project" says whose, not what about, so
+    "How do I add zod to the project?" gets none of them; "staging" of "project.staging" still counts."""
+    db = tmp_path / "memory.sqlite3"
+    facts = [
+        ("The staging server is staging.example.dev on port 9443.", "Staging runs on port 9443", "project.staging"),
+        ("Marco owns the payments module.", "Marco owns the payments module", "project.payments_owner"),
+        ("We deploy with Docker Compose.", "Deploys use Docker Compose", "project.deploy"),
+    ]
+    turns = [_turn(db, project, "s1", text) for text, _, _ in facts]
+    with connected(serving(db)) as client:
+        for turn, (text, content, subject) in zip(turns, facts, strict=True):
+            _remember(client, turn, content, text, subject)
+    zod = injected_records(
+        run_hook("claude-code", _prompt("s2", "How do I add zod to the project?", project), db, project)
+    )
+    assert zod == [], zod
+    where = injected_records(run_hook("claude-code", _prompt("s3", "where does staging run?", project), db, project))
+    assert [r.get("content") for r in where] == ["Staging runs on port 9443"], where

@@ -191,8 +191,8 @@ def _candidates(
         record = {"memory_id": m.memory_id, "kind": m.kind, "basis": m.basis, "content": one_line(m.content),
                   "from": _via(m), "on": m.occurred_at[:10]}  # fmt: skip
         said = (echoes.same_words(m.content), m.role, f"{m.role}/{m.source}", m.occurred_at)
-        # Its words as the index holds them: the content, the speaker and the subject slot it fills
-        # ("user.package_manager" is about package managers).
+        # Its words: the content, the speaker and the subject slot it fills ("user.package_manager" is
+        # about package managers).
         text = f"{m.content} {m.source} {_words_of(m.subject)}"
         out.append(Candidate(("memory", m.rowid), m.memory_id, record, text, *said))
     raws = [
@@ -255,8 +255,11 @@ def _remembered(sources: Sources, turns: Iterable[Event]) -> set[int]:
 
 
 def _words_of(subject: str | None) -> str:
-    """A subject key's words: "user.package_manager" -> "user package manager"."""
-    return re.sub(r"[._\-]+", " ", subject or "")
+    """A subject key's slot words: "user.package_manager" -> "package manager". What comes before the first
+    dot names whose the value is ("user", "project"), not what it is about: every memory of a project
+    holding the word "project" would match "How do I add zod to the project?" by its key alone."""
+    slot = (subject or "").split(".", 1)[-1]
+    return re.sub(r"[._\-]+", " ", slot)
 
 
 def _via(said: Memory | Event) -> str:
