@@ -117,6 +117,23 @@ def check_recorded_as_typed(world: World, one: SessionOne) -> None:
     problems.assert_none(one.archive.describe())
 
 
+def check_resumed_prompt_names_its_record(world: World, one: SessionOne) -> None:
+    """The second prompt of session 1 resumes it: what the model was given names that prompt's recorded
+    event and the session it was recorded in, as memory_record needs them (Gemini CLI keeps no hook
+    context across a resume: the resumed session's start must say it again)."""
+    problems = Problems(f"{world.host.name}: a resumed session's prompt, as the model can name it")
+    second = one.runs[1]
+    ids = ids_from_context(second.first())
+    recorded = [e for e in one.archive.user_events() if e["text"] == second.prompt]
+    if problems.check(ids is not None, "the context of the resumed prompt names no recorded turn and session"):
+        assert ids is not None
+        events = [e["event_id"] for e in recorded]
+        sessions = [e["session_id"] for e in recorded]
+        problems.check(ids.event_id in events[:1], f"it names {ids.event_id!r}, not the prompt's event {events}")
+        problems.check(ids.session_id in sessions[:1], f"it names session {ids.session_id!r}, not {sessions}")
+    problems.assert_none(second.describe())
+
+
 # -- session 2: a paraphrase -----------------------------------------------------------------------
 
 

@@ -12,6 +12,12 @@ def test_session_one_prompts_are_recorded_exactly_as_typed(host: World, session1
     scenarios.check_recorded_as_typed(host, session1)
 
 
+def test_a_resumed_sessions_prompt_names_its_recorded_turn_and_session(
+    host: World, session1: scenarios.SessionOne
+) -> None:
+    scenarios.check_resumed_prompt_names_its_record(host, session1)
+
+
 def test_a_paraphrase_finds_our_context_tools_and_instructions_in_the_first_request(host: World, session2: Run) -> None:
     scenarios.check_first_request(host, session2)
 
