@@ -53,7 +53,7 @@ AREAS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )  # fmt: skip
 PREFIXES = {
     "ablation": "Recall quality", "forget-postgres": "PostgreSQL", "conversation-recall": "Recall quality",
-    "sampling": "Extraction",
+    "sampling": "Extraction", "project-real": "Injection",
 }  # fmt: skip
 OTHER = "Other"
 
