@@ -155,3 +155,20 @@ def test_the_event_option_names_the_event_when_the_payload_does_not(db: Archive,
     del data["hook_event_name"]
     run_hook("gemini", data, db, project, "--event", "BeforeAgent")
     assert stored(db)[0]["text"] == "Which database does this project use?"
+
+
+def test_a_resumed_gemini_session_starts_as_a_new_one_and_its_prompts_are_handed_again(
+    db: Archive, project: Path
+) -> None:
+    """Gemini CLI keeps a resumed chat's turns, not the hook context it was handed: the resumed start is
+    a whole start context, and what the session's prompts were handed before may be handed again."""
+    seed(db, project)
+    start = run_hook("gemini", payload("gemini", "SessionStart", project), db, project).json()
+    first = run_hook("gemini", payload("gemini", "BeforeAgent", project), db, project).json()
+    assert "SQLite via apsw" in first["hookSpecificOutput"]["additionalContext"]
+    resumed = run_hook("gemini", payload("gemini", "SessionStart", project, source="resume"), db, project).json()
+    said = resumed["hookSpecificOutput"]["additionalContext"]
+    assert "SQLite via apsw" in said and "pass these as persona_id" in said, said
+    assert said.count("«DATA") == start["hookSpecificOutput"]["additionalContext"].count("«DATA"), said
+    again = run_hook("gemini", payload("gemini", "BeforeAgent", project), db, project).json()
+    assert "SQLite via apsw" in again["hookSpecificOutput"]["additionalContext"]

@@ -132,6 +132,9 @@ def parse(host: str, payload: dict[str, Any], event: str | None, parent: int | N
 
 # Hosts whose prompt hook cannot hand the model any context: their prompt step only records.
 NO_PROMPT_CONTEXT = frozenset({"cursor"})
+# Hosts whose resumed conversation no longer holds the context our hooks handed (Gemini CLI keeps the
+# turns of a resumed chat, not its hook context): a resumed session starts as a new one does.
+CONTEXT_LOST_ON_RESUME = frozenset({"gemini"})
 
 
 def output(hook: HookInput, context: str | None) -> str:

@@ -222,8 +222,10 @@ def record_tool(engine: Engine, scope: Scope, host: str, session_id: str, call: 
 
 def _start(engine: Engine, scope: Scope, hook: adapters.HookInput) -> str | None:
     db_path = engine.settings.db_path
+    if hook.source == "resume" and hook.host in adapters.CONTEXT_LOST_ON_RESUME:
+        state.forget_injected(db_path, hook.session_id)  # and it starts as a new session does
     mark = state.start_mark(db_path, hook.session_id) if hook.source == "resume" else None
-    if mark is not None:
+    if mark is not None and hook.host not in adapters.CONTEXT_LOST_ON_RESUME:
         return _changed_since(engine, scope, hook, Mark(*mark))
     first: list[str] = []
     session = None

@@ -146,6 +146,16 @@ def note_injected(db_path: Path, session_id: str, record_ids: list[str]) -> None
         pass
 
 
+def forget_injected(db_path: Path, session_id: str) -> None:
+    """Drop what the session's prompts were handed: its conversation no longer holds it (never raises)."""
+    try:
+        sessions = _injected_all(db_path)
+        if sessions.pop(session_id, None) is not None:
+            _replace(db_path, injected_path(db_path), sessions)
+    except OSError:
+        pass
+
+
 # -- whether the reply hook handled the session's latest reply --------------------------------------
 #
 # PreCompact and SessionEnd record the transcript's final reply when the reply hook missed it (the
