@@ -13,7 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from conftest import connected, serving
-from hook_support import injected_records, run_hook, stored
+from hook_support import hook_archive, injected_records, run_hook, stored
+
+__all__ = ["hook_archive"]  # the `db` fixture of the tests that run on both backends
 
 DEADLINE = "The hard deadline for the demo is March 14."
 MOVED = "Bad news: the demo deadline moved to March 28, that's the hard deadline."
@@ -35,7 +37,7 @@ def _context(ran: Any) -> str:
     return str(ran.json()["hookSpecificOutput"]["additionalContext"]) if ran.stdout else ""
 
 
-def _turn(db: Path, project: Path, session: str, text: str) -> dict[str, Any]:
+def _turn(db: Path | str, project: Path, session: str, text: str) -> dict[str, Any]:
     """Record a prompt through the hook; the call an agent that follows the context makes to keep it: the
     event_id the prompt's line names, the role, source and session the session's start names, the scope."""
     start = _context(run_hook("claude-code", _start(session, project), db, project))
@@ -141,10 +143,9 @@ def test_a_detail_in_the_middle_of_a_long_reply_is_found_shown_and_handed_by_the
         assert page["text"] == hit["excerpt"]
 
 
-def test_an_acknowledgement_of_a_replaced_value_is_not_handed_back(tmp_path: Path, project: Path) -> None:
+def test_an_acknowledgement_of_a_replaced_value_is_not_handed_back(db: Path | str, project: Path) -> None:
     """ "Noted, staging listens on port 8443." answered a statement whose memory a later one replaced: handed, it
     would say the old port as if it held."""
-    db = tmp_path / "memory.sqlite3"
     first = _turn(db, project, "s1", "The staging server is staging.example.dev on port 8443.")
     run_hook("claude-code", _reply("s1", "Noted, staging listens on port 8443.", project), db, project)
     moved = _turn(db, project, "s2", "We moved staging to port 9443, the host stays staging.example.dev.")
@@ -164,10 +165,9 @@ def test_an_acknowledgement_of_a_replaced_value_is_not_handed_back(tmp_path: Pat
     ]
 
 
-def test_a_subject_keys_namespace_is_no_word_of_the_memory(tmp_path: Path, project: Path) -> None:
+def test_a_subject_keys_namespace_is_no_word_of_the_memory(db: Path | str, project: Path) -> None:
     """Every memory of a project has a key "project.<slot>": its "project" says whose, not what about, so
     "How do I add zod to the project?" gets none of them; "staging" of "project.staging" still counts."""
-    db = tmp_path / "memory.sqlite3"
     facts = [
         ("The staging server is staging.example.dev on port 9443.", "Staging runs on port 9443", "project.staging"),
         ("Marco owns the payments module.", "Marco owns the payments module", "project.payments_owner"),
