@@ -402,18 +402,21 @@ class Engine:
         session_id: str | None = None,
         count_bytes: bool = False,
         since: Mark | None = None,
+        outside: str | None = None,
     ) -> ResumeResult:
         """session_resume: the budgeted context string (context.resume).
 
         With ``count_bytes`` the budget counts UTF-8 bytes, not tokens, and no tokenizer is loaded
-        (a host hook, whose limit is in characters); ``since``: only what changed after that mark.
+        (a host hook, whose limit is in characters); ``since``: only what changed after that mark;
+        ``outside``: a session whose own events the recent ones leave out.
         """
         from .sessions import tokens
         from .sessions.context import resume
 
         counter = tokens.BYTES if count_bytes else None
         return resume(self, scope, query=query, token_budget=token_budget, target_model=target_model,
-                      session_id=session_id, upkeep=self._upkeep, counter=counter, since=since)  # fmt: skip
+                      session_id=session_id, upkeep=self._upkeep, counter=counter, since=since,
+                      outside=outside)  # fmt: skip
 
     def scope_of(self, record_id: str) -> Scope | None:
         """The scope of the event or memory with this ID (unique in the archive), None when none holds it."""

@@ -169,7 +169,7 @@ def test_a_subject_keys_namespace_is_no_word_of_the_memory(db: Path | str, proje
     """Every memory of a project has a key "project.<slot>": its "project" says whose, not what about, so
     "How do I add zod to the project?" gets none of them; "staging" of "project.staging" still counts."""
     facts = [
-        ("The staging server is staging.example.dev on port 9443.", "Staging runs on port 9443", "project.staging"),
+        ("The staging server is staging.example.dev on port 9443.", "It listens on port 9443", "project.staging"),
         ("Marco owns the payments module.", "Marco owns the payments module", "project.payments_owner"),
         ("We deploy with Docker Compose.", "Deploys use Docker Compose", "project.deploy"),
     ]
@@ -182,4 +182,4 @@ def test_a_subject_keys_namespace_is_no_word_of_the_memory(db: Path | str, proje
     )
     assert zod == [], zod
     where = injected_records(run_hook("claude-code", _prompt("s3", "where does staging run?", project), db, project))
-    assert [r.get("content") for r in where] == ["Staging runs on port 9443"], where
+    assert [r.get("content") for r in where] == ["It listens on port 9443"], where  # by its slot's word alone

@@ -169,6 +169,7 @@ def test_a_resumed_gemini_session_starts_as_a_new_one_and_its_prompts_are_handed
     resumed = run_hook("gemini", payload("gemini", "SessionStart", project, source="resume"), db, project).json()
     said = resumed["hookSpecificOutput"]["additionalContext"]
     assert "SQLite via apsw" in said and "pass these as persona_id" in said, said
+    assert "Which database does this project use?" not in said  # its own turn: its chat holds it
     assert said.count("«DATA") == start["hookSpecificOutput"]["additionalContext"].count("«DATA"), said
     again = run_hook("gemini", payload("gemini", "BeforeAgent", project), db, project).json()
     assert "SQLite via apsw" in again["hookSpecificOutput"]["additionalContext"]

@@ -114,6 +114,16 @@ def test_what_was_injected_in_a_session_is_not_injected_again_in_it(db: Path | s
     assert EARLIER[0] in injected(other)  # another session gets it
 
 
+def test_after_a_compaction_what_the_session_was_handed_may_be_handed_again(db: Path | str, project: Path) -> None:
+    seed(db, project)
+    first = run_hook("claude-code", prompt("now", "add lodash with npm please", project), db, project)
+    assert injected(first) == [EARLIER[0]]
+    compacted = {"session_id": "now", "cwd": str(project), "hook_event_name": "SessionStart", "source": "compact"}
+    run_hook("claude-code", compacted, db, project)  # the compacted conversation no longer holds it
+    again = run_hook("claude-code", prompt("now", "npm cannot find lodash", project), db, project)
+    assert EARLIER[0] in injected(again)
+
+
 def test_the_injected_note_names_rows_not_the_hook_event_ids_that_hold_a_digest_of_the_text(
     db: Path | str, project: Path
 ) -> None:

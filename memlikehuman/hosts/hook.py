@@ -222,10 +222,13 @@ def record_tool(engine: Engine, scope: Scope, host: str, session_id: str, call: 
 
 def _start(engine: Engine, scope: Scope, hook: adapters.HookInput) -> str | None:
     db_path = engine.settings.db_path
-    if hook.source == "resume" and hook.host in adapters.CONTEXT_LOST_ON_RESUME:
-        state.forget_injected(db_path, hook.session_id)  # and it starts as a new session does
-    mark = state.start_mark(db_path, hook.session_id) if hook.source == "resume" else None
-    if mark is not None and hook.host not in adapters.CONTEXT_LOST_ON_RESUME:
+    # A compacted conversation, or a resumed one whose host kept none of it, no longer holds what its
+    # prompts were handed: they may be handed it again.
+    lost = hook.source == "resume" and hook.host in adapters.CONTEXT_LOST_ON_RESUME
+    if lost or hook.source == "compact":
+        state.forget_injected(db_path, hook.session_id)
+    mark = state.start_mark(db_path, hook.session_id) if hook.source == "resume" and not lost else None
+    if mark is not None:
         return _changed_since(engine, scope, hook, Mark(*mark))
     first: list[str] = []
     session = None
@@ -240,7 +243,9 @@ def _start(engine: Engine, scope: Scope, hook: adapters.HookInput) -> str | None
     room = MAX_CONTEXT_CHARS - len(markers.wrap(head + "\n\n"))
     if room < MIN_RESUME_CHARS:
         return markers.wrap(head)[:MAX_CONTEXT_CHARS]
-    resumed = engine.resume(scope, token_budget=room, session_id=session, count_bytes=True)
+    # A resumed conversation (lost: it starts as a new one does) holds its own turns.
+    outside = hook.session_id if lost else None
+    resumed = engine.resume(scope, token_budget=room, session_id=session, count_bytes=True, outside=outside)
     if resumed.mark is not None:
         state.note_start(db_path, hook.session_id, (resumed.mark.event, resumed.mark.memory))
     if not first and not any(c.included for c in resumed.components if c.name != "framing"):
@@ -249,16 +254,19 @@ def _start(engine: Engine, scope: Scope, hook: adapters.HookInput) -> str | None
 
 
 def _changed_since(engine: Engine, scope: Scope, hook: adapters.HookInput, mark: Mark) -> str:
-    """A resumed session's start (`claude -p --resume`): what the scope gained since its own start outside
-    this session, after the one line that says how its prompts are recorded. Claude Code's conversation
-    holds the start context it was handed; Gemini CLI's resumed conversation holds no hook context, and
-    without that line a model cannot name its prompts' session to attach memories to them."""
+    """A resumed session's start (`claude -p --resume`), whose conversation holds the start context it was
+    handed: what the scope gained since then outside this session, after the line that says again how its
+    prompts are recorded (without it, a host that kept less than it should leaves the model unable to name
+    its prompts' session to attach memories to them)."""
     head = f"MemLikeHuman memory for persona {scope.persona_id!r}, project {scope.project_id!r}. {_recorded(hook)}"
     room = MAX_CONTEXT_CHARS - len(markers.wrap(head + "\n\n"))
     resumed = engine.resume(scope, token_budget=room, session_id=hook.session_id, count_bytes=True, since=mark)
     if resumed.mark is not None:
         state.note_start(engine.settings.db_path, hook.session_id, (resumed.mark.event, resumed.mark.memory))
-    return markers.wrap(f"{head}\n\n{resumed.context}" if resumed.context else head)[:MAX_CONTEXT_CHARS]
+    if not resumed.context:
+        return markers.wrap(head)
+    # The resume context's own framing names the scope.
+    return markers.wrap(f"{_recorded(hook)}\n\n{resumed.context}")[:MAX_CONTEXT_CHARS]
 
 
 def _recorded(hook: adapters.HookInput) -> str:

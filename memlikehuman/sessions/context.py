@@ -350,6 +350,7 @@ def resume(
     upkeep: Callable[[Upkeep], None] | None = None,
     counter: tokens.TokenCounter | None = None,
     since: Mark | None = None,
+    outside: str | None = None,
 ) -> ResumeResult:
     """Build the budgeted resume context. Raises InvalidArgument for bad inputs; reads only
     (what the query's recall notices about the vector index goes to `upkeep`).
@@ -357,7 +358,9 @@ def resume(
     ``counter`` replaces the one ``target_model`` names (the hooks, whose limit is in characters,
     count UTF-8 bytes: no tokenizer is loaded on their path). ``since`` (with ``session_id``, the session
     resumed): only the standing facts and the events of other sessions the scope gained after that mark;
-    no persona, no checkpoint, and an empty context when nothing changed.
+    no persona, no checkpoint, and an empty context when nothing changed. ``outside``: a session whose
+    own events are left out of the recent ones (a resumed conversation that holds them; with ``since``,
+    ``session_id`` is).
     """
     scope = _validated(scope, query, token_budget, session_id)
     counter = counter or tokens.counter_for(target_model, sources.settings.tokenizer_json)
@@ -393,7 +396,7 @@ def resume(
     standing_block = packer.block("standing_facts", standing, held, contiguous=True)
     # With a query, what it finds gets at least half of the room the events would otherwise take.
     ceiling = packer.used + (token_budget - packer.used) // 2 if query else 0
-    outside = session_id if since is not None else None
+    outside = session_id if since is not None else outside
     with db.read():
         uncovered = _uncovered(db, scope, after, outside)
         events_block = packer.block("recent_events", uncovered, total, contiguous=True, ceiling=ceiling)
