@@ -183,3 +183,12 @@ def test_a_subject_keys_namespace_is_no_word_of_the_memory(db: Path | str, proje
     assert zod == [], zod
     where = injected_records(run_hook("claude-code", _prompt("s3", "where does staging run?", project), db, project))
     assert [r.get("content") for r in where] == ["It listens on port 9443"], where  # by its slot's word alone
+
+
+def test_a_subject_key_of_another_kind_counts_whole(db: Path | str, project: Path) -> None:
+    """Only "user" and "project" before the first dot say whose: "deploy.day" is about deploying."""
+    turn = _turn(db, project, "s1", "We ship on Fridays only.")
+    with connected(serving(db)) as client:
+        _remember(client, turn, "Fridays only", "We ship on Fridays only.", "deploy.day")
+    when = injected_records(run_hook("claude-code", _prompt("s2", "when do we deploy?", project), db, project))
+    assert [r.get("content") for r in when] == ["Fridays only"], when

@@ -244,6 +244,9 @@ def _acknowledgements(raws: Sequence[RawHit], before: Mapping[int, Event], remem
     }
 
 
+SUBJECT_OWNERS = ("user", "project")  # a subject key's first parts that say whose, not what about
+
+
 def _remembered(sources: Sources, turns: Iterable[Event]) -> set[int]:
     """The turns any memory was made of, current or not (a replaced one, a revoked one)."""
     sequences = [e.sequence for e in turns]
@@ -255,11 +258,13 @@ def _remembered(sources: Sources, turns: Iterable[Event]) -> set[int]:
 
 
 def _words_of(subject: str | None) -> str:
-    """A subject key's slot words: "user.package_manager" -> "package manager". What comes before the first
-    dot names whose the value is ("user", "project"), not what it is about: every memory of a project
-    holding the word "project" would match "How do I add zod to the project?" by its key alone."""
-    slot = (subject or "").split(".", 1)[-1]
-    return re.sub(r"[._\-]+", " ", slot)
+    """A subject key's slot words: "user.package_manager" -> "package manager". A key's first part "user"
+    or "project" names whose the value is, not what it is about: every memory of a project holding the
+    word "project" would match "How do I add zod to the project?" by its key alone. Any other key counts
+    whole ("staging.port": staging port)."""
+    owner, dot, slot = (subject or "").partition(".")
+    words = slot if dot and owner.lower() in SUBJECT_OWNERS else subject or ""
+    return re.sub(r"[._\-]+", " ", words)
 
 
 def _via(said: Memory | Event) -> str:
