@@ -253,20 +253,15 @@ def _start(engine: Engine, scope: Scope, hook: adapters.HookInput) -> str | None
     return markers.wrap(f"{head}\n\n{resumed.context}")[:MAX_CONTEXT_CHARS]
 
 
-def _changed_since(engine: Engine, scope: Scope, hook: adapters.HookInput, mark: Mark) -> str:
-    """A resumed session's start (`claude -p --resume`), whose conversation holds the start context it was
-    handed: what the scope gained since then outside this session, after the line that says again how its
-    prompts are recorded (without it, a host that kept less than it should leaves the model unable to name
-    its prompts' session to attach memories to them)."""
-    head = f"MemLikeHuman memory for persona {scope.persona_id!r}, project {scope.project_id!r}. {_recorded(hook)}"
-    room = MAX_CONTEXT_CHARS - len(markers.wrap(head + "\n\n"))
+def _changed_since(engine: Engine, scope: Scope, hook: adapters.HookInput, mark: Mark) -> str | None:
+    """A resumed session's start (`claude -p --resume`): its conversation holds its own start context, so
+    only what the scope gained since then outside this session, and nothing when nothing did (a host whose
+    resumed conversation keeps no hook context starts as a new session does: `_start`)."""
+    room = MAX_CONTEXT_CHARS - len(markers.wrap(""))
     resumed = engine.resume(scope, token_budget=room, session_id=hook.session_id, count_bytes=True, since=mark)
     if resumed.mark is not None:
         state.note_start(engine.settings.db_path, hook.session_id, (resumed.mark.event, resumed.mark.memory))
-    if not resumed.context:
-        return markers.wrap(head)
-    # The resume context's own framing names the scope.
-    return markers.wrap(f"{_recorded(hook)}\n\n{resumed.context}")[:MAX_CONTEXT_CHARS]
+    return markers.wrap(resumed.context)[:MAX_CONTEXT_CHARS] if resumed.context else None
 
 
 def _recorded(hook: adapters.HookInput) -> str:
