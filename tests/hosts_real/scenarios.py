@@ -120,7 +120,7 @@ def check_recorded_as_typed(world: World, one: SessionOne) -> None:
 def check_resumed_prompt_names_its_record(world: World, one: SessionOne) -> None:
     """The second prompt of session 1 resumes it: what the model was given names that prompt's recorded
     event and the session it was recorded in, as memory_record needs them (Gemini CLI keeps no hook
-    context across a resume: the resumed session's start must say it again)."""
+    context across a resume: a resumed session there starts as a new one does)."""
     problems = Problems(f"{world.host.name}: a resumed session's prompt, as the model can name it")
     second = one.runs[1]
     ids = ids_from_context(second.first())
