@@ -44,6 +44,7 @@ from .sources import Sources, Upkeep
 # A reply of at most this many words to a statement acknowledges it ("Noted, pnpm from now on."): two
 # sentences of chat; a reply that did the work is longer (docs/decisions/2026-12-07-long-working-sessions.md).
 ACKNOWLEDGEMENT_WORDS = 30
+SUBJECT_OWNERS = ("user", "project")  # a subject key's first parts that say whose, not what about
 # Candidates read from recall for each prompt: enough that the gate can refuse some and still fill the cap.
 POOL = 15
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -242,9 +243,6 @@ def _acknowledgements(raws: Sequence[RawHit], before: Mapping[int, Event], remem
         and prev.role == "user"
         and not asking.asks(prev.text)
     }
-
-
-SUBJECT_OWNERS = ("user", "project")  # a subject key's first parts that say whose, not what about
 
 
 def _remembered(sources: Sources, turns: Iterable[Event]) -> set[int]:
