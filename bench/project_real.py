@@ -223,7 +223,6 @@ def _script(turn: Turn) -> Script:
 class Variant:
     label: str
     script: str
-    world: World | None = None
     asked: list[dict[str, Any]] = field(default_factory=list)
     memories: int = 0
     recorded: list[str] = field(default_factory=list)  # per statement: how its memory_record went
@@ -265,7 +264,7 @@ def _run(world: World, prompt: str, script: Script, resume: str | None) -> Run:
 
 def drive(variant: Variant, host: Host, root: Path) -> Variant:
     """The whole project through one variant's install in the host's headless CLI; each question's request read."""
-    world = variant.world = World(host, root).start()
+    world = World(host, root).start()
     try:
         subprocess.run([variant.script, "install", host.name], env=world.env(), cwd=world.project,
                        check=True, capture_output=True)  # fmt: skip

@@ -143,11 +143,9 @@ def count_matching(db: Connection, table: str, word: str) -> int:
     return int(db.scalar(f"SELECT count(DISTINCT t.rowid) FROM {table}_terms t WHERE {where}", params) or 0)
 
 
-def nth_newest(
-    db: Connection, table: str, words: Sequence[str], offset: int, span: tuple[int, int] | None = None
-) -> int | None:
-    """The rowid of the offset-th newest row containing any of the words (None when fewer); with `span`,
-    among the rows whose rowid lies in it (both ends included).
+def nth_newest(db: Connection, table: str, words: Sequence[str], offset: int, span: tuple[int, int]) -> int | None:
+    """The rowid of the offset-th newest row containing any of the words (None when fewer), among the rows
+    whose rowid lies in `span` (both ends included).
 
     A row among the offset + 1 newest matches is among the offset + 1 newest of each of its terms,
     so each term contributes only those (read newest first from its index range), not all of a
@@ -157,13 +155,13 @@ def nth_newest(
     if not ranges:
         return None
     parts, params = [], []
-    within = "" if span is None else " AND t.rowid BETWEEN ? AND ?"
     for _, low, high in ranges:
         where, bounds = _any_term([(0, low, high)])
         parts.append(
-            f"(SELECT DISTINCT t.rowid FROM {table}_terms t WHERE {where}{within} ORDER BY t.rowid DESC LIMIT ?)"
+            f"(SELECT DISTINCT t.rowid FROM {table}_terms t WHERE {where} AND t.rowid BETWEEN ? AND ?"
+            " ORDER BY t.rowid DESC LIMIT ?)"
         )
-        params += [*bounds, *(span or ()), offset + 1]
+        params += [*bounds, *span, offset + 1]
     sql = (
         f"SELECT {PLAN_PER_CALL} DISTINCT u.rowid FROM ({' UNION ALL '.join(parts)}) u"
         " ORDER BY u.rowid DESC LIMIT 1 OFFSET ?"
