@@ -20,7 +20,9 @@ from memlikehuman.records import Scope
 
 SCOPE = Scope()
 # Where a forgotten text's words can stay after forget (docs/reliability.md): the postings tables.
-POSTINGS = {f"{table}_terms{suffix}" for table in ("events_fts", "memories_fts") for suffix in ("", "_pkey")}
+POSTINGS = {
+    f"{table}_terms{suffix}" for table in ("events_fts", "events_passages", "memories_fts") for suffix in ("", "_pkey")
+}
 NO_CLEANUP = scrubbing.PgCleanup(vacuum=(), rewrite=(), checkpoint=False)
 
 

@@ -34,6 +34,7 @@ RELEASED = (
     ("m010_memory_extractor", "9cfb1ecd85d23e79"),
     ("m011_memory_repeats", "9172111f2e6acb16"),
     ("m012_memory_sources_and_tombstones", "ae01f1d97ca5cb8c"),
+    ("m013_passage_fulltext", "bd2c056b63137533"),
 )
 # PostgreSQL's own list (archive/postgres/pg_schema.py), pinned the same way; p001's SQL lives in module
 # constants its code only names, so their text is pinned too (unchanged since p001's release, eb446ff).
@@ -44,10 +45,13 @@ PG_RELEASED = (
     ("p004_memory_repeats", "112d149d4277ec5d"),
     ("p005_memory_sources_and_tombstones", "819b5587ae592387"),
     ("p006_vectors_in_pgvector", "c9daf30fcef9726f"),
+    ("p007_passage_fulltext", "b5bb95493932d6b4"),
 )
 PG_P001_SQL = "6b5c9075dfffed71"
-# What p006 calls, and pg_vectors.adopt calls again for an archive that gets pgvector later: frozen with it.
+# What p006 calls, and pg_vectors.adopt calls again for an archive that gets pgvector later: frozen with it;
+# and the full-text table pair p007 creates (p001's SQL holds it too).
 PG_FROZEN = (
+    ("_fulltext_pair", "50b87d6c4f9d65e8"),
     ("pgvector_columns", "59082be1e3921474"),
     ("pgvector_creatable", "d9a201037dfbb321"),
 )

@@ -469,6 +469,32 @@ def test_a_detail_in_the_middle_of_a_long_reply_is_shown_and_memory_read_at_its_
     assert page.page.text == hit.excerpt
 
 
+def test_a_long_message_is_ranked_by_the_passage_that_answers_not_pushed_down_by_its_length(engine: Engine) -> None:
+    """Scored as one document, the paragraph that answers weighs little against the message's 10,000
+    characters (bm25's length normalisation): turns of other days holding one of its words each came first."""
+    step = "Step {n}: configure the module number {n} and run its checks before moving on. "
+    paragraphs = [step.format(n=n) * 3 for n in range(60)]
+    paragraphs[31] = "The staging database password rotates every Tuesday at 04:00 UTC, set by the ops team."
+    record(engine, "notes", "\n\n".join(paragraphs))
+    pad = " We went through the rest of the checklist afterwards and agreed to revisit the open points next week."
+    for n, said in enumerate(
+        [
+            "The staging box runs Postgres 16.",
+            "Keep the password in the vault.",
+            "The database for local work is in Docker.",
+            "Logs rotate every Tuesday.",
+            "Staging deploys go out on Fridays.",
+            "Marco set up the database.",
+        ]
+    ):
+        record(engine, f"day-{n}", said + pad * 2, session_id=f"day-{n}")
+    for n in range(40):
+        record(engine, f"chat-{n}", f"We talked about the weekend plans number {n} and the weather.")
+    found = recall(engine, HOME, "when does the staging database password rotate", search_mode="fast", limit=3)
+    assert raw_ids(found)[0] == "notes", raw_ids(found)
+    assert "rotates every Tuesday at 04:00 UTC" in found.raw_fallback[0].excerpt
+
+
 def test_an_excerpt_is_the_whole_text_up_to_800_characters_and_a_passage_beyond() -> None:
     exactly = "word " * 160
     assert excerpt(exactly, ["word"]) == (exactly, 0, False)

@@ -3,23 +3,28 @@
 Two indexes, each a pair of tables (events, memories): the word index ``events_fts`` /
 ``memories_fts`` and the n-gram index ``events_ngrams`` / ``memories_ngrams``, whose columns hold
 the character n-grams of the same values in scripts without spaces between words or with glued
-particles (memlikehuman/ngrams.py). All four are contentless FTS5 tables with secure-delete: the
+particles (memlikehuman/ngrams.py); and the passage index ``events_passages``, the word index of
+each event's passages (text/passages.py), which ranks events in recall: a long message is scored by
+the passage that matches best, not as one long document that bm25's length normalisation pushes
+down. Its rows are many per event: row ``sequence * PASSAGE_SLOTS + k`` is passage k, each with the
+event's attribution and context. All five are contentless FTS5 tables with secure-delete: the
 index keeps no copy of the text, so a row is (re)built from the ``events`` and ``memories`` tables,
 and removing one takes the exact values it was built from (the FTS5 'delete' command), which also
 purges its terms from the index b-tree. Every writer builds rows here: recording, extraction,
 correction, import, reindex and forgetting, so the values always match. Every event and memory has
-a row in every table (an empty one in the n-gram tables for Latin-only text), so a missing row is
-found the same way in all of them.
+a row in every table of its kind (an empty one in the n-gram tables for Latin-only text; passage 0
+in the passage table), so a missing row is found the same way in all of them.
 """
 
 from __future__ import annotations
 
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..records import Cue
-from ..text import ngrams
+from ..text import ngrams, passages
 from .backend import backend_of
 from .connection import Connection, Transaction
 
@@ -33,10 +38,36 @@ Progress = Callable[[int, int], None]
 
 TABLES = {"event": "events_fts", "memory": "memories_fts"}
 NGRAM_TABLES = {"event": "events_ngrams", "memory": "memories_ngrams"}
-ALL_TABLES = (*TABLES.values(), *NGRAM_TABLES.values())
-_KIND = {table: kind for kinds in (TABLES, NGRAM_TABLES) for kind, table in kinds.items()}
+PASSAGES = "events_passages"
+ALL_TABLES = (*TABLES.values(), *NGRAM_TABLES.values(), PASSAGES)
+_KIND = {table: kind for kinds in (TABLES, NGRAM_TABLES) for kind, table in kinds.items()} | {PASSAGES: "event"}
 _COLUMNS = {"event": "text, attribution, context", "memory": "content, attribution"}
 _RECORDS = {"event": ("events", "sequence"), "memory": ("memories", "id")}
+# Row IDs per event in the passage table: a 200,000-character event has at most ~500 passages (two
+# neighbours are together over PASSAGE_CHARS); any beyond the last slot go into it.
+PASSAGE_SLOTS = 1024
+# archive_meta: the newest event of an archive upgraded to the passage table (m013) while its older
+# events still wait for their passage rows (complete_passages); recall ranks by events_fts until then.
+PASSAGES_PENDING = "passages_pending_through"
+
+
+def first_row(table: str, key: str) -> str:
+    """SQL for the rowid of a record's (first) row in the table, from the SQL of its key."""
+    return f"{key} * {PASSAGE_SLOTS}" if table == PASSAGES else key
+
+
+def record_of(table: str, rowid: str) -> str:
+    """SQL for the record (event sequence, memory ID) a row of the table belongs to, from the SQL of its rowid."""
+    return f"{rowid} / {PASSAGE_SLOTS}" if table == PASSAGES else rowid
+
+
+def passage_rows(sequence: int, values: tuple[str, ...]) -> list[tuple[int, tuple[str, ...]]]:
+    """The passage table's rows of an event: (rowid, (passage, attribution, context)), one per passage."""
+    text, *rest = values
+    cuts = passages.spans(text)
+    if len(cuts) > PASSAGE_SLOTS:
+        cuts = [*cuts[: PASSAGE_SLOTS - 1], (cuts[PASSAGE_SLOTS - 1][0], len(text))]
+    return [(sequence * PASSAGE_SLOTS + k, (text[start:end], *rest)) for k, (start, end) in enumerate(cuts)]
 
 
 def _missing_sql(kind: str, tables: Sequence[str], *, limited: bool = True) -> str:
@@ -45,14 +76,15 @@ def _missing_sql(kind: str, tables: Sequence[str], *, limited: bool = True) -> s
     Both dialects: no negative LIMIT (PostgreSQL refuses it), and the caller names the subquery.
     """
     records, key = _RECORDS[kind]
-    absent = " OR ".join(f"NOT EXISTS (SELECT 1 FROM {t} f WHERE f.rowid = r.{key})" for t in tables)
+    absent = " OR ".join(f"NOT EXISTS (SELECT 1 FROM {t} f WHERE f.rowid = {first_row(t, 'r.' + key)})" for t in tables)
     sql = f"SELECT r.{key} AS id FROM {records} r WHERE r.{key} > ? AND ({absent}) ORDER BY r.{key}"
     return sql + " LIMIT ?" if limited else sql
 
 
 def _count_missing_sql(table: str) -> str:
     records, key = _RECORDS[_KIND[table]]
-    return f"SELECT count(*) FROM {records} r WHERE NOT EXISTS (SELECT 1 FROM {table} f WHERE f.rowid = r.{key})"
+    row = first_row(table, f"r.{key}")
+    return f"SELECT count(*) FROM {records} r WHERE NOT EXISTS (SELECT 1 FROM {table} f WHERE f.rowid = {row})"
 
 
 # How much of the session's previous event an event's full-text row carries as `context`.
@@ -118,31 +150,48 @@ def _values(conn: Transaction, kind: str, rowid: int) -> tuple[str, ...]:
     return event_values(conn, rowid) if kind == "event" else memory_values(conn, rowid)
 
 
-def _write(conn: Transaction, table: str, rowid: int, values: tuple[str, ...], *, delete: bool = False) -> None:
-    """Insert (or 'delete') a row of a table from the record's word-index values."""
-    if delete and conn.execute(f"SELECT 1 FROM {table} WHERE rowid = ?", (rowid,)).fetchone() is None:
+def _indexed(conn: Transaction, table: str, record: int) -> bool:
+    """Whether the record has its row (its passage 0) in the table."""
+    rowid = record * PASSAGE_SLOTS if table == PASSAGES else record
+    return conn.execute(f"SELECT 1 FROM {table} WHERE rowid = ?", (rowid,)).fetchone() is not None
+
+
+def _write(conn: Transaction, table: str, record: int, values: tuple[str, ...], *, delete: bool = False) -> None:
+    """Insert (or 'delete') a record's row(s) of a table from its word-index values.
+
+    A record's passage rows are written and deleted together, in one transaction: its passage 0 stands for all.
+    """
+    if delete and not _indexed(conn, table, record):
         return  # not indexed (a rebuild is still filling the table): a 'delete' of it would corrupt the index
-    if table in NGRAM_TABLES.values():
-        values = tuple(ngrams.index_text(value) for value in values)
-    backend_of(conn).fulltext_write(conn, table, _COLUMNS[_KIND[table]], rowid, values, delete=delete)
+    columns, backend = _COLUMNS[_KIND[table]], backend_of(conn)
+    for rowid, row in _rows(table, [(record, values)]):
+        backend.fulltext_write(conn, table, columns, rowid, row, delete=delete)
 
 
 def _write_many(conn: Transaction, table: str, rows: Sequence[tuple[int, tuple[str, ...]]]) -> None:
-    """_write() of many new rows in as few statements as the backend can."""
+    """_write() of many new records in as few statements as the backend can."""
+    backend_of(conn).fulltext_write_many(conn, table, _COLUMNS[_KIND[table]], _rows(table, rows))
+
+
+def _rows(table: str, records: Sequence[tuple[int, tuple[str, ...]]]) -> list[tuple[int, tuple[str, ...]]]:
+    """The table's (rowid, values) rows of the records' word-index values."""
     if table in NGRAM_TABLES.values():
-        rows = [(rowid, tuple(map(ngrams.index_text, values))) for rowid, values in rows]
-    backend_of(conn).fulltext_write_many(conn, table, _COLUMNS[_KIND[table]], rows)
+        return [(rowid, tuple(map(ngrams.index_text, values))) for rowid, values in records]
+    if table == PASSAGES:
+        return [row for sequence, values in records for row in passage_rows(sequence, values)]
+    return list(records)
 
 
 def _tables(conn: Transaction, kind: str) -> tuple[str, ...]:
-    """The kind's word table, and its n-gram table once migration m006 has created it.
+    """The kind's word table, its n-gram table once migration m006 has created it, and for events the
+    passage table once m013 has.
 
     An archive whose schema predates m006 has no n-gram tables: the writers then skip them. (No
     migration calls these writers: m004 runs a frozen copy of the row builder, migrations_frozen.py.)
     """
-    ngram = NGRAM_TABLES[kind]
-    exists = backend_of(conn).fulltext_table_exists(conn, ngram)
-    return (TABLES[kind], ngram) if exists else (TABLES[kind],)
+    later = (NGRAM_TABLES[kind], PASSAGES) if kind == "event" else (NGRAM_TABLES[kind],)
+    backend = backend_of(conn)
+    return (TABLES[kind], *(table for table in later if backend.fulltext_table_exists(conn, table)))
 
 
 def index_event(conn: Transaction, sequence: int, values: tuple[str, str, str] | None = None) -> None:
@@ -191,7 +240,7 @@ def unindex_memory(conn: Transaction, rowid: int) -> None:
 
 
 def count_missing(db: Connection, tables: Sequence[str] = ALL_TABLES) -> tuple[int, int]:
-    """(events, memories) that lack a row in at least one of the tables (default: all four)."""
+    """(events, memories) that lack a row in at least one of the tables (default: all of them)."""
     counts = {"event": 0, "memory": 0}
     for table in tables:
         kind = _KIND[table]
@@ -200,11 +249,12 @@ def count_missing(db: Connection, tables: Sequence[str] = ALL_TABLES) -> tuple[i
 
 
 def orphans(db: Connection) -> int:
-    """Full-text rows whose event or memory no longer exists (in any of the four tables)."""
+    """Full-text rows whose event or memory no longer exists (in any of the tables)."""
     found = 0
     for table in ALL_TABLES:
         records, key = _RECORDS[_KIND[table]]
-        found += int(db.scalar(f"SELECT count(*) FROM {table} WHERE rowid NOT IN (SELECT {key} FROM {records})") or 0)
+        sql = f"SELECT count(*) FROM {table} WHERE {record_of(table, 'rowid')} NOT IN (SELECT {key} FROM {records})"
+        found += int(db.scalar(sql) or 0)
     return found
 
 
@@ -247,7 +297,7 @@ def fill_missing(
                 ids = [row["id"] for row in conn.execute(_missing_sql(kind, kind_tables), (floor, batch))]
                 for row_id in ids:
                     for table in kind_tables:
-                        if not conn.execute(f"SELECT 1 FROM {table} WHERE rowid = ?", (row_id,)).fetchone():
+                        if not _indexed(conn, table, row_id):
                             _write(conn, table, row_id, _values(conn, kind, row_id))
             if not ids:
                 break
@@ -296,6 +346,34 @@ def complete_ngrams(db: Connection, progress: Progress | None = None, deadline: 
     return fill_missing(db, progress, tables=tuple(NGRAM_TABLES.values()), deadline=deadline)
 
 
+def passages_behind(db: Connection) -> bool:
+    """Whether events recorded before migration m013 still wait for their passage rows (one small read)."""
+    return db.scalar("SELECT count(*) FROM archive_meta WHERE name = ?", (PASSAGES_PENDING,)) != 0
+
+
+# Per open archive: its passage rows are complete (they stay so: every writer keeps them).
+_PASSAGES_READY: weakref.WeakKeyDictionary[Connection, bool] = weakref.WeakKeyDictionary()
+
+
+def event_table(db: Connection) -> str:
+    """The table recall ranks events by: the passage table, or the word table while passages are behind."""
+    if not _PASSAGES_READY.get(db):
+        _PASSAGES_READY[db] = not passages_behind(db)
+    return PASSAGES if _PASSAGES_READY[db] else TABLES["event"]
+
+
+def complete_passages(db: Connection, progress: Progress | None = None, deadline: float | None = None) -> RebuildResult:
+    """Write the passage rows an archive upgraded by m013 lacks, in committed batches (none started after
+    ``deadline``); once none is missing, recall ranks events by their passages (passages_behind)."""
+    done = fill_missing(db, progress, tables=(PASSAGES,), deadline=deadline)
+    if _past(deadline):
+        return done
+    with db.write() as conn:
+        if conn.execute(_missing_sql("event", (PASSAGES,)), (0, 1)).fetchone() is None:
+            conn.execute("DELETE FROM archive_meta WHERE name = ?", (PASSAGES_PENDING,))
+    return done
+
+
 def _past(deadline: float | None) -> bool:
     return deadline is not None and time.monotonic() >= deadline
 
@@ -318,5 +396,18 @@ def scored(
 
     (FROM item aliased f, score expression, condition, parameters): FTS5's own table and bm25() in
     SQLite; on PostgreSQL a scored subquery of its postings (archive/postgres/pg_fulltext.py), same scores.
+    The passage table's rows are events (rowid the sequence), each scored by its best passage among
+    those of the events from ``:span_from`` to ``:span_to`` (the caller's parameters); ``floor`` is a
+    passage rowid there.
     """
-    return backend_of(db).fulltext_scored(db, table, words, weights, counts, floor)
+    source, score, condition, params = backend_of(db).fulltext_scored(db, table, words, weights, counts, floor)
+    if table != PASSAGES:
+        return source, score, condition, params
+    slots = PASSAGE_SLOTS
+    # Materialized: FTS5 computes bm25() only row by row, never inside an aggregate.
+    rows = (
+        f"SELECT f.rowid AS rowid, {score} AS score FROM {source} WHERE {condition}"
+        f" AND f.rowid BETWEEN :span_from * {slots} AND :span_to * {slots} + {slots - 1}"
+    )
+    best = f"SELECT p.rowid / {slots} AS rowid, max(p.score) AS score FROM p GROUP BY p.rowid / {slots}"
+    return f"(WITH p AS MATERIALIZED ({rows}) {best}) f", "f.score", "1 = 1", params

@@ -468,3 +468,25 @@ def m012_memory_sources_and_tombstones(conn: Any) -> None:
         CREATE TABLE archive_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
         """
     )
+
+
+@migration
+def m013_passage_fulltext(conn: Any) -> None:
+    # The word index of each event's passages (fulltext.PASSAGES; text/passages.py): recall scores a
+    # long message by its best passage, where one row per message let bm25's length normalisation
+    # push a long message below short ones that hold the same words once. Only the table is created
+    # here; the rows of an existing archive are written by fulltext.complete_passages (live code, in
+    # committed batches) when it is opened, and until then recall ranks by events_fts: the marker
+    # names the newest event that may still lack its rows.
+    conn.execute(
+        """
+        CREATE VIRTUAL TABLE events_passages USING fts5(
+            text, attribution, context,
+            content='',
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+        INSERT INTO events_passages(events_passages, rank) VALUES ('secure-delete', 1);
+        INSERT INTO archive_meta (name, value)
+            SELECT 'passages_pending_through', CAST(max(sequence) AS TEXT) FROM events HAVING count(*) > 0;
+        """
+    )

@@ -228,14 +228,16 @@ def lexical(
 ) -> list[Hit]:
     """Eligible events or memories matching any of the words, best first (bm25 with column weights).
 
-    Event columns: text, attribution (speaker, cue keys and labels), context (previous turn);
-    memory columns: content, attribution. When the query `text` has runs in n-gram scripts (CJK,
-    Thai, Cyrillic, Arabic, ...), the n-gram index is searched too and both rankings are fused:
-    each scaled by its best score, then added. A Latin-only query never reads the n-gram index.
+    Event columns: text, attribution (speaker, cue keys and labels), context (previous turn); an
+    event is scored by its best passage (archive/fulltext.py); memory columns: content, attribution.
+    When the query `text` has runs in n-gram scripts (CJK, Thai, Cyrillic, Arabic, ...), the n-gram
+    index is searched too and both rankings are fused: each scaled by its best score, then added. A
+    Latin-only query never reads the n-gram index.
     `scored_rows` overrides SCORED_ROWS (a benchmark compares the capped ranking with the exact one).
     """
     cap = SCORED_ROWS if scored_rows is None else scored_rows
-    hits = _ranked(db, kind, fulltext.TABLES[kind], words, filters, limit, weights, cap)
+    table = fulltext.event_table(db) if kind == "event" else fulltext.TABLES[kind]
+    hits = _ranked(db, kind, table, words, filters, limit, weights, cap)
     grams = ngrams.query(text).terms
     if not grams:
         return hits
@@ -283,7 +285,9 @@ def _ranked(
     if rare:
         found.update((hit.id, hit) for hit in _bm25(db, kind, table, rare, filters, limit, weights, span, None, counts))
     # The scope's newest matches: another project's rows in the same archive take none of the cap.
-    newest = _nth_newest(db, table, words, cap, span)
+    slots = fulltext.PASSAGE_SLOTS
+    rows = (span[0] * slots, (span[1] + 1) * slots - 1) if table == fulltext.PASSAGES else span
+    newest = _nth_newest(db, table, words, cap, rows)
     # Scored with every word, so these scores replace the rare-word-only ones of the same rows.
     found.update((hit.id, hit) for hit in _bm25(db, kind, table, words, filters, limit, weights, span, newest, counts))
     return sorted(found.values(), key=lambda hit: -hit.score)[:limit]

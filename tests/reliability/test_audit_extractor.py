@@ -98,8 +98,8 @@ def test_a_grandchild_that_left_the_process_group_is_killed_with_the_run(tmp_pat
     with connected(_serving(tmp_path, **env)) as client:
         client.ok("memory_record", event_id="c-3", text=TEXT, role="user", source="user")
         deadline = time.monotonic() + 30
-        while not note.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
+        while not (note.exists() and note.read_text().strip()) and time.monotonic() < deadline:
+            time.sleep(0.05)  # the file is created before its pid is written
         grandchild = psutil.Process(int(note.read_text()))
         time.sleep(0.5)
         assert grandchild.is_running() and os.getsid(grandchild.pid) == grandchild.pid  # a session of its own

@@ -36,7 +36,7 @@ class PostgresBackend:
             pg_fulltext.write(conn, table, rowid, values)
 
     def fulltext_table_exists(self, conn: Transaction, table: str) -> bool:
-        return True  # p001 creates every full-text table
+        return conn.execute("SELECT to_regclass(?) IS NOT NULL AS present", (table,)).fetchone()["present"] is True
 
     def fulltext_clear(self, conn: Transaction, table: str) -> None:
         pg_fulltext.clear(conn, table)

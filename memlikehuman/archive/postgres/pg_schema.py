@@ -30,6 +30,7 @@ FULLTEXT_TABLES = {
     "memories_fts": 2,
     "events_ngrams": 3,
     "memories_ngrams": 2,
+    "events_passages": 3,
 }
 
 
@@ -267,7 +268,8 @@ CREATE TRIGGER memory_vectors_written AFTER INSERT OR UPDATE OR DELETE ON memory
 
 
 def _fulltext_tables() -> str:
-    parts = [
+    """p001's full-text tables: the statistics, and the word and n-gram tables."""
+    stats = [
         'CREATE TABLE fulltext_stats (name text COLLATE "C" PRIMARY KEY, rows bigint NOT NULL,'
         " tokens bigint NOT NULL);",
         """CREATE FUNCTION mlh_fulltext_stats() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -281,9 +283,13 @@ BEGIN
     RETURN NULL;
 END $$;""",
     ]
-    for table in FULLTEXT_TABLES:
-        parts.append(
-            f"""
+    tables = ("events_fts", "memories_fts", "events_ngrams", "memories_ngrams")
+    return "\n".join([*stats, *map(_fulltext_pair, tables)])
+
+
+def _fulltext_pair(table: str) -> str:
+    """A full-text "table": its rows (rowid, token count), its postings, and its statistics' trigger."""
+    return f"""
 CREATE TABLE {table} (rowid bigint PRIMARY KEY, tokens integer NOT NULL);
 CREATE TABLE {table}_terms (
     term   text COLLATE "C" NOT NULL,
@@ -295,8 +301,6 @@ CREATE TABLE {table}_terms (
 CREATE INDEX {table}_terms_by_row ON {table}_terms(rowid);
 CREATE TRIGGER {table}_stats AFTER INSERT OR DELETE ON {table} FOR EACH ROW EXECUTE FUNCTION mlh_fulltext_stats();
 """
-        )
-    return "\n".join(parts)
 
 
 @migration
@@ -454,6 +458,17 @@ def p006_vectors_in_pgvector(conn: Any) -> None:
     # column searched by HNSW. Without it nothing changes; pgvector.adopt does it once it is installed.
     if pgvector_creatable(conn):
         pgvector_columns(conn)
+
+
+@migration
+def p007_passage_fulltext(conn: Any) -> None:
+    # SQLite's m013: the passage index (fulltext.PASSAGES), filled for an existing archive by
+    # fulltext.complete_passages; the marker keeps recall on events_fts until then.
+    conn.script(
+        _fulltext_pair("events_passages")
+        + "INSERT INTO archive_meta (name, value) SELECT 'passages_pending_through', max(sequence)::text FROM events"
+        " HAVING count(*) > 0;"
+    )
 
 
 def schema_version(db: Connection) -> int:

@@ -32,6 +32,8 @@ POSTGRES_TABLES = (
     "events_ngrams_terms",
     "memories_ngrams",
     "memories_ngrams_terms",
+    "events_passages",
+    "events_passages_terms",
 )
 
 

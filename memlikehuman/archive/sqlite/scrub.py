@@ -99,7 +99,7 @@ WHOLE_TREES_BYTES = 64 * 2**20
 # indexes' data tables (their blobs hold the terms); the checkpoints too (`_stale`). The n-gram
 # indexes are not searched (their terms are three-character pieces, which tell nothing apart;
 # docs/reliability.md).
-STALE_TREES = {"events": "events_fts", "memories": "memories_fts"}
+STALE_TREES = {"events": ("events_fts", "events_passages"), "memories": ("memories_fts",)}
 
 
 def _stale(conn: apsw.Connection, path: Path, gone: Gone) -> bool:
@@ -109,10 +109,11 @@ def _stale(conn: apsw.Connection, path: Path, gone: Gone) -> bool:
         roots = {str(name): int(root) for name, root in conn.execute(ROOTS)}
         trees: dict[int, residue.Tree] = {}
         whole = path.stat().st_size <= WHOLE_TREES_BYTES
-        for table, index in STALE_TREES.items():
+        for table, indexes in STALE_TREES.items():
             texts, keys = gone[table]
             trees[roots[table]] = residue.Tree(residue.pieces(texts), None if whole else keys)
-            trees[roots[f"{index}_data"]] = residue.Tree(residue.term_pieces(_gone_terms(conn, index, texts)))
+            for index in indexes:
+                trees[roots[f"{index}_data"]] = residue.Tree(residue.term_pieces(_gone_terms(conn, index, texts)))
         # A forget wipes the scope's checkpoint states, which may quote the text word for word (the
         # hooks' extractive checkpoints): the rows grow and move, and old copies stay in page gaps.
         quoted = [text for table in STALE_TREES for text in gone[table][0]]
