@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, cast
@@ -11,6 +12,12 @@ from . import pg_fulltext, pg_schema, pg_vectors, scrub
 
 if TYPE_CHECKING:
     from ...records import Check
+
+
+# Per connection: the tables the catalog said exist. A table, once created, is never dropped (the schema
+# only grows), so a recorded event need not ask again; an absent one is asked each time (a migration
+# may create it).
+_PRESENT: weakref.WeakKeyDictionary[Transaction, set[str]] = weakref.WeakKeyDictionary()
 
 
 class PostgresBackend:
@@ -36,7 +43,12 @@ class PostgresBackend:
             pg_fulltext.write(conn, table, rowid, values)
 
     def fulltext_table_exists(self, conn: Transaction, table: str) -> bool:
-        return conn.execute("SELECT to_regclass(?) IS NOT NULL AS present", (table,)).fetchone()["present"] is True
+        present = _PRESENT.setdefault(conn, set())
+        if table not in present:
+            if conn.execute("SELECT to_regclass(?) IS NOT NULL AS present", (table,)).fetchone()["present"] is not True:
+                return False
+            present.add(table)
+        return True
 
     def fulltext_clear(self, conn: Transaction, table: str) -> None:
         pg_fulltext.clear(conn, table)
