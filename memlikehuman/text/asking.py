@@ -1,7 +1,8 @@
 """Questions: a turn that asks, and one that only asks (a question holds no fact; its answer does).
 
 Pure rules a user can check: a turn asks when it ends with a question mark (Latin, CJK full-width or
-Arabic); it only asks when it is one sentence of at most QUESTION_WORDS words that asks. A longer
+Arabic); it only asks when it is one sentence of at most QUESTION_WORDS words that asks, or that opens
+with a request for an answer ("Tell me a joke about cats.", "Please explain the build."). A longer
 sentence tells while it asks ("I'm moving the sprint deadline to April 5 because of the accessibility
 work, can you help me re-plan the board?"): of LoCoMo's one-sentence questions 99% have fewer than 20
 words, of BEAM's user turns that are one question 88% have more, and they state the project's facts.
@@ -17,6 +18,11 @@ _ASKS = re.compile(r"[?？؟]\W*$")
 _SENTENCE_END = re.compile(r"[.!?。！？؟]\s|\n")
 _SENTENCE = re.compile(r"[^.!?。！？؟\n]*(?:[.!?。！？؟]+|\n|$)")
 QUESTION_WORDS = 20
+# The openings of a request for an answer, which states nothing: a verb of telling or showing. An
+# instruction ("Use pnpm.", "Write commit messages in English.", "Could you always run ruff first.") is
+# not one.
+REQUESTS = ("tell me", "show me", "give me", "help me", "explain", "describe", "summarize", "summarise", "list")
+_REQUEST = re.compile(r"(?:please,?\s+)?(?:" + "|".join(REQUESTS).replace(" ", r"\s+") + r")\b", re.IGNORECASE)
 _YOU_SAID = re.compile(
     r"\bdid you\b|\byou (?:said|recommended|suggested|told|mentioned|gave|provided|proposed|explained|shared"
     r"|described|outlined|listed)\b",
@@ -31,17 +37,19 @@ def asks(text: str) -> bool:
 
 def only_asks(text: str) -> bool:
     """Whether a turn is one question and nothing else: a single sentence of at most QUESTION_WORDS words
-    that ends with a question mark. A turn that states something first keeps what it states."""
+    that ends with a question mark or opens with a request (REQUESTS). A turn that states something
+    first keeps what it states."""
     return _question(text.strip())
 
 
 def _question(sentence: str) -> bool:
-    return asks(sentence) and _SENTENCE_END.search(sentence) is None and len(sentence.split()) <= QUESTION_WORDS
+    asked = asks(sentence) or _REQUEST.match(sentence) is not None
+    return asked and _SENTENCE_END.search(sentence) is None and len(sentence.split()) <= QUESTION_WORDS
 
 
 def statements(text: str) -> str:
-    """The turn without its short questions (sentences of at most QUESTION_WORDS words that end with a
-    question mark): what it tells, not what it asks."""
+    """The turn without its short questions and requests (sentences of at most QUESTION_WORDS words that
+    end with a question mark or open with a request): what it tells, not what it asks."""
     return "".join(s for s in _SENTENCE.findall(text) if s.strip() and not _question(s.strip()))
 
 
