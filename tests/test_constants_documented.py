@@ -94,6 +94,7 @@ MODULES = (
     *sorted(f"retrieval.{p.stem}" for p in (PACKAGE / "retrieval").glob("*.py") if p.stem != "__init__"),
     "text.asking",
     "text.rules",
+    "text.changes",
     "text.passages",
     "text.quotes",
     "text.overlap",

@@ -18,7 +18,8 @@ from memlikehuman.retrieval import search
 from memlikehuman.retrieval.excerpts import excerpt
 from memlikehuman.retrieval.ranking import DEFAULT_TUNING
 from memlikehuman.retrieval.recall import recall
-from memlikehuman.text.asking import about_replies
+from memlikehuman.text.asking import about_replies, only_asks
+from memlikehuman.text.changes import says_change
 from memlikehuman.text.rules import states_rule
 
 HOME = Scope("ana", "home")
@@ -641,6 +642,59 @@ def test_statements_that_share_half_the_querys_words_come_newest_first_and_one_s
     assert order[:2] == ["new", "old"], order
     assert [hit.newer for hit in found[:2]] == [None, "new"]
     assert order.index("aside") == 2 and found[2].newer is None  # one word of four: another matter
+
+
+def test_a_later_statement_that_says_a_value_changed_comes_first_though_it_shares_few_of_the_querys_words(
+    engine: Engine,
+) -> None:
+    old = "I have a Zoom meeting with Professor Danielle on March 22 at 3 PM to review my draft."
+    record(engine, "old", old, occurred_at="2026-03-01T10:00:00Z")
+    new = "The Zoom meeting with Danielle was rescheduled to March 22 at 4:30 PM."
+    record(engine, "new", new, occurred_at="2026-03-09T10:00:00Z")
+    record(engine, "aside", "I updated the Zoom meeting notes for the team.", occurred_at="2026-03-10T10:00:00Z")
+    query = "What time should I plan to join the Zoom meeting with Professor Danielle to review my draft?"
+    for mode in ("fast", "semantic"):
+        found = recall(engine, HOME, query, search_mode=mode).raw_fallback
+        order = [hit.event.event_id for hit in found]
+        # three of the query's nine words shared: the half rule alone leaves the old time first
+        assert order.index("new") < order.index("old"), (mode, order)
+        assert {hit.event.event_id: hit.newer for hit in found} == {"new": None, "old": "new", "aside": None}
+
+
+@pytest.mark.parametrize(
+    ("text", "changed"),
+    [
+        ("I increased the sneakers budget to $650.", True),
+        ("The demo deadline moved from March 14 to March 28.", True),
+        ("I've adjusted our holiday gift budget to $450, can you help me plan it?", True),
+        ("The probate process was shortened to 5-7 months.", True),
+        ("We moved staging to port 9443.", True),
+        ("I'm worried I won't meet the new April 25 deadline.", True),
+        ("I updated my LinkedIn headline to Executive Producer.", False),
+        ("I adjusted my manuscript to MLA style.", False),
+        ("I moved to Berlin last year.", False),
+        ("I'm looking for a new series to read.", False),
+    ],
+)
+def test_a_statement_says_a_value_changed_with_a_verb_of_change_and_a_number_or_date_after_to(
+    text: str, changed: bool
+) -> None:
+    assert says_change(text) is changed
+
+
+@pytest.mark.parametrize(
+    ("text", "asks"),
+    [
+        ("Tell me a joke about cats.", True),
+        ("Please explain the build.", True),
+        ("List the open issues", True),
+        ("Use pnpm, never npm.", False),
+        ("Listen, we moved to Berlin.", False),
+        ("Tell me about it. We ship on Friday.", False),
+    ],
+)
+def test_a_short_request_for_an_answer_only_asks_like_a_short_question(text: str, asks: bool) -> None:
+    assert only_asks(text) is asks
 
 
 def scores_of(engine: Engine, query: str, tuning: Any) -> dict[str, float]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from .. import clock, validate
 from ..archive import event_dates, events, memories, timeline
@@ -29,6 +29,7 @@ from ..errors import InvalidArgument, MemLikeHumanError
 from ..records import Coverage, Kind, Memory, MemoryHit, RawHit, RecallResult, Scope
 from ..text import ngrams
 from ..text.asking import about_replies
+from ..text.changes import says_change
 from ..text.dates import date_windows, in_windows, spans_meet
 from . import coverage, covered, echoes, gaps, gist, phrasings, ranking, search, second_look
 from .excerpts import excerpt, gap_excerpt
@@ -397,7 +398,7 @@ class _Recall:
             hits.append(MemoryHit(memory, round(scores[rowid], 6), self._detail_of(memory), status))
         return echoes.newest_first(
             hits,
-            lambda hit: self._matter(hit.memory.role, hit.memory.source, hit.memory.content),
+            lambda hit: self._matter(hit.memory.role, hit.memory.source, hit.memory.content, hit.memory.valid_from),
             self._same_matter,
             lambda hit: hit.memory.valid_from,
             lambda hit, newer: replace(hit, newer=newer.memory.memory_id),
@@ -449,32 +450,33 @@ class _Recall:
         newest (echoes.newest_first)."""
         return echoes.newest_first(
             hits,
-            lambda hit: self._matter(hit.event.role, hit.event.source, hit.event.text),
+            lambda hit: self._matter(hit.event.role, hit.event.source, hit.event.text, hit.event.occurred_at),
             self._same_matter,
             lambda hit: hit.event.occurred_at,
             lambda hit, newer: replace(hit, newer=newer.event.event_id),
         )
 
-    def _matter(self, role: str, source: str, text: str) -> tuple[str, frozenset[str]] | None:
+    def _matter(self, role: str, source: str, text: str, when: str) -> Matter | None:
         """What a statement is about, as far as newer-first goes: its speaker and the words of the query it
-        holds (None for none). A question states nothing, and a query that names a date asks for what
-        was said then."""
+        holds (None for none), whether it says a value changed, and when it was said. A question states
+        nothing, and a query that names a date asks for what was said then."""
         if self.dated or echoes.only_asks(text):
             return None
         held = frozenset(search.held(text, set(self.words)))
-        return (f"{role}/{source}", held) if held else None
+        return Matter(f"{role}/{source}", held, says_change(text), when) if held else None
 
-    def _same_matter(self, a: tuple[str, frozenset[str]], b: tuple[str, frozenset[str]]) -> bool:
+    def _same_matter(self, a: Matter, b: Matter) -> bool:
         """One speaker's two statements are about one matter when they hold the same words of the query,
         two or more of them or all it has, or share at least half of its words and two or more ("car" of
-        "car purchase" alone says too little; "project" and "API" of seven words too)."""
-        (speaker, held), (other, also) = a, b
-        if speaker != other:
+        "car purchase" alone says too little; "project" and "API" of seven words too); or when the later
+        one says a value changed ("increased to $650", text/changes.py) and they share two of its words."""
+        if a.speaker != b.speaker:
             return False
-        asked, shared = len(self.words), len(held & also)
-        if held == also:
-            return shared >= 2 or shared == asked
-        return shared >= max(2, (asked + 1) // 2)
+        asked, shared = len(self.words), len(a.held & b.held)
+        if a.held == b.held and (shared >= 2 or shared == asked):
+            return True
+        later = a if a.when > b.when else b
+        return shared >= max(2, (asked + 1) // 2) or (later.changed and shared >= 2)
 
     def _answers_first(self, hits: list[RawHit]) -> list[RawHit]:
         """A user's question found with the assistant's reply right after it: the reply first (echoes.py)."""
@@ -500,6 +502,15 @@ class _Recall:
         self.standing = tuple((kind, text) for kind, text in found if kind in coverage.STANDING)
         if mode != "fast" and counted.events_without_vectors:
             self.unindexed = True
+
+
+class Matter(NamedTuple):
+    """What a statement is about (_Recall._matter)."""
+
+    speaker: str  # role/source
+    held: frozenset[str]  # the query's words it holds
+    changed: bool  # it says a value changed (text/changes.py)
+    when: str  # when it was said (an event) or became valid (a memory)
 
 
 def _fold(kept: RawHit, again: RawHit) -> RawHit:
