@@ -661,6 +661,18 @@ def test_a_later_statement_that_says_a_value_changed_comes_first_though_it_share
         assert {hit.event.event_id: hit.newer for hit in found} == {"new": None, "old": "new", "aside": None}
 
 
+def test_asking_for_more_results_never_changes_the_first_ten(engine: Engine) -> None:
+    # thirteen statements of one matter, the older the shorter (and the better ranked)
+    for n in range(13):
+        text = "The demo deadline note" + " about the slides" * n + "."
+        record(engine, f"e{n}", text, occurred_at=f"2026-03-{n + 1:02d}T10:00:00Z")
+    ten = raw_ids(recall(engine, HOME, "demo deadline", limit=10, search_mode="fast"))
+    more = raw_ids(recall(engine, HOME, "demo deadline", limit=20, search_mode="fast"))
+    assert len(ten) == 10 and len(more) == 13
+    assert more[:10] == ten
+    assert ten[0] == "e9"  # within the ten, one matter's statements newest first
+
+
 @pytest.mark.parametrize(
     ("text", "changed"),
     [

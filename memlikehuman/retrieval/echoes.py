@@ -86,6 +86,11 @@ def answers_first(chosen: Sequence[T], answer_of: Callable[[T], T | None], same:
     return out
 
 
+def in_windows(hits: Sequence[T], size: int, order: Callable[[Sequence[T]], list[T]]) -> list[T]:
+    """The hits with `order` applied to each `size` of them in turn (the first `size`, the next, ...)."""
+    return [hit for start in range(0, len(hits), size) for hit in order(hits[start : start + size])]
+
+
 def newest_first(
     hits: Sequence[T],
     matter_of: Callable[[T], M | None],

@@ -50,6 +50,10 @@ MODES = ("fast", "semantic", "deep")
 RAW_PAGE = 50
 # The user's best turns read to find the questions among them (they are not lifted as statements).
 ASKED_AMONG = 50
+# Newer-first orders one matter's statements within each ten of what is returned (the default limit):
+# a larger limit then never changes the first ten (over a hundred hits, a newer statement at rank 80 took
+# the place of the best one).
+ORDER_WINDOW = 10
 DETAILS = ("auto", "gist", "detailed")
 
 
@@ -396,12 +400,16 @@ class _Recall:
                 continue
             status = "superseded" if rowid in closed else "current"
             hits.append(MemoryHit(memory, round(scores[rowid], 6), self._detail_of(memory), status))
-        return echoes.newest_first(
+        return echoes.in_windows(
             hits,
-            lambda hit: self._matter(hit.memory.role, hit.memory.source, hit.memory.content, hit.memory.valid_from),
-            self._same_matter,
-            lambda hit: hit.memory.valid_from,
-            lambda hit, newer: replace(hit, newer=newer.memory.memory_id),
+            ORDER_WINDOW,
+            lambda window: echoes.newest_first(
+                window,
+                lambda hit: self._matter(hit.memory.role, hit.memory.source, hit.memory.content, hit.memory.valid_from),
+                self._same_matter,
+                lambda hit: hit.memory.valid_from,
+                lambda hit, newer: replace(hit, newer=newer.memory.memory_id),
+            ),
         )
 
     def _detail_of(self, memory: Memory) -> str:
@@ -446,14 +454,18 @@ class _Recall:
         return self._answers_first(self._newest_first(hits))
 
     def _newest_first(self, hits: list[RawHit]) -> list[RawHit]:
-        """Raw hits about one matter (`_matter`) keep their places, newest first; the older ones name the
-        newest (echoes.newest_first)."""
-        return echoes.newest_first(
+        """Raw hits about one matter (`_matter`) keep their places, newest first, within each ORDER_WINDOW;
+        the older ones name the newest (echoes.newest_first)."""
+        return echoes.in_windows(
             hits,
-            lambda hit: self._matter(hit.event.role, hit.event.source, hit.event.text, hit.event.occurred_at),
-            self._same_matter,
-            lambda hit: hit.event.occurred_at,
-            lambda hit, newer: replace(hit, newer=newer.event.event_id),
+            ORDER_WINDOW,
+            lambda window: echoes.newest_first(
+                window,
+                lambda hit: self._matter(hit.event.role, hit.event.source, hit.event.text, hit.event.occurred_at),
+                self._same_matter,
+                lambda hit: hit.event.occurred_at,
+                lambda hit, newer: replace(hit, newer=newer.event.event_id),
+            ),
         )
 
     def _matter(self, role: str, source: str, text: str, when: str) -> Matter | None:
