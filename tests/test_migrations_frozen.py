@@ -35,6 +35,7 @@ RELEASED = (
     ("m011_memory_repeats", "9172111f2e6acb16"),
     ("m012_memory_sources_and_tombstones", "ae01f1d97ca5cb8c"),
     ("m013_passage_fulltext", "bd2c056b63137533"),
+    ("m014_passage_context", "87518cf18a2378ed"),
 )
 # PostgreSQL's own list (archive/postgres/pg_schema.py), pinned the same way; p001's SQL lives in module
 # constants its code only names, so their text is pinned too (unchanged since p001's release, eb446ff).
@@ -46,6 +47,7 @@ PG_RELEASED = (
     ("p005_memory_sources_and_tombstones", "819b5587ae592387"),
     ("p006_vectors_in_pgvector", "c9daf30fcef9726f"),
     ("p007_passage_fulltext", "b5bb95493932d6b4"),
+    ("p008_passage_context", "34a0b3191930f40f"),
 )
 PG_P001_SQL = "6b5c9075dfffed71"
 # What p006 calls, and pg_vectors.adopt calls again for an archive that gets pgvector later: frozen with it;

@@ -92,3 +92,50 @@ def test_an_older_archive_is_searched_by_its_events_until_its_passages_are_fille
         assert fulltext.count_missing(engine.db) == (0, 0) and fulltext.orphans(engine.db) == 0
         found = recall(engine, HOME, "when does the staging database password rotate", search_mode="fast")
         assert [hit.event.event_id for hit in found.raw_fallback][0] == "e0"
+
+
+KILN = "The kiln needs a new thermocouple. " + "Please also check the glaze recipes for the spring set. " * 12
+GLAZE = "Here is the glaze plan, step by step."
+
+
+def test_a_passage_carries_only_the_end_of_the_turn_before_it(engine: Engine) -> None:
+    assert KILN.lower().rfind("kiln") < len(KILN) - fulltext.PASSAGE_CONTEXT_CHARS and len(passages.spans(KILN)) == 1
+    engine.record(HOME, "ask", KILN, role="user", source="Ana", session_id="s1")
+    engine.record(HOME, "reply", GLAZE, role="assistant", source="Claude", session_id="s1")
+    # the reply's passage row holds the request's last words ("spring"), not its opening ("kiln")
+    assert _holding(engine, "kiln") == 1 and _holding(engine, "spring") == 2
+    words = search.row_counts(engine.db, fulltext.TABLES["event"], ["kiln"], fresh=True)
+    assert words["kiln"] == 2  # the word index keeps 1,000 characters of the turn before
+
+
+def test_passages_written_with_the_longer_context_are_written_again_after_the_upgrade(db_path: Any) -> None:
+    db = open_database(db_path)
+    try:
+        postgres = backend_of(db).name == "postgres"
+        names = [fn.__name__ for fn in (pg_schema.MIGRATIONS if postgres else migrations.MIGRATIONS)]
+        migrate(db, upto=names.index("p008_passage_context" if postgres else "m014_passage_context"))
+        with db.write() as conn:
+            for n, (role, text) in enumerate([("user", KILN), ("assistant", GLAZE)]):
+                conn.execute(
+                    "INSERT INTO events (event_id, persona_id, project_id, session_id, role, source, category, kind,"
+                    " text, occurred_at, occurred_at_given, recorded_at, payload_hash, extraction_state)"
+                    " VALUES (?, ?, ?, 's1', ?, 'Ana', 'conversation', 'record', ?, ?, 1, ?, ?, 'pending')",
+                    (f"e{n}", HOME.persona_id, HOME.project_id, role, text, *[f"2026-01-01T10:0{n}:00Z"] * 2)
+                    + (f"hash-{n}",),
+                )
+                sequence = int(conn.last_insert_rowid())
+                fulltext.index_event(conn, sequence)
+                # the passage row as the schema before wrote it: 1,000 characters of the turn before
+                values = fulltext.event_values(conn, sequence)
+                fulltext._write(conn, fulltext.PASSAGES, sequence, values, delete=True)
+                row = [(sequence * fulltext.PASSAGE_SLOTS, values)]
+                backend_of(conn).fulltext_write_many(conn, fulltext.PASSAGES, "text, attribution, context", row)
+    finally:
+        db.close()
+    with Engine(make_settings(db_path), backfill_seconds=0) as engine:  # m014, and a hook's budget spent at once
+        assert fulltext.passages_behind(engine.db) and _holding(engine, "kiln") == 0
+        assert fulltext.event_table(engine.db) == fulltext.TABLES["event"]
+    with Engine(make_settings(db_path)) as engine:  # a server or command writes them again
+        assert not fulltext.passages_behind(engine.db)
+        assert _holding(engine, "kiln") == 1 and _holding(engine, "spring") == 2
+        assert fulltext.count_missing(engine.db) == (0, 0) and fulltext.orphans(engine.db) == 0

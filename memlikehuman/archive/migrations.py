@@ -490,3 +490,18 @@ def m013_passage_fulltext(conn: Any) -> None:
             SELECT 'passages_pending_through', CAST(max(sequence) AS TEXT) FROM events HAVING count(*) > 0;
         """
     )
+
+
+@migration
+def m014_passage_context(conn: Any) -> None:
+    # Each passage row carries only the last 300 characters of the turn before (fulltext.PASSAGE_CONTEXT_
+    # CHARS), not 1,000: the rows written by the earlier rule are emptied here, and fulltext.complete_passages
+    # writes them again when the archive is opened (in committed batches, as after m013); recall ranks by
+    # events_fts until then. The marker names the newest event that may still lack its rows.
+    conn.execute(
+        """
+        INSERT INTO events_passages(events_passages) VALUES ('delete-all');
+        INSERT OR REPLACE INTO archive_meta (name, value)
+            SELECT 'passages_pending_through', CAST(max(sequence) AS TEXT) FROM events HAVING count(*) > 0;
+        """
+    )

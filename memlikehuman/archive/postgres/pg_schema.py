@@ -471,6 +471,17 @@ def p007_passage_fulltext(conn: Any) -> None:
     )
 
 
+@migration
+def p008_passage_context(conn: Any) -> None:
+    # SQLite's m014: the passage rows are written again with 300 characters of the turn before, by
+    # fulltext.complete_passages; the marker keeps recall on events_fts until then.
+    conn.script(
+        "DELETE FROM events_passages;"
+        " INSERT INTO archive_meta (name, value) SELECT 'passages_pending_through', max(sequence)::text FROM events"
+        " HAVING count(*) > 0 ON CONFLICT (name) DO UPDATE SET value = excluded.value;"
+    )
+
+
 def schema_version(db: Connection) -> int:
     """How many migrations the database has applied (0 for a new one)."""
     if not db.scalar("SELECT to_regclass('schema_migrations') IS NOT NULL AS present"):
