@@ -47,7 +47,7 @@ PG_RELEASED = (
     ("p005_memory_sources_and_tombstones", "819b5587ae592387"),
     ("p006_vectors_in_pgvector", "c9daf30fcef9726f"),
     ("p007_passage_fulltext", "b5bb95493932d6b4"),
-    ("p008_passage_context", "34a0b3191930f40f"),
+    ("p008_passage_context", "46e45d5823974c35"),
 )
 PG_P001_SQL = "6b5c9075dfffed71"
 # What p006 calls, and pg_vectors.adopt calls again for an archive that gets pgvector later: frozen with it;

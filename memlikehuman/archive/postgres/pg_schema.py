@@ -474,9 +474,12 @@ def p007_passage_fulltext(conn: Any) -> None:
 @migration
 def p008_passage_context(conn: Any) -> None:
     # SQLite's m014: the passage rows are written again with 300 characters of the turn before, by
-    # fulltext.complete_passages; the marker keeps recall on events_fts until then.
+    # fulltext.complete_passages; the marker keeps recall on events_fts until then. TRUNCATE, not a
+    # DELETE of each row through its statistics trigger: it takes one statement at any size and leaves
+    # no dead rows holding the old terms; the table's statistics go with it.
     conn.script(
-        "DELETE FROM events_passages;"
+        "TRUNCATE events_passages_terms, events_passages;"
+        " DELETE FROM fulltext_stats WHERE name = 'events_passages';"
         " INSERT INTO archive_meta (name, value) SELECT 'passages_pending_through', max(sequence)::text FROM events"
         " HAVING count(*) > 0 ON CONFLICT (name) DO UPDATE SET value = excluded.value;"
     )
