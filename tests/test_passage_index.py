@@ -40,6 +40,27 @@ def _holding(engine: Engine, word: str) -> int:
     return search.row_counts(engine.db, fulltext.PASSAGES, [word], fresh=True)[word]
 
 
+def _before(db_path: Any, sqlite_migration: str, pg_migration: str) -> Any:
+    """The archive at db_path opened at the schema before the named migration (SQLite's or PostgreSQL's)."""
+    db = open_database(db_path)
+    postgres = backend_of(db).name == "postgres"
+    names = [fn.__name__ for fn in (pg_schema.MIGRATIONS if postgres else migrations.MIGRATIONS)]
+    migrate(db, upto=names.index(pg_migration if postgres else sqlite_migration))
+    return db
+
+
+def _insert(conn: Any, n: int, session: str, role: str, text: str) -> int:
+    """An event row written as that schema's writers wrote it, without its full-text rows; its sequence."""
+    conn.execute(
+        "INSERT INTO events (event_id, persona_id, project_id, session_id, role, source, category, kind,"
+        " text, occurred_at, occurred_at_given, recorded_at, payload_hash, extraction_state)"
+        " VALUES (?, ?, ?, ?, ?, 'Ana', 'conversation', 'record', ?, ?, 1, ?, ?, 'pending')",
+        (f"e{n}", HOME.persona_id, HOME.project_id, session, role, text, *[f"2026-01-01T10:0{n}:00Z"] * 2)
+        + (f"hash-{n}",),
+    )
+    return int(conn.last_insert_rowid())
+
+
 def test_an_event_has_a_row_per_passage_and_a_short_one_a_single_row(engine: Engine) -> None:
     text = _long_text()
     long = engine.record(HOME, "notes", text, role="user", source="Ana").sequence
@@ -63,21 +84,11 @@ def test_a_forgotten_event_leaves_no_passage_row_and_the_next_event_keeps_its_ow
 
 
 def test_an_older_archive_is_searched_by_its_events_until_its_passages_are_filled(db_path: Any) -> None:
-    db = open_database(db_path)
+    db = _before(db_path, "m013_passage_fulltext", "p007_passage_fulltext")
     try:
-        postgres = backend_of(db).name == "postgres"
-        names = [fn.__name__ for fn in (pg_schema.MIGRATIONS if postgres else migrations.MIGRATIONS)]
-        migrate(db, upto=names.index("p007_passage_fulltext" if postgres else "m013_passage_fulltext"))
         with db.write() as conn:
             for n, text in enumerate([_long_text(), "Logs rotate every Tuesday.", "Marco set up the database."]):
-                conn.execute(
-                    "INSERT INTO events (event_id, persona_id, project_id, session_id, role, source, category, kind,"
-                    " text, occurred_at, occurred_at_given, recorded_at, payload_hash, extraction_state)"
-                    " VALUES (?, ?, ?, ?, 'user', 'Ana', 'conversation', 'record', ?, ?, 1, ?, ?, 'pending')",
-                    (f"e{n}", HOME.persona_id, HOME.project_id, f"s{n}", text, *[f"2026-01-01T10:0{n}:00Z"] * 2)
-                    + (f"hash-{n}",),
-                )
-                fulltext.index_event(conn, int(conn.last_insert_rowid()))  # the tables of that schema
+                fulltext.index_event(conn, _insert(conn, n, f"s{n}", "user", text))  # the tables of that schema
     finally:
         db.close()
     with Engine(make_settings(db_path), backfill_seconds=0) as engine:  # a hook's budget, spent at once
@@ -109,21 +120,11 @@ def test_a_passage_carries_only_the_end_of_the_turn_before_it(engine: Engine) ->
 
 
 def test_passages_written_with_the_longer_context_are_written_again_after_the_upgrade(db_path: Any) -> None:
-    db = open_database(db_path)
+    db = _before(db_path, "m014_passage_context", "p008_passage_context")
     try:
-        postgres = backend_of(db).name == "postgres"
-        names = [fn.__name__ for fn in (pg_schema.MIGRATIONS if postgres else migrations.MIGRATIONS)]
-        migrate(db, upto=names.index("p008_passage_context" if postgres else "m014_passage_context"))
         with db.write() as conn:
             for n, (role, text) in enumerate([("user", KILN), ("assistant", GLAZE)]):
-                conn.execute(
-                    "INSERT INTO events (event_id, persona_id, project_id, session_id, role, source, category, kind,"
-                    " text, occurred_at, occurred_at_given, recorded_at, payload_hash, extraction_state)"
-                    " VALUES (?, ?, ?, 's1', ?, 'Ana', 'conversation', 'record', ?, ?, 1, ?, ?, 'pending')",
-                    (f"e{n}", HOME.persona_id, HOME.project_id, role, text, *[f"2026-01-01T10:0{n}:00Z"] * 2)
-                    + (f"hash-{n}",),
-                )
-                sequence = int(conn.last_insert_rowid())
+                sequence = _insert(conn, n, "s1", role, text)
                 fulltext.index_event(conn, sequence)
                 # the passage row as the schema before wrote it: 1,000 characters of the turn before
                 values = fulltext.event_values(conn, sequence)
