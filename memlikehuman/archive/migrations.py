@@ -494,10 +494,11 @@ def m013_passage_fulltext(conn: Any) -> None:
 
 @migration
 def m014_passage_context(conn: Any) -> None:
-    # Each passage row carries only the last 300 characters of the turn before (fulltext.PASSAGE_CONTEXT_
-    # CHARS), not 1,000: the rows written by the earlier rule are emptied here, and fulltext.complete_passages
-    # writes them again when the archive is opened (in committed batches, as after m013); recall ranks by
-    # events_fts until then. The marker names the newest event that may still lack its rows.
+    # Each passage row carries only the last 300 characters of the turn before, not 1,000
+    # (fulltext.PASSAGE_CONTEXT_CHARS): the rows written by the earlier rule are emptied here, and
+    # fulltext.complete_passages writes them again when the archive is opened (in committed batches, as
+    # after m013); recall ranks by events_fts until then. The marker names the newest event that may
+    # still lack its rows.
     conn.execute(
         """
         INSERT INTO events_passages(events_passages) VALUES ('delete-all');

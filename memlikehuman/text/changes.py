@@ -3,9 +3,9 @@ April 25 deadline".
 
 A pure rule a user can check: a verb of change (CHANGE_VERBS), then at most CHANGE_GAP words, then "to"
 and a number or a date, with at most one word between ("to $450", "to 5-7 months", "to March 22", "to
-port 9443"); or "new" right before one. Recall
-puts such a statement above an older one of the same speaker that shares two of the query's words with
-it (recall._same_matter): the old value is then labelled as earlier. A change of something that is not
+port 9443"); or "new" right before one. Recall puts such a statement above an older one of the same
+speaker that shares two of the query's words with it (recall._same_matter): the old value is then
+labelled as earlier. A change of something that is not
 a number or a date ("I updated my headline to ...", "adjusted my manuscript to MLA style") is no change
 of a value, and joins nothing by this rule.
 """
