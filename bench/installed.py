@@ -7,6 +7,7 @@ install's path finder.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -46,7 +47,9 @@ def pip_installed(src: Path, tmp: Path) -> Path:
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"
     wheel = next((tmp / "wheel").glob("memlikehuman-*.whl"))
-    subprocess.run([*pip, "--python", str(python), "install", "--no-deps", str(wheel)], check=True)
+    # Without PYTHONPATH: a checkout on it is a package pip takes as installed, and installs nothing.
+    env = {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}
+    subprocess.run([*pip, "--python", str(python), "install", "--no-deps", str(wheel)], check=True, env=env)
     site = subprocess.run(
         [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
         capture_output=True,
