@@ -155,6 +155,14 @@ def test_a_resolved_span_meets_the_query_windows_it_overlaps() -> None:
     assert spans_meet([("2023-05-07", "2023-05-08")], date_windows("last May"))
 
 
+def test_two_windows_meet_when_they_share_a_day_and_a_yearless_one_meets_any_year() -> None:
+    august, august_2026 = only("through August"), only("through August 2026")
+    assert august.meets(august_2026) and august_2026.meets(august)
+    assert august_2026.meets(only("on August 20, 2026")) and not august_2026.meets(only("in August 2025"))
+    assert not august.meets(only("in September 2026")) and not august.meets(only("in July"))
+    assert only("on March 14").meets(only("in March"))
+
+
 def test_the_word_prefilter_finds_every_relative_date_the_patterns_find() -> None:
     # A non-ASCII character at the end makes relative_spans run every pattern without the prefilter.
     import random

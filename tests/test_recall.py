@@ -661,6 +661,30 @@ def test_a_later_statement_that_says_a_value_changed_comes_first_though_it_share
         assert {hit.event.event_id: hit.newer for hit in found} == {"new": None, "old": "new", "aside": None}
 
 
+def test_a_query_naming_a_date_its_statements_name_too_gets_the_newer_value_first(engine: Engine) -> None:
+    old = "I'm worried the $7,000 budget for prototype refinement and attorney fees won't last through August 2026."
+    record(engine, "old", old, occurred_at="2026-03-02T10:00:00Z")
+    new = "The budget allocation was increased to $8,000 through August 2026: room for prototype enhancements."
+    record(engine, "new", new, occurred_at="2026-05-04T10:00:00Z")
+    through = "What is the budget for prototype refinement and attorney fees through August?"
+    for mode in ("fast", "semantic"):
+        found = recall(engine, HOME, through, search_mode=mode).raw_fallback
+        # both name August: the date is what the budget is about, not when it was said
+        assert [(hit.event.event_id, hit.newer) for hit in found] == [("new", None), ("old", "new")], mode
+    said_then = recall(engine, HOME, "What budget for prototype refinement did I mention in March 2026?").raw_fallback
+    assert [(hit.event.event_id, hit.newer) for hit in said_then][0] == ("old", None)  # what was said then
+
+
+def test_a_change_of_a_value_holds_the_querys_word_also_in_its_singular(engine: Engine) -> None:
+    old = "I spent $43 on books and subscriptions in January, $8 over my $35 monthly budget."
+    record(engine, "old", old, occurred_at="2026-02-01T10:00:00Z")
+    new = "I'm looking to spend my increased book budget of $50 on a new series."
+    record(engine, "new", new, occurred_at="2026-03-01T10:00:00Z")
+    found = recall(engine, HOME, "What is my monthly budget for books and subscriptions?", search_mode="fast")
+    # "budget" and "books" shared ("book" is its singular), and the later one says the value changed
+    assert [(hit.event.event_id, hit.newer) for hit in found.raw_fallback] == [("new", None), ("old", "new")]
+
+
 def test_asking_for_more_results_never_changes_the_first_ten(engine: Engine) -> None:
     # thirteen statements of one matter, the older the shorter (and the better ranked)
     for n in range(13):
@@ -682,6 +706,7 @@ def test_asking_for_more_results_never_changes_the_first_ten(engine: Engine) -> 
         ("The probate process was shortened to 5-7 months.", True),
         ("We moved staging to port 9443.", True),
         ("I'm worried I won't meet the new April 25 deadline.", True),
+        ("I'm looking to spend my increased January book budget of $50.", True),
         ("I updated my LinkedIn headline to Executive Producer.", False),
         ("I adjusted my manuscript to MLA style.", False),
         ("I moved to Berlin last year.", False),

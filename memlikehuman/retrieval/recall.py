@@ -30,7 +30,7 @@ from ..records import Coverage, Kind, Memory, MemoryHit, RawHit, RecallResult, S
 from ..text import ngrams
 from ..text.asking import about_replies
 from ..text.changes import says_change
-from ..text.dates import date_windows, in_windows, spans_meet
+from ..text.dates import DateWindow, date_windows, in_windows, spans_meet
 from . import coverage, covered, echoes, gaps, gist, phrasings, ranking, search, second_look
 from .excerpts import excerpt, gap_excerpt
 from .ranking import DEFAULT_TUNING, Tuning
@@ -152,7 +152,7 @@ class _Recall:
         # sequence -> (score, whether the event's own text holds a query word).
         self.covered: dict[int, tuple[float, bool]] = {}
         self.similarity: dict[tuple[Kind, int], float] = {}
-        self.dated = any(date_windows(p.text) for p in self.phrasings)  # a date named: newest-first does not apply
+        self.windows = [window for p in self.phrasings for window in date_windows(p.text)]
 
     def run(self) -> RecallResult:
         mode = self._prepare_dense()
@@ -471,11 +471,14 @@ class _Recall:
     def _matter(self, role: str, source: str, text: str, when: str) -> Matter | None:
         """What a statement is about, as far as newer-first goes: its speaker and the words of the query it
         holds (None for none), whether it says a value changed, and when it was said. A question states
-        nothing, and a query that names a date asks for what was said then."""
-        if self.dated or echoes.only_asks(text):
+        nothing. A query that names a date asks for what was said then, unless the statement names that
+        date itself: the date is then part of what it is about ("the budget through August")."""
+        if echoes.only_asks(text) or (self.windows and not _names_any(text, self.windows)):
             return None
-        held = frozenset(search.held(text, set(self.words)))
-        return Matter(f"{role}/{source}", held, says_change(text), when) if held else None
+        changed = says_change(text)
+        forms = {form: word for word in self.words for form in (_number_forms(word) if changed else (word,))}
+        held = frozenset(forms[form] for form in search.held(text, set(forms)))
+        return Matter(f"{role}/{source}", held, changed, when) if held else None
 
     def _same_matter(self, a: Matter, b: Matter) -> bool:
         """One speaker's two statements are about one matter when they hold the same words of the query,
@@ -514,6 +517,18 @@ class _Recall:
         self.standing = tuple((kind, text) for kind, text in found if kind in coverage.STANDING)
         if mode != "fast" and counted.events_without_vectors:
             self.unindexed = True
+
+
+def _number_forms(word: str) -> tuple[str, ...]:
+    """A word with its plural or singular in -s: "books" and "book" say the same matter."""
+    if word.endswith("s") and not word.endswith("ss") and len(word) > 3:
+        return word, word[:-1]
+    return word, f"{word}s"
+
+
+def _names_any(text: str, windows: Sequence[DateWindow]) -> bool:
+    """Whether the text names a date within one of the windows."""
+    return any(named.meets(window) for named in date_windows(text) for window in windows)
 
 
 class Matter(NamedTuple):

@@ -110,6 +110,15 @@ class DateWindow:
             return self.start <= day < self.end
         return day >= self.start or day < self.end
 
+    def meets(self, other: DateWindow) -> bool:
+        """Whether the two spans share a day (a yearless span meets that day of any year)."""
+        if not self.yearless and not other.yearless:
+            return self.start < other.end and other.start < self.end
+        return self.contains(other._first_day()) or other.contains(self._first_day())
+
+    def _first_day(self) -> str:
+        return f"0000-{self.start}" if self.yearless else self.start
+
 
 def date_windows(query: str) -> list[DateWindow]:
     """The days, months, years and holidays a query names explicitly (see the module docstring)."""
