@@ -81,6 +81,30 @@ def test_a_new_session_starts_with_the_standing_facts_the_agent_recorded_and_onl
     assert "joke about cats" not in json.dumps(facts)
 
 
+def test_a_new_session_starts_with_the_rules_the_user_stated_that_no_memory_holds(
+    tmp_path: Path, project: Path
+) -> None:
+    db = tmp_path / "memory.sqlite3"
+    pnpm = _turn(db, project, "s1", "I use pnpm, never npm or yarn, in this repo.")
+    _turn(db, project, "s1", "Always run ruff before committing.")
+    _turn(db, project, "s1", "Never mind the lint step for now.")
+    _turn(db, project, "s1", "The demo is on March 14.")
+    _turn(db, project, "s2", "I'd prefer short commit messages in English.")
+    with connected(serving(db)) as client:
+        _remember(client, pnpm, "The user uses pnpm, never npm or yarn", pnpm["text"], "user.package_manager")
+    start = _context(run_hook("claude-code", _start("s3", project), db, project))
+    # the memory in the agent's words, then the rules no memory holds in the user's, newest first
+    assert _facts(start) == [
+        "The user uses pnpm, never npm or yarn",
+        "I'd prefer short commit messages in English.",
+        "Always run ruff before committing.",
+    ]
+    block = start.split("standing_facts»", 1)[1].split("«END", 1)[0]
+    [ruff] = [json.loads(line) for line in block.strip().splitlines() if "ruff" in line]
+    assert ruff["kind"] == "rule" and ruff["event_id"].startswith("claude-code:s1:user:")
+    assert ruff["from"] == {"role": "user", "source": "claude-code"}
+
+
 def test_a_changed_value_comes_newest_first_in_the_prompt_hook_and_in_memory_recall(
     tmp_path: Path, project: Path
 ) -> None:

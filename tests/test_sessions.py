@@ -263,3 +263,17 @@ def test_a_forget_invalidates_the_checkpoints_and_resume_falls_back_to_the_raw_e
     assert out["checkpoint_id"] is None and "4711" not in out["context"]
     assert any("invalidated" in w for w in out["warnings"])
     assert [e["event_id"] for e in blocks(out["context"])["recent_events"]] == ["e2"]
+
+
+def test_the_users_standing_rules_are_standing_facts_in_their_words_and_only_of_their_scope(client):
+    record(client, "r1", "Always run ruff before committing.")
+    record(client, "r2", "Please never push to main directly.", session_id="s2")
+    record(client, "r3", "Never mind, skip that.")
+    record(client, "r4", "The build uses Vite, and we always pin versions.")  # "always" not at the start
+    record(client, "x1", "Always tag releases.", project_id="other")
+    facts = blocks(client.ok("session_resume")["context"])["standing_facts"]
+    assert [(f["event_id"], f["kind"], f["content"]) for f in facts] == [
+        ("r2", "rule", "Please never push to main directly."),
+        ("r1", "rule", "Always run ruff before committing."),
+    ]
+    assert facts[0]["from"] == {"role": "user", "source": "chat"} and facts[0]["since"] == facts[0]["since"][:10]
