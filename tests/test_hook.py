@@ -159,6 +159,26 @@ def test_a_resumed_session_is_handed_only_what_changed_since_its_own_start(db: A
     assert "the CI runs on Fridays" in text and "note 5" not in text and "add lodash" not in text
 
 
+def test_a_resumed_session_is_handed_the_rules_other_sessions_stated_since_and_not_its_own(
+    db: Archive, project: Path
+) -> None:
+    def prompt(session: str, text: str) -> None:
+        run_hook("claude-code", payload("UserPromptSubmit", project, session_id=session, prompt=text), db, project)
+
+    def start(session: str, source: str = "startup") -> str:
+        ran = run_hook("claude-code", payload("SessionStart", project, session_id=session, source=source), db, project)
+        return context_of(ran.stdout, "SessionStart") if ran.stdout else ""
+
+    prompt("s0", "Always write the tests first.")
+    assert '"kind":"rule","content":"Always write the tests first."' in start("s1")
+    prompt("s1", "Always run the linter before pushing.")
+    assert "run the linter" not in start("s1", "resume")  # its own rule is in its conversation
+    prompt("s2", "Never deploy on Fridays.")
+    text = start("s1", "resume")
+    assert "Never deploy on Fridays." in text
+    assert "run the linter" not in text and "write the tests first" not in text
+
+
 def test_session_start_context_stays_under_ten_thousand_characters(db: Archive, project: Path) -> None:
     for number in range(40):
         prompt = f"note {number}: " + "lorem ipsum dolor sit amet " * 60
