@@ -217,6 +217,26 @@ def test_a_mistyped_record_setting_does_not_stop_the_prompt_hook(db: Archive, pr
     assert [e["text"] for e in stored(db)] == ["We deploy on Fridays"]
 
 
+def test_a_mistyped_setting_of_what_the_hook_hands_is_reported_and_the_prompt_still_recorded(
+    db: Archive, project: Path
+) -> None:
+    data = payload("claude-code", "UserPromptSubmit", project, prompt="We deploy on Fridays")
+    ran = run_hook("claude-code", data, db, project, MEMLIKEHUMAN_INJECT_ITEMS="five", MEMLIKEHUMAN_EXTRACTOR="gpt")
+    assert ran.returncode == 0 and "This prompt is recorded as" in ran.stdout
+    assert [e["text"] for e in stored(db)] == ["We deploy on Fridays"]
+    lines = ran.stderr.splitlines()
+    assert len(lines) == 2 and all(line.endswith("; the hook goes on with its default") for line in lines)
+    assert "MEMLIKEHUMAN_EXTRACTOR must be one of" in lines[0] and "MEMLIKEHUMAN_INJECT_ITEMS='five'" in lines[1]
+
+
+def test_a_config_file_the_hook_cannot_read_records_nothing_and_says_why(db: Archive, project: Path) -> None:
+    data = payload("claude-code", "UserPromptSubmit", project, prompt="We deploy on Fridays")
+    (project / "memlikehuman.toml").write_text("MEMLIKEHUMAN_DB = \n", encoding="utf-8")  # no value: not TOML
+    ran = run_hook("claude-code", data, db, project, MEMLIKEHUMAN_CONFIG=str(project / "memlikehuman.toml"))
+    assert ran.returncode == 0 and stored(db) == []  # where it records is never guessed
+    assert ran.stderr.count("\n") == 1 and "cannot be read" in ran.stderr
+
+
 def test_codex_subagent_stop_and_post_tool_use_payloads_are_recorded_when_asked(db: Archive, project: Path) -> None:
     run_hook("codex", payload("codex", "SubagentStop", project), db, project, "--record", "subagents")
     run_hook("codex", payload("codex", "PostToolUse", project), db, project, "--record", "tools")

@@ -80,7 +80,9 @@ def run(
         if isinstance(payload, dict) and not event:
             named = payload.get("hook_event_name") or payload.get("hookEventName")
             event = named if isinstance(named, str) else None
-        settings = _settings(options.db, around)
+        settings, unread = _settings(options.db, around)
+        for problem in unread:  # reported, and the hook goes on with that setting's default
+            state.failed(settings.db_path, options.host, event, problem, stderr, around.env)
         if isinstance(payload, ValueError):
             raise payload
         if not isinstance(payload, dict):
@@ -101,12 +103,30 @@ def run(
     return 0
 
 
-def _settings(db: str | None, around: Surroundings) -> Settings:
-    from .. import config
+# Where a hook records is never guessed: the archive, the scope and the config file that may name them.
+_NEVER_GUESSED = ("MEMLIKEHUMAN_DB", "MEMLIKEHUMAN_PERSONA", "MEMLIKEHUMAN_PROJECT", "MEMLIKEHUMAN_CONFIG")
 
-    loaded = config.load(db, around.env, around.cwd)
+
+def _settings(db: str | None, around: Surroundings) -> tuple[Settings, list[Exception]]:
+    """The settings, and the problems of those read with their defaults instead: a setting a hook cannot
+    read that only shapes what it hands (MEMLIKEHUMAN_INJECT_*) or what hooks never do (extraction,
+    embedding) must not lose the conversation; the server refuses to start on it and says why."""
+    from .. import config
+    from ..errors import InvalidArgument
+
+    env, unread = dict(around.env), list[Exception]()
+    while True:
+        try:
+            loaded = config.load(db, env, around.cwd)
+            break
+        except InvalidArgument as error:
+            key = next((k for k in sorted(config.KEYS, key=len, reverse=True) if k in error.message), None)
+            if key is None or key in _NEVER_GUESSED or env.get(key) == "":
+                raise
+            env[key] = ""  # the environment's empty value is the default, over the config file's too
+            unread.append(InvalidArgument(f"{error.message}; the hook goes on with its default"))
     # Hooks never wait for a model: events stay pending for `retry`/the server, vectors for `reindex`.
-    return dataclasses.replace(loaded, extractor="none", embedder="none")
+    return dataclasses.replace(loaded, extractor="none", embedder="none"), unread
 
 
 def _dispatch(hook: adapters.HookInput, settings: Settings, options: Options, env: Mapping[str, str]) -> str | None:
