@@ -277,3 +277,15 @@ def test_the_users_standing_rules_are_standing_facts_in_their_words_and_only_of_
         ("r1", "rule", "Always run ruff before committing."),
     ]
     assert facts[0]["from"] == {"role": "user", "source": "chat"} and facts[0]["since"] == facts[0]["since"][:10]
+
+
+def test_the_users_rules_are_looked_for_among_the_scopes_newest_events(client, monkeypatch):
+    from memlikehuman.sessions import context
+
+    monkeypatch.setattr(context, "RULES_READ", 3)
+    record(client, "r1", "Always run ruff before committing.")
+    record(client, "r2", "Never push to main directly.")
+    record(client, "x1", "The build uses Vite.")
+    record(client, "x2", "Deploys go out on Tuesdays.")
+    facts = blocks(client.ok("session_resume")["context"])["standing_facts"]
+    assert [f["event_id"] for f in facts] == ["r2"]  # r1 is the fourth newest event
