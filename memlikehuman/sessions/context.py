@@ -37,7 +37,7 @@ from ..records import Checkpoint, Mark, Memory, MemoryHit, RawHit, Scope
 from ..retrieval import gist
 from ..shapes import data_line
 from ..text.lines import one_line
-from ..text.rules import RULE_CHARS, states_rule
+from ..text.rules import RULE_CHARS, RULE_WORDS, states_rule
 from . import tokens
 
 if TYPE_CHECKING:
@@ -317,8 +317,6 @@ def _standing(db: Connection, scope: Scope, after: Mark, outside: str | None) ->
     return lines, len(found)
 
 
-# What a turn that states a rule holds near its start (text/rules.py): the query reads only these turns.
-_RULE_WORDS = (("always", 40), ("never", 40), ("prefer", RULE_CHARS))
 # The user's rules are looked for among the scope's newest events, this many at most: reading the opening
 # of 55,000 long user turns took ~150 ms of a session's start (23 ms at this bound).
 RULES_READ = 20_000
@@ -333,7 +331,7 @@ def _user_rules(db: Connection, scope: Scope, after: int, outside: str | None) -
         (scope.persona_id, scope.project_id, RULES_READ - 1),
     )
     after = max(after, int(oldest) - 1) if oldest is not None else after
-    near = " OR ".join("lower(substr(e.text, 1, ?)) LIKE ?" for _ in _RULE_WORDS)
+    near = " OR ".join("lower(substr(e.text, 1, ?)) LIKE ?" for _ in RULE_WORDS)
     rows = db.query(
         "SELECT e.event_id, e.source, e.occurred_at, substr(e.text, 1, ?) AS head FROM events e"
         " WHERE e.persona_id = ? AND e.project_id = ? AND e.role = 'user' AND e.kind = 'record'"
@@ -341,7 +339,7 @@ def _user_rules(db: Connection, scope: Scope, after: int, outside: str | None) -
         " AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.event_sequence = e.sequence)"
         " ORDER BY e.sequence DESC",
         (RULE_CHARS, scope.persona_id, scope.project_id, after, outside or "",
-         *(value for word, chars in _RULE_WORDS for value in (chars, f"%{word}%"))),
+         *(value for word, chars in RULE_WORDS for value in (chars, f"%{word}%"))),
     )  # fmt: skip
     return [row for row in rows if states_rule(row["head"])]
 

@@ -15,6 +15,9 @@ import re
 _OPENS = re.compile(r"\s*(?:please\s+)?(?:always|never(?!\s+mind\b))\b", re.IGNORECASE)
 _PREFERS = re.compile(r"\bI(?:['’]d| would)? prefer\b", re.IGNORECASE)
 RULE_CHARS = 600  # as search.ASKING_CHARS: a rule is said in the opening sentences
+# Each word the rule looks for, and how many of a turn's first characters hold it: a query can read only
+# the turns that have one (sessions/context.py); "always" and "never" open the turn, after "please" at most.
+RULE_WORDS = (("always", 40), ("never", 40), ("prefer", RULE_CHARS))
 
 
 def states_rule(text: str) -> bool:
